@@ -1,0 +1,103 @@
+"""The `plateau` command: dispatches to one module per subcommand under console/commands/."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from console import __version__
+from console.errors import PlateauError
+
+# Subcommand name -> module under console.commands. `plateau [HOST]` (no subcommand) is "console".
+COMMANDS: dict[str, str] = {
+    "console": "console_cmd",
+    "demo": "demo",
+    "sim": "sim",
+    "snapshot": "snapshot",
+    "gpus": "gpus",
+    "logscan": "logscan",
+    "sweep": "sweep",
+    "history": "history",
+    "compare": "compare",
+    "server": "server",
+    "config": "config_cmd",
+}
+
+Handler = Callable[[argparse.Namespace], "int | Awaitable[int]"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plateau",
+        description="Operator console for LLM inference hosts (SGLang).",
+        epilog="With no subcommand, `plateau [HOST]` opens the console on HOST "
+        "(a host name from the config, or the first host configured).",
+    )
+    parser.add_argument("--version", action="version", version=f"plateau {__version__}")
+    parser.add_argument(
+        "--config", metavar="FILE", help="config file (else $PLATEAU_CONFIG, else the XDG config)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = _load_command_module(module_name)
+        if module is not None:
+            module.register(sub)
+    return parser
+
+
+def _load_command_module(module_name: str) -> Any | None:
+    qualified = f"console.commands.{module_name}"
+    try:
+        return importlib.import_module(qualified)
+    except ModuleNotFoundError as exc:
+        if exc.name == qualified:  # the command is not built yet; everything else is a real bug
+            return None
+        raise
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """Route `plateau [HOST]` to the `console` subcommand."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--config":
+            index += 2
+            continue
+        if arg.startswith("-"):
+            index += 1
+            continue
+        if arg in COMMANDS:
+            return argv
+        return [*argv[:index], "console", *argv[index:]]
+    if any(a in ("-h", "--help", "--version") for a in argv):
+        return argv
+    return [*argv, "console"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        result = handler(args)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or 0)
+    except PlateauError as exc:
+        print(f"plateau: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("plateau: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""Sanitising untrusted text (log lines, server responses) on entry to the core."""
+
+from __future__ import annotations
+
+import re
+
+# CSI, OSC (BEL or ST terminated), other two-byte escapes, and C0/C1 controls except tab.
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL | ST
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS / SOS / PM / APC strings
+    r"|\x1b[@-Z\\-_]?"  # lone ESC or 2-byte Fe sequences
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def sanitize(text: str) -> str:
+    """Return `text` with terminal escapes removed and control characters made visible.
+
+    Control characters become U+FFFD-free printable placeholders (`^X` style would shift
+    columns of tabular logs, so we use the Unicode control-picture block instead).
+    """
+    if text.isprintable():
+        return text
+    without_escapes = _ESCAPES.sub("", text)
+    return _CONTROLS.sub(_control_picture, without_escapes)
+
+
+def _control_picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return "\ufffd"
+
+
+def decode_untrusted(data: bytes) -> str:
+    """Decode bytes that may be invalid UTF-8, then sanitise."""
+    return sanitize(data.decode("utf-8", errors="replace"))

@@ -1,0 +1,1 @@
+"""Themes as data files (TCSS + TOML)."""

@@ -1,0 +1,1 @@
+"""Textual widgets that render typed data from console/; no I/O here."""
