@@ -91,11 +91,12 @@ class Transport(Protocol):
         self,
         argv: Sequence[str],
         *,
-        input: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> LineStream:
         """Start `argv` and return its stdout lines (without newline, undecodable bytes
-        replaced). Closing the stream kills the whole process group on the host."""
+        replaced). Closing the stream kills the whole process group on the host. The
+        command's stdin is /dev/null (the transport uses the channel's stdin as a watchdog),
+        so pass programs as arguments (`python3 -c SOURCE`), not on stdin."""
         ...
 
     async def start_detached(
