@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="config file (else $PLATEAU_CONFIG, else the XDG config)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module_name in COMMANDS.items():
+    for module_name in COMMANDS.values():
         module = _load_command_module(module_name)
         if module is not None:
             module.register(sub)
@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PlateauError as exc:
         print(f"plateau: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        return 0
     except KeyboardInterrupt:
         print("plateau: interrupted", file=sys.stderr)
         return 130

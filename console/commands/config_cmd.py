@@ -1,0 +1,69 @@
+"""`plateau config check [FILE]` and `plateau config show`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from console.config import LoadedConfig, discover_config_path, load_config, redacted
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("config", help="check or show the configuration")
+    actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+    check = actions.add_parser("check", help="validate a config file")
+    check.add_argument("file", nargs="?", help="file to check (default: the discovered config)")
+    check.set_defaults(handler=_check)
+    show = actions.add_parser("show", help="print the effective config and each value's source")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(handler=_show)
+
+
+def _check(args: argparse.Namespace) -> int:
+    loaded = load_config(args.file or args.config)
+    config = loaded.config
+    where = loaded.path or "built-in defaults"
+    print(
+        f"{where}: OK ({len(config.hosts)} host(s), {len(config.profiles)} profile(s), "
+        f"{len(config.sweeps)} sweep preset(s))"
+    )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    loaded = load_config(args.config)
+    _path, reason = discover_config_path(args.config)
+    data = redacted(loaded.config.model_dump(mode="json"))
+    if args.json:
+        rows = [
+            {"key": key, "value": value, "source": loaded.source_of(path)}
+            for key, path, value in _flatten(data)
+        ]
+        print(json.dumps({"file": str(loaded.path) if loaded.path else None, "values": rows}))
+        return 0
+    print(f"# config: {loaded.path or 'none'} (from {reason})")
+    for key, path, value in _flatten(data):
+        print(f"{key} = {json.dumps(value)}    # {_source(loaded, path)}")
+    return 0
+
+
+def _source(loaded: LoadedConfig, path: tuple[str | int, ...]) -> str:
+    return loaded.source_of(path)
+
+
+def _flatten(
+    value: Any, prefix: str = "", path: tuple[str | int, ...] = ()
+) -> list[tuple[str, tuple[str | int, ...], Any]]:
+    """Leaf values with dotted keys; lists of scalars stay whole."""
+    if isinstance(value, dict) and value:
+        rows = []
+        for key, item in value.items():
+            rows += _flatten(item, f"{prefix}.{key}" if prefix else str(key), (*path, key))
+        return rows
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        rows = []
+        for index, item in enumerate(value):
+            rows += _flatten(item, f"{prefix}[{index}]", (*path, index))
+        return rows
+    return [(prefix, path, value)]

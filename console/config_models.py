@@ -1,0 +1,202 @@
+"""Pydantic models of the TOML config. Every model forbids unknown keys so typos are caught."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FlagValue = str | int | float | bool
+
+_FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+DEFAULT_CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _no_control_chars(value: str, what: str) -> str:
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError(f"{what} must not contain control characters or newlines")
+    return value
+
+
+class HostConfig(StrictModel):
+    """A machine we reach over SSH (or locally with `local = true`)."""
+
+    name: str
+    address: str = ""
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: str | None = None
+    identity_files: list[str] = Field(default_factory=list)
+    known_hosts: Literal["strict", "accept-new"] = "strict"
+    known_hosts_file: str | None = None
+    jump_host: str | None = None
+    python: str = "python3"
+    run_dir: str = "~/.plateau"
+    profile: str | None = None
+    local: bool = False
+    sim_state_file: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _HOST_NAME.match(value):
+            raise ValueError("host name may contain letters, digits, '.', '_' and '-' only")
+        return value
+
+    @field_validator("address", "user", "jump_host", "python", "run_dir")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value, "value")
+
+    @model_validator(mode="after")
+    def _address_unless_local(self) -> HostConfig:
+        if not self.local and not self.address:
+            raise ValueError("`address` is required unless `local = true`")
+        return self
+
+
+class ServerProfile(StrictModel):
+    """How to launch an SGLang server: command, model, flags, environment."""
+
+    launch: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"])
+    model_path: str
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 30000
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    log_dir: str | None = None
+    api_key_env: str | None = None
+    description: str = ""
+
+    @field_validator("launch")
+    @classmethod
+    def _check_launch(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("`launch` must name a program, e.g. [\"sglang\", \"serve\"]")
+        for part in value:
+            _no_control_chars(part, "launch argument")
+        return value
+
+    @field_validator("flags")
+    @classmethod
+    def _check_flags(cls, value: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        for name, flag_value in value.items():
+            if not _FLAG_NAME.match(name):
+                raise ValueError(
+                    f"flag name {name!r} must look like 'attention-backend' (no leading --)"
+                )
+            if isinstance(flag_value, str):
+                _no_control_chars(flag_value, f"flag {name}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, env_value in value.items():
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"environment variable name {name!r} is not valid")
+            _no_control_chars(env_value, f"env {name}")
+        return value
+
+    @field_validator("extra_args")
+    @classmethod
+    def _check_extra(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            _no_control_chars(arg, "extra argument")
+        return value
+
+    def argv(self) -> list[str]:
+        """The server's command line: launch + model + host/port + flags + extra args."""
+        args = [*self.launch, "--model-path", self.model_path]
+        args += ["--host", self.host, "--port", str(self.port)]
+        for name, value in self.flags.items():
+            if value is True:
+                args.append(f"--{name}")
+            elif value is False:
+                continue
+            else:
+                args += [f"--{name}", str(value)]
+        return args + list(self.extra_args)
+
+
+class SweepPreset(StrictModel):
+    """A concurrency sweep: what load to offer at each step."""
+
+    concurrency: list[Annotated[int, Field(ge=1, le=65536)]] = Field(
+        default_factory=lambda: list(DEFAULT_CONCURRENCY)
+    )
+    input_len: Annotated[int, Field(ge=1)] = 1024
+    output_len: Annotated[int, Field(ge=1)] = 1024
+    range_ratio: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+    num_prompts: Annotated[int, Field(ge=1)] | None = None
+    prompts_per_concurrency: Annotated[int, Field(ge=1)] = 4
+    step_seconds: Annotated[float, Field(gt=0)] | None = None
+    warmup_prompts: Annotated[int, Field(ge=0)] = 0
+    flush_cache: bool = True
+    repeats: Annotated[int, Field(ge=1, le=20)] = 1
+    endpoint: Literal["generate", "completions", "chat"] = "generate"
+    ignore_eos: bool = True
+    engine: Literal["native", "bench-serving"] = "native"
+    request_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    stop_on_failure: bool = False
+
+    @field_validator("concurrency")
+    @classmethod
+    def _non_empty(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("at least one concurrency level is needed")
+        return value
+
+
+class UiConfig(StrictModel):
+    ascii: bool = False
+    gpu_interval_s: Annotated[float, Field(ge=0.25)] = 1.0
+    log_tail_lines: Annotated[int, Field(ge=0, le=100_000)] = 500
+    log_max_lines: Annotated[int, Field(ge=1000, le=5_000_000)] = 200_000
+    gpu_load_mid: Annotated[float, Field(ge=0, le=100)] = 50.0
+    gpu_load_high: Annotated[float, Field(ge=0, le=100)] = 85.0
+
+
+class PlateauConfig(StrictModel):
+    """The whole config file."""
+
+    theme: str = "plateau-dark"
+    default_host: str | None = None
+    hosts: list[HostConfig] = Field(default_factory=list)
+    profiles: dict[str, ServerProfile] = Field(default_factory=dict)
+    sweeps: dict[str, SweepPreset] = Field(default_factory=dict)
+    keymap: dict[str, str] = Field(default_factory=dict)
+    ui: UiConfig = Field(default_factory=UiConfig)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> PlateauConfig:
+        names = [host.name for host in self.hosts]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate host name(s): {', '.join(duplicates)}")
+        if self.default_host is not None and self.default_host not in names:
+            raise ValueError(f"default_host {self.default_host!r} is not one of the hosts")
+        for host in self.hosts:
+            if host.profile is not None and host.profile not in self.profiles:
+                raise ValueError(f"host {host.name!r} names unknown profile {host.profile!r}")
+        return self
+
+    def host(self, name: str | None) -> HostConfig:
+        """The host called `name`, or the default/first one when `name` is None."""
+        wanted = name or self.default_host
+        for host in self.hosts:
+            if wanted is None or host.name == wanted:
+                return host
+        known = ", ".join(h.name for h in self.hosts) or "none configured"
+        raise KeyError(f"unknown host {wanted!r} (known: {known})")
+
+    def sweep(self, name: str = "default") -> SweepPreset:
+        return self.sweeps.get(name, SweepPreset())
