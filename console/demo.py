@@ -1,0 +1,82 @@
+"""The demo host: this machine, a simulated 8-GPU Blackwell box served by `console.sim`."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+from console.config_models import HostConfig, PlateauConfig, ServerProfile, SweepPreset
+
+DEMO_HOST = "demo"
+DEMO_MODEL = "demo/Example-MoE-NVFP4"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def demo_profiles(
+    port: int, state_file: Path, startup_seconds: float = 4.0
+) -> dict[str, ServerProfile]:
+    """Two profiles whose only difference is the MoE runner, so A/B has something to show."""
+    launch = [sys.executable, "-m", "console.sim"]
+    common: dict[str, str | int | float | bool] = {
+        "tp": 8,
+        "quantization": "modelopt_fp4",
+        "mem-fraction-static": 0.85,
+        "enable-metrics": True,
+        "decode-log-interval": 40,
+        "sim-startup-seconds": startup_seconds,
+        "sim-state-file": str(state_file),
+    }
+    return {
+        "triton-moe": ServerProfile(
+            description="simulated NVFP4 MoE, Triton MoE runner",
+            launch=launch,
+            model_path=DEMO_MODEL,
+            port=port,
+            flags={**common, "moe-runner-backend": "triton"},
+        ),
+        "cutlass-moe": ServerProfile(
+            description="simulated NVFP4 MoE, CUTLASS MoE runner",
+            launch=launch,
+            model_path=DEMO_MODEL,
+            port=port,
+            flags={**common, "moe-runner-backend": "cutlass"},
+        ),
+    }
+
+
+def demo_config(
+    run_dir: Path, port: int | None = None, startup_seconds: float = 4.0
+) -> PlateauConfig:
+    """A config with one local host running the simulator under `run_dir`."""
+    chosen_port = port or free_port()
+    return PlateauConfig(
+        default_host=DEMO_HOST,
+        hosts=[
+            HostConfig(
+                name=DEMO_HOST,
+                local=True,
+                python=sys.executable,
+                run_dir=str(run_dir),
+                profile="cutlass-moe",
+                sim_state_file=str(run_dir / "gpu-state.json"),
+            )
+        ],
+        profiles=demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds),
+        sweeps={
+            "default": SweepPreset(
+                concurrency=[1, 2, 4, 8, 16, 32, 64, 128],
+                input_len=256,
+                output_len=128,
+                prompts_per_concurrency=2,
+            ),
+            "quick": SweepPreset(
+                concurrency=[1, 4, 16], input_len=64, output_len=32, prompts_per_concurrency=2
+            ),
+        },
+    )
