@@ -1,0 +1,278 @@
+"""A fake `pynvml` (nvidia-ml-py) for running the agent's NVML backend on a machine without
+a GPU. It mimics the shapes the agent relies on: return types, per-entry nvmlReturn in field
+values, NotSupported errors, the READ-index tuple bug of 13.615.71, GPM sample/metrics structs.
+
+Behaviour is set by environment variables so the agent can be run as a real subprocess:
+  FAKE_NVML_GPUS=N          number of GPUs (default 2)
+  FAKE_NVML_FAIL_INIT=msg   nvmlInit raises NVMLError_DriverNotLoaded(msg)
+  FAKE_NVML_NVLINK=1        GPUs 0<->1 joined by 4 active NVLinks
+"""
+
+import os
+import time
+
+NVML_P2P_CAPS_INDEX_READ = (0,)  # the 13.615.71 trailing-comma bug, reproduced on purpose
+NVML_GPM_METRICS_GET_VERSION = 1
+nvmlMemory_v2 = 0x02000028
+_N = int(os.environ.get("FAKE_NVML_GPUS", "2"))
+_NVLINK = os.environ.get("FAKE_NVML_NVLINK") == "1"
+_CALLS = {"pcie": 0}
+
+
+class NVMLError(Exception):
+    value = 999
+
+
+class NVMLError_NotSupported(NVMLError):
+    value = 3
+
+
+class NVMLError_InvalidArgument(NVMLError):
+    value = 2
+
+
+class NVMLError_DriverNotLoaded(NVMLError):
+    value = 9
+
+
+class NVMLError_Timeout(NVMLError):
+    value = 10
+
+
+class _H:
+    def __init__(self, i):
+        self.i = i
+
+
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def nvmlInit():
+    msg = os.environ.get("FAKE_NVML_FAIL_INIT")
+    if msg:
+        raise NVMLError_DriverNotLoaded(msg)
+
+
+def nvmlShutdown():
+    pass
+
+
+def nvmlDeviceGetCount():
+    return _N
+
+
+def nvmlDeviceGetHandleByIndex(i):
+    if not 0 <= i < _N:
+        raise NVMLError_InvalidArgument("bad index")
+    return _H(i)
+
+
+def nvmlSystemGetDriverVersion():
+    return "580.159.04"
+
+
+def nvmlSystemGetNVMLVersion():
+    return b"13.580.159.04"  # old bindings return bytes: the agent must decode
+
+
+def nvmlSystemGetCudaDriverVersion():
+    return 13000
+
+
+def nvmlDeviceGetName(h):
+    return "NVIDIA H200"
+
+
+def nvmlDeviceGetUUID(h):
+    return "GPU-0000000%d-aaaa-bbbb-cccc-dddddddddddd" % h.i
+
+
+def nvmlDeviceGetPciInfo(h):
+    return _Obj(busId="00000000:%02X:00.0" % (0x1B + h.i))
+
+
+def nvmlDeviceGetCudaComputeCapability(h):
+    return (9, 0)
+
+
+def nvmlDeviceGetMaxClockInfo(h, kind):
+    return {1: 1980, 2: 3201}[kind]
+
+
+def nvmlDeviceGetClockInfo(h, kind):
+    return {1: 1485 if h.i == 0 else 345, 2: 3201}[kind]
+
+
+def nvmlDeviceGetMaxPcieLinkGeneration(h):
+    return 5
+
+
+def nvmlDeviceGetMaxPcieLinkWidth(h):
+    return 16
+
+
+def nvmlDeviceGetCurrPcieLinkGeneration(h):
+    return 5 if h.i == 0 else 1
+
+
+def nvmlDeviceGetCurrPcieLinkWidth(h):
+    return 16
+
+
+def nvmlGpmQueryDeviceSupport(h):
+    return _Obj(isSupportedDevice=1 if h.i == 0 else 0)
+
+
+def nvmlGpmSampleAlloc():
+    return _Obj(t=None)
+
+
+def nvmlGpmSampleGet(h, s):
+    s.t = time.time()
+    return s
+
+
+def nvmlGpmSampleFree(s):
+    pass
+
+
+class _Metric:
+    def __init__(self):
+        self.metricId = 0
+        self.nvmlReturn = 0
+        self.value = 0.0
+
+
+class c_nvmlGpmMetricsGet_t:
+    def __init__(self):
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1 = None
+        self.sample2 = None
+        self.metrics = [_Metric() for _ in range(8)]
+
+
+def nvmlGpmMetricsGet(mg):
+    values = {2: 92.5, 3: 13.6, 5: 89.5, 10: 15.9, 20: 1024.0, 21: 512.0}
+    for k in range(mg.numMetrics):
+        m = mg.metrics[k]
+        m.value = values.get(m.metricId, 0.0)
+    return mg
+
+
+def nvmlDeviceGetEnforcedPowerLimit(h):
+    return 700000
+
+
+def nvmlDeviceGetPowerUsage(h):
+    return 685123 if h.i == 0 else 75000
+
+
+def nvmlDeviceGetMemoryInfo(h, version=None):
+    if version is None:
+        return _Obj(used=615 * 1048576, total=143771 * 1048576)
+    return _Obj(used=(40000 if h.i == 0 else 0) * 1048576, total=143771 * 1048576,
+                reserved=615 * 1048576)
+
+
+def nvmlDeviceGetUtilizationRates(h):
+    return _Obj(gpu=100 if h.i == 0 else 0, memory=37 if h.i == 0 else 0)
+
+
+def nvmlDeviceGetTemperature(h, sensor):
+    return 61 if h.i == 0 else 30
+
+
+def nvmlDeviceGetCurrentClocksEventReasons(h):
+    return 0x4 if h.i == 0 else 0x1
+
+
+def nvmlDeviceGetTotalEccErrors(h, kind, counter):
+    return 0
+
+
+def nvmlDeviceGetFanSpeed(h):
+    raise NVMLError_NotSupported("fan")
+
+
+def nvmlDeviceGetPerformanceState(h):
+    return 0 if h.i == 0 else 8
+
+
+def nvmlDeviceGetComputeRunningProcesses(h):
+    if h.i != 0:
+        return []
+    return [_Obj(pid=os.getpid(), usedGpuMemory=40000 * 1048576),
+            _Obj(pid=999999999, usedGpuMemory=None)]
+
+
+def nvmlDeviceGetPcieThroughput(h, counter):
+    _CALLS["pcie"] += 1
+    time.sleep(0.002)  # the real call blocks ~20 ms
+    return 2048 if counter == 0 else 1024
+
+
+class _Val:
+    def __init__(self, ret, ui=0, ull=0, ts=0):
+        self.nvmlReturn = ret
+        self.timestamp = ts
+        self.value = _Obj(uiVal=ui, ullVal=ull, dVal=float(ui))
+
+
+def nvmlDeviceGetFieldValues(h, ids):
+    out = []
+    now_us = int(time.time() * 1e6)
+    for fid in ids:
+        fid, scope = fid if isinstance(fid, tuple) else (fid, 0)
+        if fid == 91:
+            out.append(_Val(0, ui=4) if _NVLINK else _Val(3))
+        elif fid == 82:
+            out.append(_Val(0, ui=44))
+        elif fid in (138, 139) and _NVLINK:
+            out.append(_Val(0, ull=now_us // 1000 * (2 if fid == 138 else 1), ts=now_us))
+        else:
+            out.append(_Val(3))
+    return out
+
+
+def nvmlDeviceGetNvLinkState(h, link):
+    if not _NVLINK:
+        raise NVMLError_NotSupported("nvlink")
+    return 1
+
+
+def nvmlDeviceGetNvLinkVersion(h, link):
+    return 4
+
+
+def nvmlDeviceGetNvLinkRemotePciInfo(h, link):
+    return _Obj(busId="00000000:%02X:00.0" % (0x1B + (1 - h.i)))
+
+
+def nvmlDeviceGetTopologyCommonAncestor(a, b):
+    if a.i == b.i:
+        raise NVMLError_NotSupported("self")
+    return 40
+
+
+def nvmlDeviceGetP2PStatus(a, b, idx):
+    if not isinstance(idx, int):
+        raise TypeError("ctypes.ArgumentError: argument 3: wrong type")  # the tuple bug
+    if a.i == b.i:
+        return 5
+    return 0 if idx in (0, 1, 4) else 5
+
+
+def nvmlEventSetCreate():
+    return _Obj()
+
+
+def nvmlDeviceRegisterEvents(h, kinds, es):
+    pass
+
+
+def nvmlEventSetWait_v2(es, timeout_ms):
+    time.sleep(timeout_ms / 1000.0)
+    raise NVMLError_Timeout("Timeout")
