@@ -87,6 +87,8 @@ class LogEvent:
     ranks: str = ""
     level: str | None = None
     catalogue_id: str | None = None
+    cause_id: str | None = None
+    """For tracebacks: the catalogue entry matching the exception line (e.g. cuda-oom)."""
     offset: int | None = None
     """Byte offset of the first line in the source file, when the reader knows it."""
     source: str | None = None
@@ -145,7 +147,16 @@ class FollowerNotice:
     """A non-line event from the follower, shown in the app's event log; never silent."""
 
     kind: Literal[
-        "started", "rotated", "switched", "truncated", "lost", "reconnecting", "resumed", "error"
+        "started",
+        "rotated",
+        "switched",
+        "truncated",
+        "gap",
+        "waiting",
+        "lost",
+        "reconnecting",
+        "resumed",
+        "error",
     ]
     detail: str = ""
     path: str = ""

@@ -1,0 +1,258 @@
+"""Lines in, typed events out: prefix parsing, classification and multi-line grouping.
+
+Grouping rules (SGLang prints multi-line messages through `logging`, so only the first line has
+the `[ts ranks]` prefix):
+* a prefixed line always starts a new event;
+* an unprefixed `Traceback (most recent call last):` continues the open event when that event
+  announced it (ends with `:`, is a warning/error, or mentions an exception), else starts a
+  traceback event of its own;
+* inside a traceback or a catalogue entry marked `multiline`, unprefixed lines continue the event,
+  except lines that are clearly standalone (tqdm bars, Python warnings, uvicorn level lines);
+* otherwise only indented unprefixed lines continue (e.g. `  warnings.warn(` under a warning).
+A group is capped at `max_group_lines` so a runaway block cannot grow without bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from console.logs.catalogue import Catalogue, default_catalogue
+from console.logs.classify import (
+    BATCH_PREFIXES,
+    UVICORN_LEVELS,
+    access_severity,
+    severity_from_text,
+)
+from console.logs.line_format import ACCESS, PREFIX, UVICORN_LEVEL, clean_line
+from console.logs.models import EventKind, LogEvent, Severity
+
+TRACEBACK = "Traceback (most recent call last):"
+_CHAIN = (
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+# Unprefixed lines that are never part of a preceding block.
+_STANDALONE = re.compile(
+    r"\S.*(?:\d+%\||\d+it/s\]|s/it\])"  # tqdm progress
+    r"|\S+\.py:\d+: \w*Warning: "  # warnings.warn output
+    r"|(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s"  # uvicorn without timestamp
+)
+_ANNOUNCES_TRACEBACK = re.compile(r":\s*$|[Ee]xception|[Ee]rror")
+
+_MODE_NONE, _MODE_MULTI, _MODE_TRACEBACK = 0, 1, 2
+
+
+class EventAssembler:
+    """Feed raw lines (any order of arrival is the file order); get completed events.
+
+    `feed` returns the event that the new line completed (if any); the newest event stays open
+    until the next head line or `flush()`, because its continuation may still be coming.
+    """
+
+    def __init__(
+        self,
+        catalogue: Catalogue | None = None,
+        *,
+        source: str | None = None,
+        first_seq: int = 0,
+        max_group_lines: int = 1000,
+    ) -> None:
+        self.catalogue = catalogue if catalogue is not None else default_catalogue()
+        self.source = source
+        self.next_seq = first_seq
+        self.max_group_lines = max_group_lines
+        # [seq, kind, first, message, severity, ts, ranks, level, catalogue_id, offset]
+        self._open: list | None = None
+        self._cont: list[str] = []
+        self._mode = _MODE_NONE
+        self._tb_after_exc = False  # traceback mode: the exception line has been seen
+
+    @property
+    def has_open(self) -> bool:
+        return self._open is not None
+
+    def feed_lines(self, lines: Iterable[str]) -> list[LogEvent]:
+        out: list[LogEvent] = []
+        feed = self.feed
+        for raw in lines:
+            done = feed(raw)
+            if done is not None:
+                out.append(done)
+        return out
+
+    def feed(self, raw: str, offset: int | None = None) -> LogEvent | None:
+        line = clean_line(raw)
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        found = PREFIX.match(line)
+        if found is not None:
+            done = self._close()
+            self._start_prefixed(line, found, seq, offset)
+            return done
+        if self._open is not None and self._continues(line):
+            self._cont.append(line)
+            return None
+        done = self._close()
+        self._start_unprefixed(line, seq, offset)
+        return done
+
+    def flush(self) -> LogEvent | None:
+        """Close the open event (end of input, or the stream went quiet)."""
+        return self._close()
+
+    # -- starting events ------------------------------------------------------------------
+
+    def _start_prefixed(
+        self, line: str, found: re.Match[str], seq: int, offset: int | None
+    ) -> None:
+        timestamp = found.group(1)
+        ranks = found.group(2).lstrip()
+        message = line[found.end() :]
+        kind: EventKind = "sglang"
+        level: str | None = None
+        catalogue_id: str | None = None
+        mode = _MODE_NONE
+        if message.startswith(BATCH_PREFIXES):
+            severity = Severity.DEBUG
+        else:
+            if not ranks and message[:1] in "TDIWEC":
+                level_match = UVICORN_LEVEL.match(message)
+                if level_match is not None:
+                    level = level_match.group(1)
+                    message = message[level_match.end() :]
+                    kind = "uvicorn"
+            severity, catalogue_id, mode, kind = self._classify(message, kind, level)
+        self._open = [seq, kind, line, message, severity, timestamp, ranks, level, catalogue_id,
+                      offset]
+        self._cont = []
+        self._mode = mode
+        self._tb_after_exc = False
+
+    def _start_unprefixed(self, line: str, seq: int, offset: int | None) -> None:
+        kind: EventKind = "plain"
+        level: str | None = None
+        message = line
+        if line.startswith(TRACEBACK):
+            kind = "traceback"
+            severity, catalogue_id, mode = Severity.ERROR, None, _MODE_TRACEBACK
+        else:
+            level_match = UVICORN_LEVEL.match(line) if line[:1] in "TDIWEC" else None
+            if level_match is not None:
+                level = level_match.group(1)
+                message = line[level_match.end() :]
+                kind = "uvicorn"
+            severity, catalogue_id, mode, kind = self._classify(message, kind, level)
+        self._open = [seq, kind, line, message, severity, None, "", level, catalogue_id, offset]
+        self._cont = []
+        self._mode = mode
+        self._tb_after_exc = False
+
+    def _classify(
+        self, message: str, kind: EventKind, level: str | None
+    ) -> tuple[Severity, str | None, int, EventKind]:
+        if kind == "uvicorn" and level == "INFO" and ' - "' in message:
+            access = ACCESS.match(message)
+            if access is not None:
+                return access_severity(int(access.group(4))), None, _MODE_NONE, "access"
+        found = self.catalogue.match(message)
+        mode = _MODE_TRACEBACK if TRACEBACK in message else _MODE_NONE
+        if found is not None:
+            entry = found.entry
+            if mode == _MODE_NONE and entry.multiline:
+                mode = _MODE_MULTI
+            return entry.severity, entry.id, mode, kind
+        if level is not None:
+            return UVICORN_LEVELS.get(level, Severity.INFO), None, mode, kind
+        return severity_from_text(message), None, mode, kind
+
+    # -- continuation ---------------------------------------------------------------------
+
+    def _continues(self, line: str) -> bool:
+        if len(self._cont) + 1 >= self.max_group_lines:
+            return False
+        mode = self._mode
+        if mode == _MODE_NONE:
+            if line.startswith(TRACEBACK):
+                head = self._open
+                assert head is not None
+                if head[4] >= Severity.WARNING or _ANNOUNCES_TRACEBACK.search(head[3]):
+                    self._mode = _MODE_TRACEBACK
+                    return True
+                return False
+            return line[:1] in (" ", "\t")
+        if _STANDALONE.match(line) is not None:
+            return False
+        if mode == _MODE_TRACEBACK:
+            return self._traceback_continues(line)
+        return True
+
+    def _traceback_continues(self, line: str) -> bool:
+        if not line or line[:1] in (" ", "\t"):
+            return True
+        if line.startswith(_CHAIN):
+            self._tb_after_exc = False
+            return True
+        if line.startswith(TRACEBACK):
+            # A chained traceback follows a chain line; after a finished one it is a new crash.
+            previous = next((c for c in reversed(self._cont) if c.strip()), "")
+            return not self._tb_after_exc or previous.startswith(_CHAIN)
+        # The exception line, or a multi-line exception message after it.
+        self._tb_after_exc = True
+        return True
+
+    # -- closing --------------------------------------------------------------------------
+
+    def _close(self) -> LogEvent | None:
+        head = self._open
+        if head is None:
+            return None
+        self._open = None
+        seq, kind, first, message, severity, timestamp, ranks, level, catalogue_id, offset = head
+        cont = self._cont
+        cause_id = None
+        if cont and self._mode == _MODE_TRACEBACK:
+            severity = max(severity, Severity.ERROR)
+            cause_id = self._exception_cause(cont)
+            if catalogue_id is None:
+                catalogue_id, cause_id = cause_id, None
+        event = LogEvent(
+            seq=seq,
+            kind=kind,
+            lines=(first, *cont) if cont else (first,),
+            message=message,
+            severity=severity,
+            timestamp=timestamp,
+            ranks=ranks,
+            level=level,
+            catalogue_id=catalogue_id,
+            cause_id=cause_id,
+            offset=offset,
+            source=self.source,
+        )
+        self._cont = []
+        return event
+
+    def _exception_cause(self, cont: list[str]) -> str | None:
+        """Catalogue id of the exception line(s) at the end of a traceback."""
+        checked = 0
+        for line in reversed(cont):
+            if not line or line[:1] in (" ", "\t"):
+                continue
+            found = self.catalogue.match(line)
+            if found is not None:
+                return found.entry.id
+            checked += 1
+            if checked >= 6:
+                break
+        return None
+
+
+def parse_lines(lines: Iterable[str], catalogue: Catalogue | None = None) -> list[LogEvent]:
+    """Parse a whole log (e.g. a file's lines without newlines) into events."""
+    assembler = EventAssembler(catalogue)
+    events = assembler.feed_lines(lines)
+    last = assembler.flush()
+    if last is not None:
+        events.append(last)
+    return events

@@ -1,0 +1,108 @@
+"""`Prefill batch` / `Decode batch` lines as typed stats (reference §2.2, §2.3).
+
+Fields are read as `key: value` pairs, never by position: the set of fields depends on the
+version (old releases write `Decode batch.`), spec decoding, PD disaggregation, hybrid pools
+and MFU metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from console.logs.models import LogEvent
+
+_HEAD = re.compile(r"(Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?")
+_GRAPH_KEYS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
+_USAGE_KEYS = ("token usage", "full token usage", "swa token usage", "mamba usage",
+               "gpu token usage")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    kind: Literal["prefill", "decode"]
+    timestamp: str | None = None
+    ranks: str = ""
+    forward_iter: int | None = None
+    running_reqs: int | None = None
+    queue_reqs: int | None = None
+    token_usage: float | None = None
+    """`token usage`, or the largest of the hybrid pool usages."""
+    num_tokens: int | None = None
+    """`#token` (decode): KV tokens in use."""
+    new_seq: int | None = None
+    new_token: int | None = None
+    cached_token: int | None = None
+    pending_token: int | None = None
+    cuda_graph: bool | None = None
+    gen_throughput: float | None = None
+    input_throughput: float | None = None
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    retracted_reqs: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    """Every `key: value` pair as printed, for fields not promoted above."""
+
+
+def parse_batch_message(
+    message: str, *, timestamp: str | None = None, ranks: str = ""
+) -> BatchStats | None:
+    """Parse the message part of a batch line; None when it is not one."""
+    head = _HEAD.match(message)
+    if head is None:
+        return None
+    pairs: dict[str, str] = {}
+    for part in message[head.end() :].split(", "):
+        key, sep, value = part.partition(": ")
+        if sep:
+            pairs[key.strip()] = value.strip().rstrip(",")
+    graph = next((pairs[k] for k in _GRAPH_KEYS if k in pairs), None)
+    usages = [u for u in (_float(pairs.get(k)) for k in _USAGE_KEYS) if u is not None]
+    return BatchStats(
+        kind="prefill" if head.group(1) == "Prefill" else "decode",
+        timestamp=timestamp,
+        ranks=ranks,
+        forward_iter=int(head.group(2)) if head.group(2) else None,
+        running_reqs=_int(pairs.get("#running-req")),
+        queue_reqs=_int(pairs.get("#queue-req")),
+        token_usage=_float(pairs["token usage"]) if "token usage" in pairs else (
+            max(usages) if usages else None
+        ),
+        num_tokens=_int(pairs.get("#token", pairs.get("#full token"))),
+        new_seq=_int(pairs.get("#new-seq")),
+        new_token=_int(pairs.get("#new-token")),
+        cached_token=_int(pairs.get("#cached-token")),
+        pending_token=_int(pairs.get("#pending-token")),
+        cuda_graph=None if graph is None else graph == "True",
+        gen_throughput=_float(pairs.get("gen throughput (token/s)")),
+        input_throughput=_float(pairs.get("input throughput (token/s)")),
+        accept_len=_float(pairs.get("accept len")),
+        accept_rate=_float(pairs.get("accept rate")),
+        retracted_reqs=_int(pairs.get("#retracted-req")),
+        fields=pairs,
+    )
+
+
+def batch_stats(event: LogEvent) -> BatchStats | None:
+    if not event.is_batch:
+        return None
+    return parse_batch_message(event.message, timestamp=event.timestamp, ranks=event.ranks)
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _float(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
