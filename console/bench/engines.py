@@ -1,0 +1,162 @@
+"""What a sweep step needs from an engine, and the native engine's implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from console.bench.metrics import step_metrics
+from console.bench.models import StepMetrics, StepPhase
+from console.bench.native import WorkerPool
+from console.bench.workload import Workload
+from console.config_models import SweepPreset
+
+Emit = Callable[[StepPhase], None]
+
+
+class StepError(Exception):
+    """A step could not be measured (server unreachable, the bench tool crashed...)."""
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    metrics: StepMetrics
+    raw: dict[str, Any] | None = None
+
+
+class Engine(Protocol):
+    name: str
+
+    async def prepare(self, base_url: str, spec: SweepPreset) -> None: ...
+
+    async def run_step(
+        self, base_url: str, spec: SweepPreset, index: int, concurrency: int, emit: Emit
+    ) -> StepOutcome: ...
+
+    def cancel(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def prompts_for(spec: SweepPreset, concurrency: int) -> int | None:
+    """Requests per step: `num_prompts`, else concurrency x prompts_per_concurrency; None when
+    the step is time-boxed instead."""
+    if spec.step_seconds is not None and spec.num_prompts is None:
+        return None
+    if spec.num_prompts is not None:
+        return spec.num_prompts
+    return concurrency * spec.prompts_per_concurrency
+
+
+async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> str | None:
+    """POST /flush_cache (waiting up to 30 s for running requests). None, or why it failed."""
+    try:
+        async with httpx.AsyncClient(timeout=60, headers=dict(headers)) as client:
+            resp = await client.post(base_url.rstrip("/") + "/flush_cache", params={"timeout": 30})
+    except httpx.HTTPError as exc:
+        return f"flush_cache failed: {type(exc).__name__}: {exc}"
+    if resp.status_code != 200:
+        return f"flush_cache failed: HTTP {resp.status_code}: {resp.text[:200].strip()}"
+    return None
+
+
+async def served_model(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> str:
+    """The first model id from /v1/models (the OpenAI endpoints want one)."""
+    try:
+        async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
+            resp = await client.get(base_url.rstrip("/") + "/v1/models")
+            resp.raise_for_status()
+            data = resp.json().get("data") or []
+            return str(data[0]["id"]) if data else "default"
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+        return "default"
+
+
+class NativeEngine:
+    """Plateau's own streaming client (console.bench.worker) in a pool of processes."""
+
+    name = "native"
+
+    def __init__(
+        self,
+        *,
+        streams_per_worker: int = 128,
+        max_workers: int | None = None,
+        seed: int = 1,
+        headers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.pool = WorkerPool(streams_per_worker=streams_per_worker, max_workers=max_workers)
+        self.seed = seed
+        self.headers = tuple(headers)
+        self.model = "default"
+
+    async def prepare(self, base_url: str, spec: SweepPreset) -> None:
+        if spec.endpoint != "generate":
+            self.model = await served_model(base_url, self.headers)
+
+    def _workload(self, spec: SweepPreset, seed: int) -> Workload:
+        return Workload(
+            endpoint=spec.endpoint,
+            input_len=spec.input_len,
+            output_len=spec.output_len,
+            ignore_eos=spec.ignore_eos,
+            range_ratio=spec.range_ratio,
+            model=self.model,
+            seed=seed,
+        )
+
+    async def run_step(
+        self, base_url: str, spec: SweepPreset, index: int, concurrency: int, emit: Emit
+    ) -> StepOutcome:
+        seed = self.seed * 100_003 + index
+        if spec.warmup_prompts:
+            emit(StepPhase(index, "warmup", f"{spec.warmup_prompts} request(s)"))
+            warm = Workload(
+                endpoint=spec.endpoint,
+                input_len=spec.input_len,
+                output_len=min(spec.output_len, 16),
+                ignore_eos=spec.ignore_eos,
+                model=self.model,
+            )
+            await self.pool.run(
+                base_url,
+                warm,
+                min(concurrency, spec.warmup_prompts),
+                prompts=spec.warmup_prompts,
+                seconds=None,
+                timeout_s=spec.request_timeout_s,
+                seed=seed + 7,
+                headers=self.headers,
+            )
+        if spec.flush_cache:
+            emit(StepPhase(index, "flush", "/flush_cache"))
+            problem = await flush_cache(base_url, self.headers)
+            if problem:
+                raise StepError(problem)
+        prompts = prompts_for(spec, concurrency)
+        emit(StepPhase(index, "measure", f"{prompts or 'time-boxed'} request(s)"))
+        try:
+            records, window, workers = await self.pool.run(
+                base_url,
+                self._workload(spec, seed),
+                concurrency,
+                prompts=prompts,
+                seconds=spec.step_seconds,
+                timeout_s=spec.request_timeout_s,
+                seed=seed,
+                headers=self.headers,
+            )
+        except RuntimeError as exc:
+            raise StepError(str(exc)) from exc
+        if not records:
+            raise StepError("no request was sent")
+        return StepOutcome(step_metrics(records, concurrency, window=window, workers=workers))
+
+    def cancel(self) -> None:
+        self.pool.cancel()
+
+    async def close(self) -> None:
+        self.pool.close()

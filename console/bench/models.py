@@ -1,0 +1,124 @@
+"""Typed results of a sweep: per-request records, per-step metrics, progress events.
+
+Every throughput field says what it counts: `output_tok_s` (generated tokens only) or
+`total_tok_s` (prompt + generated). Latencies are milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Distribution(Frozen):
+    """Summary of one latency metric, in milliseconds (None when there were no samples)."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    count: int = 0
+
+
+StepStatus = Literal["ok", "failed", "cancelled"]
+
+
+class StepMetrics(Frozen):
+    """What one sweep step measured. Throughputs are per second over the measured window."""
+
+    concurrency: int
+    completed: int = 0
+    errors: int = 0
+    incomplete: int = 0  # cut off by the step's time box; their tokens still count
+    duration_s: float = 0.0
+    request_per_s: float = 0.0
+    input_tok_s: float = 0.0
+    output_tok_s: float = 0.0
+    total_tok_s: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    measured_concurrency: float = 0.0  # Little's law: sum(e2e) / duration
+    ttft_ms: Distribution = Distribution()
+    itl_ms: Distribution = Distribution()  # per token: chunk gap / tokens in the chunk
+    tpot_ms: Distribution = Distribution()  # per request: (e2e - ttft) / (output_tokens - 1)
+    e2e_ms: Distribution = Distribution()
+    # Cross-check: requests whose server-reported output length differed from what was asked.
+    output_len_mismatches: int = 0
+    error_samples: list[str] = []
+    engine: Literal["native", "bench-serving"] = "native"
+    workers: int = 1
+
+
+class StepResult(Frozen):
+    """One finished step (one concurrency, one repeat) as stored in history."""
+
+    index: int
+    concurrency: int
+    repeat: int = 0
+    status: StepStatus
+    metrics: StepMetrics | None = None
+    error: str | None = None
+    log_tail: list[str] = []
+    started_at: float = 0.0  # unix seconds
+    finished_at: float = 0.0
+    raw: dict[str, object] | None = None  # e.g. the bench_serving JSONL record
+
+
+# ----------------------------------------------------------------------------- progress events
+
+
+@dataclass(frozen=True)
+class SweepStarted:
+    run_id: int | None
+    concurrency: tuple[int, ...]
+    repeats: int
+    total_steps: int
+    kind: Literal["sweep-started"] = "sweep-started"
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    index: int
+    concurrency: int
+    repeat: int
+    total_steps: int
+    kind: Literal["step-started"] = "step-started"
+
+
+@dataclass(frozen=True)
+class StepPhase:
+    """A phase change inside a step: warmup, flush, measure, or a bench_serving line."""
+
+    index: int
+    phase: Literal["warmup", "flush", "measure", "output"]
+    detail: str = ""
+    kind: Literal["step-phase"] = "step-phase"
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    result: StepResult
+    kind: Literal["step-finished"] = "step-finished"
+
+
+@dataclass(frozen=True)
+class StepFailed:
+    result: StepResult
+    kind: Literal["step-failed"] = "step-failed"
+
+
+@dataclass(frozen=True)
+class SweepFinished:
+    run_id: int | None
+    status: Literal["finished", "failed", "cancelled"]
+    steps: tuple[StepResult, ...] = field(default_factory=tuple)
+    kind: Literal["sweep-finished"] = "sweep-finished"
+
+
+SweepEvent = SweepStarted | StepStarted | StepPhase | StepFinished | StepFailed | SweepFinished

@@ -1,0 +1,236 @@
+"""The sweep runner: steps in order, typed progress events, cancel, failed-step handling.
+
+    outcome = await run_sweep(spec, base_url, engine=NativeEngine(), store=store, meta=meta,
+                              on_event=print, log_tail=lambda: tail_lines)
+
+Cancel by cancelling the task that awaits `run_sweep` (or setting `cancel_event`): the engine
+cuts in-flight requests off, the run is marked cancelled, and every finished step is already
+committed. A step that fails is recorded with its error and the server's last log lines
+(from `log_tail`), then the sweep stops or goes on as `spec.stop_on_failure` says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import httpx
+
+from console.bench.engines import Engine, StepError
+from console.bench.models import (
+    StepFailed,
+    StepFinished,
+    StepPhase,
+    StepResult,
+    StepStarted,
+    SweepEvent,
+    SweepFinished,
+    SweepStarted,
+)
+from console.config_models import SweepPreset
+from console.host.transport import Transport
+from console.store.db import RunStore
+from console.store.models import RunMeta
+from console.text import sanitize
+
+LogTail = Callable[[], Sequence[str]]
+
+# A step is failed (not just "had errors") when at least this share of its requests failed.
+FAILED_ERROR_SHARE = 0.5
+LOG_TAIL_LINES = 20
+
+
+def failure_reason(result_metrics: Any) -> str | None:
+    """Why a measured step counts as failed, or None."""
+    attempted = result_metrics.completed + result_metrics.errors
+    if result_metrics.completed == 0 and result_metrics.incomplete == 0:
+        first = result_metrics.error_samples[0] if result_metrics.error_samples else "no reply"
+        return f"no request completed ({result_metrics.errors} error(s)): {first}"
+    if attempted and result_metrics.errors / attempted >= FAILED_ERROR_SHARE:
+        first = result_metrics.error_samples[0] if result_metrics.error_samples else ""
+        return f"{result_metrics.errors} of {attempted} requests failed: {first}"
+    return None
+
+
+def _tail(log_tail: LogTail | None) -> list[str]:
+    if log_tail is None:
+        return []
+    try:
+        return [sanitize(line) for line in list(log_tail())[-LOG_TAIL_LINES:]]
+    except Exception as exc:  # the log source is someone else's; never lose the step for it
+        return [f"(could not read the log: {exc})"]
+
+
+async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> dict | None:
+    """GET /server_info (falling back to the deprecated /get_server_info)."""
+    async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
+        for path in ("/server_info", "/get_server_info"):
+            try:
+                resp = await client.get(base_url.rstrip("/") + path)
+            except httpx.HTTPError:
+                return None
+            if resp.status_code == 200:
+                try:
+                    data = resp.json()
+                except ValueError:
+                    return None
+                return data if isinstance(data, dict) else None
+    return None
+
+
+async def run_sweep(
+    spec: SweepPreset,
+    base_url: str,
+    *,
+    engine: Engine,
+    store: RunStore | None = None,
+    meta: RunMeta | None = None,
+    on_event: Callable[[SweepEvent], None] | None = None,
+    log_tail: LogTail | None = None,
+    cancel_event: asyncio.Event | None = None,
+    snapshot_server_info: bool = True,
+) -> SweepFinished:
+    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order."""
+    emit = on_event or (lambda _event: None)
+    meta = meta or RunMeta()
+    if snapshot_server_info and meta.server_info is None:
+        info = await fetch_server_info(base_url)
+        if info is not None:
+            meta = meta.model_copy(
+                update={"server_info": info, "server_version": str(info.get("version", ""))}
+            )
+    if not meta.spec:
+        meta = meta.model_copy(update={"spec": spec.model_dump(mode="json")})
+    meta = meta.model_copy(
+        update={"engine": engine.name, "server_url": meta.server_url or base_url}
+    )
+    run_id = store.create_run(meta) if store is not None else None
+    plan = [(c, r) for c in spec.concurrency for r in range(spec.repeats)]
+    emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
+    results: list[StepResult] = []
+    status = "finished"
+    try:
+        await engine.prepare(base_url, spec)
+        for index, (concurrency, repeat) in enumerate(plan):
+            if cancel_event is not None and cancel_event.is_set():
+                status = "cancelled"
+                break
+            emit(StepStarted(index, concurrency, repeat, len(plan)))
+            started = time.time()
+            error: str | None = None
+            metrics = None
+            raw = None
+            step_task = asyncio.ensure_future(
+                engine.run_step(base_url, spec, index, concurrency, lambda e: emit(e))
+            )
+            try:
+                outcome = await _with_cancel(step_task, engine, cancel_event)
+            except StepError as exc:
+                error = str(exc)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                if outcome is None:  # cancelled through cancel_event
+                    status = "cancelled"
+                    break
+                metrics, raw = outcome.metrics, outcome.raw
+                error = failure_reason(metrics)
+            result = StepResult(
+                index=index,
+                concurrency=concurrency,
+                repeat=repeat,
+                status="failed" if error else "ok",
+                metrics=metrics,
+                error=sanitize(error) if error else None,
+                log_tail=_tail(log_tail) if error else [],
+                started_at=started,
+                finished_at=time.time(),
+                raw=raw,
+            )
+            if store is not None and run_id is not None:
+                store.add_step(run_id, result)
+            results.append(result)
+            emit(StepFailed(result) if error else StepFinished(result))
+            if error and spec.stop_on_failure:
+                status = "failed"  # stopped early; otherwise failed steps are just recorded
+                break
+    except asyncio.CancelledError:
+        engine.cancel()
+        if store is not None and run_id is not None:
+            store.finish_run(run_id, "cancelled")
+        emit(SweepFinished(run_id, "cancelled", tuple(results)))
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            await engine.close()
+    if store is not None and run_id is not None:
+        store.finish_run(run_id, status)  # type: ignore[arg-type]
+    finished = SweepFinished(run_id, status, tuple(results))  # type: ignore[arg-type]
+    emit(finished)
+    return finished
+
+
+async def _with_cancel(
+    task: asyncio.Future[Any], engine: Engine, cancel_event: asyncio.Event | None
+) -> Any:
+    """Await the step; if `cancel_event` fires first, cut the engine off and return None."""
+    if cancel_event is None:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            engine.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, timeout=10)
+            raise
+    waiter = asyncio.ensure_future(cancel_event.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        engine.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, timeout=10)
+        raise
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    engine.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(task, timeout=10)
+    return None
+
+
+@contextlib.asynccontextmanager
+async def server_url(
+    *, url: str | None = None, transport: Transport | None = None, port: int | None = None
+) -> AsyncIterator[str]:
+    """The server's base URL: `url` as given, or a port forward through `transport` to the
+    host's 127.0.0.1:`port`, closed on exit."""
+    if url:
+        yield url.rstrip("/")
+        return
+    if transport is None or port is None:
+        raise ValueError("need a url, or a transport and a port")
+    forward = await transport.forward_port(port)
+    try:
+        yield f"http://127.0.0.1:{forward.local_port}"
+    finally:
+        await forward.close()
+
+
+__all__ = [
+    "StepFailed",
+    "StepFinished",
+    "StepPhase",
+    "StepStarted",
+    "SweepFinished",
+    "SweepStarted",
+    "fetch_server_info",
+    "run_sweep",
+    "server_url",
+]

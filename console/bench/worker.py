@@ -1,0 +1,228 @@
+"""The load-generating worker: one process, one event loop, one aiohttp session.
+
+aiohttp directly (no connection-pool cap: `TCPConnector(limit=0)`), one keep-alive connection
+per in-flight stream, HTTP/1.1. Each chunk is stamped with `perf_counter_ns()` the moment
+`iter_any()` hands it over; parsing happens after the stream ends (console.bench.sse).
+Closed loop: `share` long-lived coroutines, each sending requests back to back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from console.bench.metrics import RequestRecord
+from console.bench.sse import parse_stream
+from console.bench.workload import PATHS, Workload, request_body
+
+
+@dataclass(frozen=True)
+class Job:
+    """One worker's part of a step."""
+
+    base_url: str
+    workload: Workload
+    streams: int  # concurrent streams this worker drives
+    prompts: int | None  # requests to send (None: until the deadline)
+    start_at_ns: int  # perf_counter_ns when every worker starts together
+    deadline_ns: int | None  # time box end; in-flight requests are cut off there
+    timeout_s: float
+    seed: int
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def _connector() -> aiohttp.TCPConnector:
+    return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
+
+
+class _Request:
+    """State of one request, kept outside the coroutine so a cut-off one can be parsed."""
+
+    __slots__ = ("raw", "record")
+
+    def __init__(self, start_ns: int, requested: int) -> None:
+        self.record = RequestRecord(start_ns=start_ns, requested_output=requested)
+        self.raw: list[tuple[int, bytes]] = []
+
+
+async def _send(
+    session: aiohttp.ClientSession, url: str, body: bytes, req: _Request, job: Job
+) -> None:
+    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    headers.update(job.headers)
+    raw = req.raw
+    clock = time.perf_counter_ns
+    try:
+        async with session.post(url, data=body, headers=headers) as resp:
+            if resp.status != 200:
+                text = (await resp.read())[:300].decode("utf-8", "replace")
+                req.record.error = f"HTTP {resp.status}: {text.strip()}"
+                return
+            async for data in resp.content.iter_any():
+                raw.append((clock(), data))
+    except TimeoutError:
+        req.record.error = f"timed out after {job.timeout_s:g} s"
+    except aiohttp.ClientError as exc:
+        req.record.error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        req.record.end_ns = clock()
+
+
+async def run_job(
+    job: Job, session: aiohttp.ClientSession, stop: Any = None
+) -> list[RequestRecord]:
+    """Drive `job.streams` closed-loop streams; return every request's record."""
+    url = job.base_url.rstrip("/") + PATHS[job.workload.endpoint]
+    rng = random.Random(job.seed)
+    remaining = [job.prompts]
+    bodies = []  # pre-build bodies so generating prompts never delays a stream
+    if job.prompts is not None:
+        bodies = [request_body(job.workload, rng) for _ in range(job.prompts)]
+    requests: list[_Request] = []
+    in_flight: set[_Request] = set()
+
+    async def stream_loop() -> None:
+        while True:
+            if remaining[0] is not None:
+                if remaining[0] <= 0:
+                    return
+                remaining[0] -= 1
+                body, requested = bodies[remaining[0]]
+            else:
+                body, requested = request_body(job.workload, rng)
+            now = time.perf_counter_ns()
+            if job.deadline_ns is not None and now >= job.deadline_ns:
+                return
+            req = _Request(now, requested)
+            requests.append(req)
+            in_flight.add(req)
+            await _send(session, url, body, req, job)
+            in_flight.discard(req)
+            if stop is not None and stop.is_set():
+                return
+
+    delay = (job.start_at_ns - time.perf_counter_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
+    tasks = [asyncio.create_task(stream_loop()) for _ in range(job.streams)]
+    gc.freeze()  # fewer GC pauses while streaming (as vLLM's bench does)
+    all_done = asyncio.gather(*tasks)
+    try:
+        while not all_done.done():
+            limit = 0.1
+            if job.deadline_ns is not None:
+                limit = min(limit, max(0.0, (job.deadline_ns - time.perf_counter_ns()) / 1e9))
+            await asyncio.wait([all_done], timeout=limit)
+            timed_out = job.deadline_ns is not None and time.perf_counter_ns() >= job.deadline_ns
+            if timed_out or (stop is not None and stop.is_set()):
+                for req in in_flight:
+                    req.record.incomplete = True
+                for task in tasks:
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await all_done
+                break
+    finally:
+        gc.unfreeze()
+    records = []
+    for req in requests:
+        if req.record.incomplete and not req.record.end_ns:
+            req.record.end_ns = time.perf_counter_ns()
+        records.append(parse_stream(job.workload.endpoint, req.raw, req.record))
+    return records
+
+
+def new_session(timeout_s: float) -> aiohttp.ClientSession:
+    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=10)
+    return aiohttp.ClientSession(
+        connector=_connector(), timeout=timeout, read_bufsize=1 << 20, auto_decompress=False
+    )
+
+
+class _StopFlag:
+    """Set by SIGUSR1 from the parent: cut the current job's requests off."""
+
+    def __init__(self) -> None:
+        self.flag = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        self.flag = True
+
+
+def worker_main(conn: Any) -> None:
+    """Process entry: receive Jobs on `conn`, send back lists of record tuples.
+    One session lives across jobs, so warmup leaves keep-alive connections open."""
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    _raise_nofile()
+    stop = _StopFlag()
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, stop.set)
+        session: aiohttp.ClientSession | None = None
+        try:
+            while True:
+                job = await loop.run_in_executor(None, conn.recv)
+                if job is None:
+                    return
+                stop.flag = False
+                if session is None or session.timeout.total != job.timeout_s:
+                    if session is not None:
+                        await session.close()
+                    session = new_session(job.timeout_s)
+                try:
+                    records = await run_job(job, session, stop)
+                    conn.send(("ok", [r.to_tuple() for r in records]))
+                except Exception as exc:  # report, keep serving
+                    conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            if session is not None:
+                await session.close()
+
+    with contextlib.suppress(EOFError, KeyboardInterrupt, BrokenPipeError):
+        asyncio.run(serve())
+
+
+def _raise_nofile() -> None:
+    """One socket per stream: lift the soft RLIMIT_NOFILE to the hard limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def main() -> None:
+    """`python -m console.bench.worker ADDRESS`: connect back to the parent's listener
+    (authkey in $PLATEAU_WORKER_KEY) and serve jobs until told to stop."""
+    from multiprocessing.connection import Client
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    key = bytes.fromhex(os.environ.pop("PLATEAU_WORKER_KEY", ""))
+    conn = Client(sys.argv[1], family="AF_UNIX", authkey=key)
+    worker_main(conn)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""SQLite run history (stdlib sqlite3, WAL). Each step is committed the moment it finishes,
+so a console killed mid-sweep keeps every completed step."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from console.bench.models import StepResult
+from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
+
+ENV_VAR = "PLATEAU_DB"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL,
+    host TEXT NOT NULL DEFAULT '',
+    server_url TEXT NOT NULL DEFAULT '',
+    server_version TEXT NOT NULL DEFAULT '',
+    profile TEXT NOT NULL DEFAULT '',
+    flags TEXT NOT NULL DEFAULT '{}',
+    server_info TEXT,
+    spec TEXT NOT NULL DEFAULT '{}',
+    engine TEXT NOT NULL DEFAULT 'native',
+    label TEXT NOT NULL DEFAULT '',
+    writer TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS steps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    concurrency INTEGER NOT NULL,
+    repeat INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    log_tail TEXT NOT NULL DEFAULT '[]',
+    metrics TEXT,
+    raw TEXT,
+    output_tok_s REAL,
+    total_tok_s REAL,
+    started_at REAL,
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, idx);
+"""
+
+
+def default_db_path() -> Path:
+    """$PLATEAU_DB, else `history.sqlite3` in the platformdirs user data dir."""
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return Path(from_env).expanduser()
+    return Path(platformdirs.user_data_dir("plateau")) / "history.sqlite3"
+
+
+def _writer_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(writer: str) -> bool:
+    host, _, pid = writer.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine: we cannot tell, assume it is still running
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunStore:
+    """Run history. Thread-safe (one connection, one lock); cheap to open and close."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path).expanduser() if path else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+
+    def create_run(self, meta: RunMeta, *, started_at: float | None = None) -> int:
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO runs (started_at, status, host, server_url, server_version, "
+                "profile, flags, server_info, spec, engine, label, writer) "
+                "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    started_at or time.time(),
+                    meta.host,
+                    meta.server_url,
+                    meta.server_version,
+                    meta.profile,
+                    json.dumps(meta.flags),
+                    json.dumps(meta.server_info) if meta.server_info is not None else None,
+                    json.dumps(meta.spec),
+                    meta.engine,
+                    meta.label,
+                    _writer_id(),
+                ),
+            )
+            self._db.commit()
+            return int(cursor.lastrowid or 0)
+
+    def update_meta(self, run_id: int, **fields: Any) -> None:
+        """Fill in what was learned after the run began (server_info, server_version...)."""
+        allowed = {"server_version", "server_info", "flags", "label", "profile", "host"}
+        sets, values = [], []
+        for key, value in fields.items():
+            if key not in allowed:
+                raise ValueError(f"cannot update {key}")
+            sets.append(f"{key} = ?")
+            values.append(json.dumps(value) if key in ("server_info", "flags") else value)
+        if not sets:
+            return
+        with self._lock:
+            self._db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+            self._db.commit()
+
+    def add_step(self, run_id: int, step: StepResult) -> None:
+        """Store one finished step and commit at once."""
+        metrics = step.metrics
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
+                "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    step.index,
+                    step.concurrency,
+                    step.repeat,
+                    step.status,
+                    step.error,
+                    json.dumps(step.log_tail),
+                    metrics.model_dump_json() if metrics else None,
+                    json.dumps(step.raw) if step.raw is not None else None,
+                    metrics.output_tok_s if metrics else None,
+                    metrics.total_tok_s if metrics else None,
+                    step.started_at,
+                    step.finished_at,
+                ),
+            )
+            self._db.commit()
+
+    def finish_run(self, run_id: int, status: RunStatus) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                (status, time.time(), run_id),
+            )
+            self._db.commit()
+
+    def delete_run(self, run_id: int) -> bool:
+        with self._lock:
+            self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            cursor = self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            self._db.commit()
+            return cursor.rowcount > 0
+
+    # ------------------------------------------------------------------ reading
+
+    def list_runs(self, limit: int = 100) -> list[RunSummary]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.*, "
+                "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id AND s.status = 'ok') AS ok, "
+                "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id AND s.status != 'ok') "
+                "AS bad, "
+                "(SELECT MAX(total_tok_s) FROM steps s WHERE s.run_id = r.id) AS best_total, "
+                "(SELECT MAX(output_tok_s) FROM steps s WHERE s.run_id = r.id) AS best_output "
+                "FROM runs r ORDER BY r.id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [self._summary(row) for row in rows]
+
+    def get_run(self, run_id: int) -> RunRecord:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT r.*, 0 AS ok, 0 AS bad, NULL AS best_total, NULL AS best_output "
+                "FROM runs r WHERE r.id = ?",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                raise KeyError(run_id)
+            step_rows = self._db.execute(
+                "SELECT * FROM steps WHERE run_id = ? ORDER BY idx, id", (run_id,)
+            ).fetchall()
+        steps = [self._step(s) for s in step_rows]
+        ok = [s for s in steps if s.status == "ok" and s.metrics]
+        summary = self._summary(row).model_copy(
+            update={
+                "steps_ok": len(ok),
+                "steps_failed": len(steps) - len(ok),
+                "best_total_tok_s": max(
+                    (s.metrics.total_tok_s for s in ok if s.metrics), default=None
+                ),
+                "best_output_tok_s": max(
+                    (s.metrics.output_tok_s for s in ok if s.metrics), default=None
+                ),
+            }
+        )
+        return RunRecord(summary=summary, steps=steps)
+
+    def latest_run_id(self) -> int | None:
+        with self._lock:
+            row = self._db.execute("SELECT MAX(id) FROM runs").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    @staticmethod
+    def _summary(row: sqlite3.Row) -> RunSummary:
+        status = row["status"]
+        if status == "running" and not _pid_alive(row["writer"]):
+            status = "interrupted"
+        meta = RunMeta(
+            host=row["host"],
+            server_url=row["server_url"],
+            server_version=row["server_version"],
+            profile=row["profile"],
+            flags=json.loads(row["flags"] or "{}"),
+            server_info=json.loads(row["server_info"]) if row["server_info"] else None,
+            spec=json.loads(row["spec"] or "{}"),
+            engine=row["engine"],
+            label=row["label"],
+        )
+        return RunSummary(
+            id=row["id"],
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            status=status,
+            meta=meta,
+            steps_ok=row["ok"],
+            steps_failed=row["bad"],
+            best_total_tok_s=row["best_total"],
+            best_output_tok_s=row["best_output"],
+        )
+
+    @staticmethod
+    def _step(row: sqlite3.Row) -> StepResult:
+        from console.bench.models import StepMetrics
+
+        return StepResult(
+            index=row["idx"],
+            concurrency=row["concurrency"],
+            repeat=row["repeat"],
+            status=row["status"],
+            metrics=StepMetrics.model_validate_json(row["metrics"]) if row["metrics"] else None,
+            error=row["error"],
+            log_tail=json.loads(row["log_tail"] or "[]"),
+            started_at=row["started_at"] or 0.0,
+            finished_at=row["finished_at"] or 0.0,
+            raw=json.loads(row["raw"]) if row["raw"] else None,
+        )
