@@ -1,0 +1,411 @@
+"""SshTransport: one asyncssh connection per host, shared by every channel.
+
+- Session channels are capped below OpenSSH's default MaxSessions (10); port forwards are
+  direct-tcpip channels and do not count.
+- Streams run under a stdin-EOF watchdog: closing our side kills the remote process group
+  (closing a channel alone does not, and SSH signals are refused for root logins).
+- After a drop the connection is re-established with backoff; callers see events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import asyncssh
+
+from console.errors import HostKeyError, TransportError
+from console.host import scripts
+from console.host.hostkeys import VerifyingClient
+from console.host.local import _parse_detached
+from console.host.transport import CommandResult, ConnectionEvent, DetachedProcess
+
+MAX_SESSIONS = 8  # OpenSSH allows 10 per connection; keep headroom for an SFTP or a human.
+
+
+class SshLineStream:
+    def __init__(self, process: asyncssh.SSHClientProcess[str], release: Callable[[], None]):
+        self._process = process
+        self._release = release
+        self._closed = False
+
+    @property
+    def exit_status(self) -> int | None:
+        return self._process.exit_status
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        try:
+            while True:
+                line = await self._process.stdout.readline()
+                if not line:  # EOF ("" never stands for an empty line, which is "\n")
+                    break
+                yield line.removesuffix("\n")
+        except (asyncssh.Error, OSError) as exc:
+            raise TransportError(f"stream broke: {exc}") from None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # EOF on stdin triggers the remote watchdog, which kills the process group.
+            self._process.stdin.write_eof()
+            await asyncio.wait_for(self._process.wait_closed(), 5)
+        except (TimeoutError, asyncssh.Error, OSError, BrokenPipeError):
+            pass
+        finally:
+            self._process.close()
+            self._release()
+
+    async def __aenter__(self) -> SshLineStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class SshPortForward:
+    """A local listener; each accepted socket gets a direct-tcpip channel on the *current*
+    connection, so the forward keeps working across reconnects."""
+
+    def __init__(self, transport: SshTransport, remote_port: int) -> None:
+        self._transport = transport
+        self._remote_port = remote_port
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> SshPortForward:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    @property
+    def local_port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            connection = await self._transport.connection()
+            remote_reader, remote_writer = await connection.open_connection(
+                "127.0.0.1", self._remote_port, encoding=None
+            )
+        except (asyncssh.Error, OSError, TransportError):
+            writer.close()
+            return
+        try:
+            await asyncio.gather(
+                _pipe(reader, remote_writer), _pipe(remote_reader, writer)
+            )
+        finally:
+            writer.close()
+            remote_writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+
+async def _pipe(reader: asyncio.StreamReader | asyncssh.SSHReader[bytes], writer: object) -> None:
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            writer.write(data)  # type: ignore[attr-defined]
+            drain = getattr(writer, "drain", None)
+            if drain is not None:
+                await drain()
+    except (OSError, asyncssh.Error, asyncio.CancelledError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            writer.write_eof()  # type: ignore[attr-defined]
+
+
+class SshTransport:
+    def __init__(
+        self,
+        host_name: str,
+        address: str,
+        *,
+        port: int = 22,
+        username: str | None = None,
+        identity_files: Sequence[str] = (),
+        known_hosts: Path | None = None,
+        policy: Literal["strict", "accept-new"] = "strict",
+        accept_fingerprint: str | None = None,
+        jump_host: str | None = None,
+        use_ssh_config: bool = True,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float = 15.0,
+        max_reconnect_delay: float = 30.0,
+        reconnect_attempts: int = 8,
+    ) -> None:
+        self._host_name = host_name
+        self._address = address
+        self._port = port
+        self._username = username
+        self._identity_files = [str(Path(p).expanduser()) for p in identity_files]
+        self._known_hosts = known_hosts or Path("~/.ssh/known_hosts").expanduser()
+        self._policy = policy
+        self._accept_fingerprint = accept_fingerprint
+        self._jump_host = jump_host
+        self._use_ssh_config = use_ssh_config
+        self._connect_timeout = connect_timeout
+        self._keepalive_interval = keepalive_interval
+        self._max_reconnect_delay = max_reconnect_delay
+        self._reconnect_attempts = reconnect_attempts
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._sessions = asyncio.Semaphore(MAX_SESSIONS)
+        self._subscribers: list[Callable[[ConnectionEvent], None]] = []
+        self._closing = False
+        self._ever_connected = False
+        self._reconnect_task: asyncio.Task[None] | None = None
+
+    @property
+    def host_name(self) -> str:
+        return self._host_name
+
+    def subscribe(self, callback: Callable[[ConnectionEvent], None]) -> None:
+        self._subscribers.append(callback)
+
+    def _emit(self, kind: str, detail: str = "") -> None:
+        event = ConnectionEvent(self._host_name, kind, detail)  # type: ignore[arg-type]
+        for callback in list(self._subscribers):
+            callback(event)
+
+    # -- connection management -------------------------------------------------------------
+
+    async def connect(self) -> None:
+        await self.connection()
+
+    async def connection(self) -> asyncssh.SSHClientConnection:
+        """The live connection, reconnecting (with backoff) if it dropped."""
+        if self._conn is not None and not self._conn.is_closed():
+            return self._conn
+        async with self._connect_lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            if self._closing:
+                raise TransportError(f"{self._host_name}: transport is closed")
+            if not self._ever_connected:
+                self._conn = await self._open()
+                self._ever_connected = True
+                self._emit("connected", f"{self._address}:{self._port}")
+            else:
+                self._conn = await self._reconnect_with_backoff()
+            return self._conn
+
+    async def _reconnect_with_backoff(self) -> asyncssh.SSHClientConnection:
+        delay = 0.5
+        last_error: Exception | None = None
+        for attempt in range(1, self._reconnect_attempts + 1):
+            self._emit("reconnecting", f"attempt {attempt}")
+            try:
+                connection = await self._open()
+            except HostKeyError:
+                raise
+            except TransportError as exc:
+                last_error = exc
+                await asyncio.sleep(delay * (1 + random.random() * 0.2))
+                delay = min(delay * 2, self._max_reconnect_delay)
+                continue
+            self._emit("reconnected", f"after {attempt} attempt(s)")
+            return connection
+        self._emit("failed", str(last_error))
+        raise TransportError(f"{self._host_name}: reconnect failed: {last_error}")
+
+    def _on_connection_lost(self, exc: Exception | None) -> None:
+        if self._closing:
+            return
+        self._emit("lost", str(exc) if exc else "connection closed")
+        loop = asyncio.get_event_loop()
+        if self._reconnect_task is None or self._reconnect_task.done():
+            self._reconnect_task = loop.create_task(self._background_reconnect())
+
+    async def _background_reconnect(self) -> None:
+        with contextlib.suppress(TransportError):
+            await self.connection()
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        client = VerifyingClient(
+            host=self._address,
+            port=self._port,
+            known_hosts=self._known_hosts,
+            policy=self._policy,
+            accept_fingerprint=self._accept_fingerprint,
+            on_lost=self._on_connection_lost,
+        )
+        options: dict[str, object] = {
+            "port": self._port,
+            "known_hosts": self._trusted_keys(),
+            "connect_timeout": self._connect_timeout,
+            "keepalive_interval": self._keepalive_interval,
+            "keepalive_count_max": 3,
+        }
+        if not self._use_ssh_config:
+            options["config"] = None
+        if self._username:
+            options["username"] = self._username
+        if self._identity_files:
+            options["client_keys"] = self._identity_files
+        if self._jump_host:
+            options["tunnel"] = self._jump_host
+        try:
+            connection, _ = await asyncssh.create_connection(
+                lambda: client, self._address, **options  # type: ignore[arg-type]
+            )
+        except asyncssh.HostKeyNotVerifiable as exc:
+            problem = client.problem
+            raise HostKeyError(problem.message() if problem else str(exc)) from None
+        except asyncssh.PermissionDenied as exc:
+            raise TransportError(
+                f"{self._host_name}: authentication failed for "
+                f"{self._username or 'default user'}@{self._address}:{self._port} ({exc.reason})"
+            ) from None
+        except (OSError, asyncssh.Error, TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise TransportError(
+                f"{self._host_name}: cannot connect to {self._address}:{self._port}: {reason}"
+            ) from None
+        return connection
+
+    def _trusted_keys(self) -> object:
+        if self._known_hosts.is_file():
+            return str(self._known_hosts)
+        return asyncssh.import_known_hosts("")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+        self._emit("closed")
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float | None = 60.0,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        command = scripts.command_line(scripts.with_env(argv, env))
+        async with self._sessions:
+            connection = await self.connection()
+            try:
+                result = await connection.run(
+                    command, input=input, check=False, timeout=timeout, errors="replace"
+                )
+            except asyncssh.TimeoutError:
+                raise TransportError(
+                    f"{self._host_name}: command timed out after {timeout} s: {command[:200]}"
+                ) from None
+            except (asyncssh.Error, OSError) as exc:
+                raise TransportError(f"{self._host_name}: command failed: {exc}") from None
+        status = result.exit_status
+        if status is None:
+            status = 128 + 15 if result.exit_signal else -1
+        return CommandResult(
+            tuple(argv), status, _text(result.stdout), _text(result.stderr)
+        )
+
+    async def stream_lines(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> SshLineStream:
+        command = scripts.command_line(
+            scripts.sh(scripts.WATCHDOG, *scripts.with_env(argv, env))
+        )
+        await self._sessions.acquire()
+        try:
+            connection = await self.connection()
+            process = await connection.create_process(
+                command, errors="replace", stderr=asyncssh.DEVNULL
+            )
+        except (asyncssh.Error, OSError) as exc:
+            self._sessions.release()
+            raise TransportError(f"{self._host_name}: cannot start stream: {exc}") from None
+        except BaseException:
+            self._sessions.release()
+            raise
+        return SshLineStream(process, self._sessions.release)
+
+    async def start_detached(
+        self,
+        argv: Sequence[str],
+        *,
+        log_path: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> DetachedProcess:
+        command = scripts.with_cwd(scripts.with_env(argv, env), cwd)
+        result = await self.run(scripts.sh(scripts.DETACH, log_path, *command), timeout=30)
+        return _parse_detached(self._host_name, result, log_path)
+
+    async def signal_group(self, pgid: int, signal_name: str) -> bool:
+        result = await self.run(scripts.signal_argv(pgid, signal_name), timeout=10)
+        return result.ok
+
+    async def is_alive(self, pid: int) -> bool:
+        result = await self.run(scripts.sh(scripts.IS_ALIVE, str(int(pid))), timeout=10)
+        return result.ok
+
+    async def read_file(self, path: str) -> bytes:
+        async with self._sessions:
+            connection = await self.connection()
+            try:
+                result = await connection.run(
+                    scripts.command_line(["cat", "--", path]), encoding=None, check=False
+                )
+            except (asyncssh.Error, OSError) as exc:
+                raise TransportError(f"{self._host_name}: cannot read {path}: {exc}") from None
+        if result.exit_status != 0:
+            detail = _text(result.stderr).strip()
+            raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
+        return bytes(result.stdout or b"")
+
+    async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        command = scripts.command_line(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
+        async with self._sessions:
+            connection = await self.connection()
+            try:
+                result = await connection.run(command, input=data, encoding=None, check=False)
+            except (asyncssh.Error, OSError) as exc:
+                raise TransportError(f"{self._host_name}: cannot write {path}: {exc}") from None
+        if result.exit_status != 0:
+            detail = _text(result.stderr).strip()
+            raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
+
+    async def forward_port(self, remote_port: int) -> SshPortForward:
+        await self.connection()
+        return await SshPortForward(self, remote_port).start()
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
