@@ -1,0 +1,255 @@
+"""The simulator's command line: SGLang 0.5.23's `launch_server` parser plus `--sim-*` options.
+
+The SGLang part is rebuilt from data/sglang-0.5.23-options.json (Appendix A of the reference:
+all 531 options, in argparse order, with their exact choices), so prefix abbreviation
+(`--tp 8`), ambiguity errors (`--cuda-graph-max-bs`), unknown flags (`--nsa-decode-backend`)
+and `--help` behave like the real parser. `--sim-*` options are pulled out of argv *before*
+the SGLang parser sees it, so they cannot change SGLang's abbreviation behaviour, and they
+are not listed in `--help` (use `--sim-help`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+OPTIONS_FILE = Path(__file__).parent / "data" / "sglang-0.5.23-options.json"
+PROG = "sglang serve"
+
+# A few real help strings (reference §1.5); the rest of the options print without help text.
+HELP: dict[str, str] = {
+    "--model-path": "The path of the model weights. This can be a local folder or a Hugging "
+    "Face repo ID.",
+    "--tp-size": "The tensor parallelism size.",
+    "--ep-size": "The expert parallelism size.",
+    "--attention-backend": "Choose the kernels for attention layers.",
+    "--kv-cache-dtype": 'Data type for kv cache storage. "auto" will use model data type.',
+    "--disable-cuda-graph": "Deprecated. Use --cuda-graph-backend-{decode,prefill}=disabled "
+    "instead.",
+    "--enable-dp-attention": "Deprecated. Use --attn-dp-size <dp-size> instead.",
+}
+
+DEPRECATION: dict[str, str] = {
+    "--disable-cuda-graph": "'--disable-cuda-graph' is deprecated and will be removed in a future "
+    "release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.",
+    "--enable-dp-attention": "'--enable-dp-attention' is deprecated and will be removed in a "
+    "future release. Use '--attn-dp-size <dp-size>' instead.",
+    "--monokernel-backend": "'--monokernel-backend' is deprecated and will be removed in a "
+    "future release. Use '--enable-amd-monokernel' instead.",
+}
+
+
+def human_readable_int(value: str) -> int:
+    """SGLang accepts `64k`, `1M`, `1.5G` for token counts."""
+    text = value.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(text[-1:], 1)
+    if scale != 1:
+        text = text[:-1]
+    try:
+        return int(float(text) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid human-readable int: {value!r}") from None
+
+
+def _json_list(value: str) -> list[Any]:
+    parsed = json.loads(value)
+    if not isinstance(parsed, list):
+        raise argparse.ArgumentTypeError(f"expected a JSON list: {value!r}")
+    return parsed
+
+
+def _nullable_str(value: str) -> str | None:
+    return None if value.lower() in ("", "none", "null") else value
+
+
+_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "human_readable_int": human_readable_int,
+    "nullable_str": _nullable_str,
+    "loads": json.loads,
+    "json_list_type": _json_list,
+    "parse_cuda_graph_backend_arg": str,
+    "parse_cuda_graph_config_arg": json.loads,
+}
+
+
+class _DeprecatedFlag(argparse.Action):
+    """Accepted, prints SGLang's yellow deprecation line, stores True (or the value)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("nargs", 0)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        message = DEPRECATION.get(self.option_strings[0], f"{option_string} is deprecated.")
+        print(f"\033[33m{message}\033[0m", file=sys.stderr)
+        setattr(namespace, self.dest, values if values not in (None, []) else True)
+
+
+@cache
+def option_rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(OPTIONS_FILE.read_text())
+    return rows
+
+
+def build_sglang_parser() -> argparse.ArgumentParser:
+    """A parser with the exact option names, aliases, types and choices of SGLang 0.5.23."""
+    parser = argparse.ArgumentParser(prog=PROG)
+    for row in option_rows():
+        names: list[str] = row["names"]
+        kind: str = row["type"]
+        kwargs: dict[str, Any] = {"default": row["default"], "help": HELP.get(names[0])}
+        dest = names[0][2:].replace("-", "_")
+        kwargs["dest"] = dest
+        if names[0] == "--model-path":
+            kwargs["required"] = True
+        if kind == "flag":
+            kwargs["action"] = "store_true"
+        elif kind == "flag/--no-":
+            names = [n for n in names if not n.startswith("--no-")]
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif kind == "deprecated":
+            kwargs["action"] = _DeprecatedFlag
+            if row["choices"]:
+                kwargs["nargs"] = "?"
+                kwargs["choices"] = row["choices"]
+        else:
+            base, _, nargs = kind.partition(" nargs=")
+            kwargs["type"] = _TYPES.get(base, str)
+            if nargs:
+                kwargs["nargs"] = nargs
+            if row["choices"]:
+                kwargs["choices"] = row["choices"]
+        parser.add_argument(*names, **kwargs)
+    return parser
+
+
+# --------------------------------------------------------------------------- sim-only options
+
+
+def default_state_file() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return os.path.join(base, f"plateau-sim-{os.getuid()}", "gpu-state.json")
+
+
+def build_sim_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m console.sim",
+        description="Plateau simulator options (not SGLang). Everything else on the command "
+        "line is parsed as `sglang serve` would.",
+        allow_abbrev=False,
+        add_help=False,
+    )
+    p.add_argument("--sim-help", action="store_true", help="show these options and exit")
+    p.add_argument("--sim-seed", type=int, default=None, help="seed: deterministic runs")
+    p.add_argument("--sim-ideal-ttft-ms", type=float, default=None,
+                   help="ideal-timing mode: fixed time to first token (no model, no noise)")
+    p.add_argument("--sim-ideal-itl-ms", type=float, default=None,
+                   help="ideal-timing mode: fixed inter-token interval")
+    p.add_argument("--sim-num-gpus", type=int, default=8)
+    p.add_argument("--sim-gpu-name", default="NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    p.add_argument("--sim-gpu-memory-mib", type=int, default=97887)
+    p.add_argument("--sim-startup-seconds", type=float, default=6.0,
+                   help="total simulated startup duration (0 = ready at once)")
+    p.add_argument("--sim-state-file", default=None,
+                   help=f"GPU state file for the telemetry agent (default {default_state_file()})")
+    p.add_argument("--sim-weights-gb", type=float, default=40.0,
+                   help="total model weight size in GB (split over --tp-size)")
+    p.add_argument("--sim-speed", type=float, default=1.0,
+                   help="time scale: the model runs this many times faster than real time")
+    p.add_argument("--sim-nan-when", default=None, metavar="FLAG=VALUE[,FLAG=VALUE...]",
+                   help="crash with a NaN error when all these flags have these values, "
+                   "e.g. 'attention-backend=triton,kv-cache-dtype=fp8_e4m3'")
+    p.add_argument("--sim-nan-after-steps", type=int, default=20,
+                   help="decode steps before the NaN crash")
+    p.add_argument("--sim-kv-bytes-per-token", type=int, default=98304,
+                   help="KV cache bytes per token per GPU at TP1 (bf16)")
+    return p
+
+
+_SIM_FLAGS_WITHOUT_VALUE = {"--sim-help"}
+
+
+def split_sim_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Separate `--sim-*` options (with their values) from SGLang's argv."""
+    sim: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg.startswith("--sim-"):
+            sim.append(arg)
+            if "=" not in arg and arg not in _SIM_FLAGS_WITHOUT_VALUE and index + 1 < len(argv):
+                sim.append(argv[index + 1])
+                index += 1
+        else:
+            rest.append(arg)
+        index += 1
+    return sim, rest
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    seed: int | None = None
+    ideal_ttft_ms: float | None = None
+    ideal_itl_ms: float | None = None
+    num_gpus: int = 8
+    gpu_name: str = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    gpu_memory_mib: int = 97887
+    startup_seconds: float = 6.0
+    state_file: str = field(default_factory=default_state_file)
+    weights_gb: float = 40.0
+    speed: float = 1.0
+    nan_when: dict[str, str] | None = None
+    nan_after_steps: int = 20
+    kv_bytes_per_token: int = 98304
+
+    @property
+    def ideal(self) -> bool:
+        return self.ideal_ttft_ms is not None or self.ideal_itl_ms is not None
+
+
+def _parse_nan_when(spec: str | None) -> dict[str, str] | None:
+    if not spec:
+        return None
+    out: dict[str, str] = {}
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        out[key.strip().lstrip("-").replace("-", "_")] = value.strip()
+    return out
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
+    """Parse a full command line. Exits 2 with argparse's message on errors, like SGLang."""
+    sim_argv, sglang_argv = split_sim_argv(argv)
+    sim_parser = build_sim_parser()
+    sim_ns = sim_parser.parse_args(sim_argv)
+    if sim_ns.sim_help:
+        sim_parser.print_help()
+        raise SystemExit(0)
+    args = build_sglang_parser().parse_args(sglang_argv)
+    sim = SimOptions(
+        seed=sim_ns.sim_seed,
+        ideal_ttft_ms=sim_ns.sim_ideal_ttft_ms,
+        ideal_itl_ms=sim_ns.sim_ideal_itl_ms,
+        num_gpus=sim_ns.sim_num_gpus,
+        gpu_name=sim_ns.sim_gpu_name,
+        gpu_memory_mib=sim_ns.sim_gpu_memory_mib,
+        startup_seconds=max(0.0, sim_ns.sim_startup_seconds),
+        state_file=sim_ns.sim_state_file or default_state_file(),
+        weights_gb=sim_ns.sim_weights_gb,
+        speed=max(1e-3, sim_ns.sim_speed),
+        nan_when=_parse_nan_when(sim_ns.sim_nan_when),
+        nan_after_steps=sim_ns.sim_nan_after_steps,
+        kv_bytes_per_token=sim_ns.sim_kv_bytes_per_token,
+    )
+    return args, sim, sglang_argv

@@ -1,0 +1,136 @@
+"""Resolve parsed SGLang args into the values a real server would log and report.
+
+SGLang resolves `None` defaults late (reference §1.6); the simulator does the same for the
+fields it models, so `server_args={...}`, `/server_info` and the batch logs agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from console.sim.args import SimOptions
+from console.sim.model import Profile, auto_chunked_and_graph_bs, auto_mem_fraction
+
+DEFAULT_CONTEXT_LEN = 131072
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    args: argparse.Namespace
+    sim: SimOptions
+    argv: tuple[str, ...]
+    profile: Profile
+    server_args: dict[str, Any]  # resolved, in argparse order, as logged and in /server_info
+
+    @property
+    def served_model_name(self) -> str:
+        return str(self.server_args["served_model_name"])
+
+    @property
+    def context_len(self) -> int:
+        return int(self.server_args["context_length"])
+
+    @property
+    def max_running_requests(self) -> int:
+        return int(self.server_args["max_running_requests"])
+
+    @property
+    def chunked_prefill_size(self) -> int:
+        return int(self.server_args["chunked_prefill_size"])
+
+    @property
+    def rank_prefix(self) -> str:
+        """Scheduler rank-0 log prefix (reference §2.1): DP, PP, ATTN_CP, MOE_DP, TP, EP."""
+        return rank_prefix(self.server_args, tp_rank=0)
+
+    def gpus_in_use(self) -> int:
+        return min(self.sim.num_gpus, self.profile.tp * int(self.server_args["dp_size"]))
+
+
+def rank_prefix(sa: dict[str, Any], tp_rank: int, dp_rank: int = 0) -> str:
+    parts: list[str] = []
+    if int(sa.get("dp_size") or 1) > 1 or int(sa.get("attn_dp_size") or 1) > 1:
+        parts.append(f"DP{dp_rank}")
+    if int(sa.get("pp_size") or 1) > 1:
+        parts.append("PP0")
+    if int(sa.get("tp_size") or 1) > 1:
+        parts.append(f"TP{tp_rank}")
+    if int(sa.get("ep_size") or 1) > 1:
+        parts.append(f"EP{tp_rank % int(sa['ep_size'])}")
+    return "".join(f" {p}" for p in parts)
+
+
+def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str]) -> SimConfig:
+    sa: dict[str, Any] = dict(vars(args))
+    tp = max(1, int(sa["tp_size"]))
+    pp = max(1, int(sa.get("pp_size") or 1))
+    chunked_auto, graph_bs_auto = auto_chunked_and_graph_bs(sim.gpu_memory_mib, tp)
+    if sa.get("chunked_prefill_size") is None:
+        sa["chunked_prefill_size"] = chunked_auto
+    chunked = int(sa["chunked_prefill_size"])
+    if sa.get("mem_fraction_static") is None:
+        sa["mem_fraction_static"] = auto_mem_fraction(sim.gpu_memory_mib, max(chunked, 0), tp, pp)
+    if sa.get("cuda_graph_max_bs_decode") is None:
+        sa["cuda_graph_max_bs_decode"] = graph_bs_auto
+        if sa.get("max_running_requests"):
+            sa["cuda_graph_max_bs_decode"] = min(graph_bs_auto, int(sa["max_running_requests"]))
+    if sa.get("cuda_graph_max_bs_prefill") is None:
+        sa["cuda_graph_max_bs_prefill"] = chunked if chunked > 0 else 8192
+    decode_graph_backend = sa.get("cuda_graph_backend_decode")
+    prefill_graph_backend = sa.get("cuda_graph_backend_prefill")
+    if sa.get("disable_cuda_graph"):
+        decode_graph_backend = decode_graph_backend or "disabled"
+        prefill_graph_backend = prefill_graph_backend or "disabled"
+    if sa.get("disable_decode_cuda_graph"):
+        decode_graph_backend = "disabled"
+    if sa.get("disable_prefill_cuda_graph"):
+        prefill_graph_backend = "disabled"
+    sa["cuda_graph_backend_decode"] = decode_graph_backend or "full"
+    sa["cuda_graph_backend_prefill"] = prefill_graph_backend or "breakable"
+    sa["cuda_graph_config"] = {
+        "decode": {"backend": sa["cuda_graph_backend_decode"],
+                   "max_bs": sa["cuda_graph_max_bs_decode"]},
+        "prefill": {"backend": sa["cuda_graph_backend_prefill"],
+                    "max_bs": sa["cuda_graph_max_bs_prefill"]},
+    }
+    # Blackwell (SM120) MHA default is trtllm_mha in the generic rule; this simulated model is
+    # served with flashinfer, what SGLang picks when the model has attention sinks disabled.
+    attn = sa.get("attention_backend") or "flashinfer"
+    sa["attention_backend"] = attn
+    if sa.get("sampling_backend") is None:
+        sa["sampling_backend"] = "flashinfer"
+    if sa.get("grammar_backend") is None:
+        sa["grammar_backend"] = "xgrammar"
+    if sa.get("served_model_name") is None:
+        sa["served_model_name"] = sa["model_path"]
+    if sa.get("tokenizer_path") is None:
+        sa["tokenizer_path"] = sa["model_path"]
+    if sa.get("context_length") is None:
+        sa["context_length"] = DEFAULT_CONTEXT_LEN
+    if sa.get("random_seed") is None:
+        sa["random_seed"] = sim.seed if sim.seed is not None else 42
+    if sa.get("page_size") is None:
+        sa["page_size"] = 1
+    profile = Profile(
+        tp=tp,
+        dp=max(1, int(sa.get("dp_size") or 1)),
+        gpu_memory_mib=sim.gpu_memory_mib,
+        weights_gb=sim.weights_gb,
+        kv_bytes_per_token=sim.kv_bytes_per_token,
+        mem_fraction_static=float(sa["mem_fraction_static"]),
+        quantization=sa.get("quantization"),
+        kv_cache_dtype=sa.get("kv_cache_dtype") or "auto",
+        attention_backend=sa.get("prefill_attention_backend") or attn,
+        decode_attention_backend=sa.get("decode_attention_backend") or attn,
+        moe_runner_backend=sa.get("moe_runner_backend") or "auto",
+        sampling_backend=sa["sampling_backend"],
+        cuda_graph_max_bs=int(sa["cuda_graph_max_bs_decode"]),
+        decode_cuda_graph=sa["cuda_graph_backend_decode"] != "disabled",
+        torch_compile=bool(sa.get("enable_torch_compile")),
+        max_total_tokens_override=sa.get("max_total_tokens"),
+    )
+    if sa.get("max_running_requests") is None:
+        sa["max_running_requests"] = max(1, min(2048, profile.max_total_num_tokens // 32))
+    return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa)

@@ -1,0 +1,442 @@
+"""The continuous-batching scheduler: one asyncio task, one wakeup per simulated GPU step.
+
+Each step is either a prefill batch (FCFS admission under --max-running-requests, chunked by
+--chunked-prefill-size, gated by KV capacity) or a decode step for every running request. After
+a step every affected request gets its new token appended and its waiter (if its HTTP handler
+is waiting) resolved, so streaming handlers coalesce whatever arrived since their last write.
+Ideal-timing mode (`IdealEngine`) bypasses the model: fixed TTFT and inter-token interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.sim.config import SimConfig
+from console.sim.logs import SimLog
+from console.sim.tokens import EOS_TOKEN_ID, TokenSource
+
+NEW_TOKEN_RATIO_INIT = 0.7
+NEW_TOKEN_RATIO_MIN = 0.1
+NEW_TOKEN_RATIO_DECAY = (NEW_TOKEN_RATIO_INIT - NEW_TOKEN_RATIO_MIN) / 600
+
+
+class SimCrash(Exception):
+    """The simulated scheduler died (e.g. the NaN failure mode)."""
+
+
+@dataclass(eq=False)
+class Req:
+    rid: str
+    input_len: int
+    max_new: int
+    ordinal: int
+    created: float
+    eos_at: int | None = None  # output index where EOS is sampled (None: never, ignore_eos)
+    output_ids: list[int] = field(default_factory=list)
+    prefilled: int = 0
+    kv: int = 0
+    finished: bool = False
+    finish_reason: dict[str, Any] | None = None
+    num_retractions: int = 0
+    first_token_time: float | None = None
+    finish_time: float | None = None
+    last_token_time: float | None = None
+    waiter: asyncio.Future[None] | None = None
+
+    @property
+    def prefill_need(self) -> int:
+        return self.input_len + len(self.output_ids)
+
+    def notify(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        self.waiter = asyncio.get_running_loop().create_future()
+        await self.waiter
+        self.waiter = None
+
+
+@dataclass
+class EngineStats:
+    prompt_tokens_total: int = 0
+    generation_tokens_total: int = 0
+    num_requests_total: int = 0
+    num_aborted_total: int = 0
+    num_retracted_total: int = 0
+    busy_s: float = 0.0  # wall seconds spent inside steps (GPU activity)
+    prefill_busy_s: float = 0.0
+    pcie_bytes: float = 0.0
+    last_gen_throughput: float = 0.0
+    cuda_graph_passes: int = 0
+    ttft: list[float] = field(default_factory=list)  # drained by the metrics collector
+    itl: list[float] = field(default_factory=list)
+    e2e: list[float] = field(default_factory=list)
+
+
+class BaseEngine:
+    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False) -> None:
+        self.cfg = cfg
+        self.log = log
+        self.tokens = TokenSource(cfg.sim.seed)
+        self.stats = EngineStats()
+        self.record = record_latencies
+        self.waiting: deque[Req] = deque()
+        self.running: list[Req] = []
+        self.kv_used = 0
+        self.capacity = max(1, cfg.profile.max_total_num_tokens)
+        self.paused = False
+        self._wake = asyncio.Event()
+        self._ordinal = itertools.count()
+        self.prefix = cfg.rank_prefix
+        self.decode_steps = 0
+
+    def new_req(self, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
+        ordinal = next(self._ordinal)
+        req = Req(rid=rid, input_len=max(1, input_len), max_new=max(1, max_new),
+                  ordinal=ordinal, created=time.monotonic())
+        if not ignore_eos:
+            # A real model samples EOS somewhere; most benchmark-length requests run to length.
+            draw = (ordinal * 2654435761) % 1000
+            if draw < 150:
+                req.eos_at = 1 + (ordinal * 40503) % max(1, req.max_new)
+        return req
+
+    def submit(self, req: Req) -> None:
+        self.stats.num_requests_total += 1
+        self.stats.prompt_tokens_total += req.input_len
+        self.waiting.append(req)
+        self._wake.set()
+
+    def abort(self, req: Req) -> None:
+        if req.finished:
+            return
+        if req in self.waiting:
+            self.waiting.remove(req)
+        elif req in self.running:
+            self.running.remove(req)
+        self.kv_used -= req.kv
+        req.kv = 0
+        self._finish(req, {"type": "abort", "message": "Abort request.", "status_code": 200,
+                           "err_type": None}, time.monotonic())
+        self.stats.num_aborted_total += 1
+
+    def abort_all(self) -> None:
+        for req in [*self.waiting, *self.running]:
+            self.abort(req)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def _finish(self, req: Req, reason: dict[str, Any], now: float) -> None:
+        req.finished = True
+        req.finish_reason = reason
+        req.finish_time = now
+        if self.record:
+            self.stats.e2e.append(now - req.created)
+        req.notify()
+
+    def _emit(self, req: Req, now: float) -> bool:
+        """Append one output token; return True when the request finished."""
+        index = len(req.output_ids)
+        token = self.tokens.token(req.ordinal, index)
+        if req.eos_at is not None and index + 1 >= req.eos_at:
+            token = EOS_TOKEN_ID
+        req.output_ids.append(token)
+        self.stats.generation_tokens_total += 1
+        if req.first_token_time is None:
+            req.first_token_time = now
+            if self.record:
+                self.stats.ttft.append(now - req.created)
+        elif self.record and req.last_token_time is not None:
+            self.stats.itl.append(now - req.last_token_time)
+        req.last_token_time = now
+        if token == EOS_TOKEN_ID:
+            self._finish(req, {"type": "stop", "matched": EOS_TOKEN_ID}, now)
+            return True
+        if len(req.output_ids) >= req.max_new:
+            self._finish(req, {"type": "length", "length": req.max_new}, now)
+            return True
+        req.notify()
+        return False
+
+    async def run(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class Engine(BaseEngine):
+    """Model-driven continuous batching."""
+
+    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False) -> None:
+        super().__init__(cfg, log, record_latencies=record_latencies)
+        self.profile = cfg.profile
+        self.speed = cfg.sim.speed
+        self.new_token_ratio = NEW_TOKEN_RATIO_INIT
+        chunked = cfg.chunked_prefill_size
+        self.chunk_budget = chunked if chunked > 0 else int(cfg.server_args["max_prefill_tokens"])
+        self.log_interval = max(1, int(cfg.server_args["decode_log_interval"]))
+        self._log_tokens = 0
+        self._log_t = time.monotonic()
+        self._prefill_log_t = time.monotonic()
+        self._nan_armed = _nan_matches(cfg)
+        self.rng = self.tokens.rng
+        self.last_step_kind = "idle"
+
+    # ---- scheduling -------------------------------------------------------------------------
+    def _reserved_future(self, extra: list[Req]) -> float:
+        remaining = sum(r.max_new - len(r.output_ids) for r in self.running)
+        remaining += sum(r.max_new - len(r.output_ids) for r in extra)
+        return remaining * self.new_token_ratio
+
+    def _schedule_prefill(self) -> tuple[list[Req], int, list[Req]]:
+        """Return (completed requests, new tokens, partially prefilled requests)."""
+        if self.paused or not self.waiting:
+            return [], 0, []
+        done: list[Req] = []
+        partial: list[Req] = []
+        tokens = 0
+        limit = self.cfg.max_running_requests
+        while self.waiting and len(self.running) + len(done) < limit:
+            if tokens >= self.chunk_budget:
+                break
+            req = self.waiting[0]
+            need = req.prefill_need - req.prefilled
+            free = self.capacity - self.kv_used - self._reserved_future(done)
+            if req.prefilled == 0 and need + 1 > free and (self.running or done):
+                break  # KV full: wait in the queue until running requests finish
+            take = min(need, self.chunk_budget - tokens)
+            req.prefilled += take
+            req.kv += take
+            self.kv_used += take
+            tokens += take
+            if req.prefilled >= req.prefill_need:
+                self.waiting.popleft()
+                done.append(req)
+            else:
+                partial.append(req)
+                break
+        return done, tokens, partial
+
+    def _retract_for_decode(self) -> None:
+        if self.kv_used + len(self.running) <= self.capacity:
+            return
+        old_ratio = self.new_token_ratio
+        retracted = 0
+        gained = 0
+        # SGLang's "length" policy: retract the requests with the fewest decoded tokens first.
+        self.running.sort(key=lambda r: (len(r.output_ids), -r.input_len), reverse=True)
+        while self.running and self.kv_used + len(self.running) > self.capacity:
+            req = self.running.pop()
+            if not self.running:
+                self.running.append(req)
+                break
+            gained += req.kv
+            self.kv_used -= req.kv
+            req.kv = 0
+            req.prefilled = 0
+            req.num_retractions += 1
+            self.waiting.appendleft(req)
+            retracted += 1
+        if retracted:
+            self.stats.num_retracted_total += retracted
+            self.new_token_ratio = min(1.0, self.new_token_ratio + 0.1 * retracted)
+            self.log.warning(
+                f"KV cache pool is full. Retract requests. #retracted_reqs: {retracted}, "
+                f"#new_tokens_gained: {gained}, #new_token_ratio: {old_ratio:.4f} -> "
+                f"{self.new_token_ratio:.4f}",
+                self.prefix,
+            )
+
+    def _noise(self) -> float:
+        return min(1.1, max(0.9, self.rng.gauss(1.0, 0.02)))
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        t_end = loop.time()
+        while True:
+            if (not self.waiting and not self.running) or (self.paused and not self.running):
+                self.last_step_kind = "idle"
+                self._wake.clear()
+                await self._wake.wait()
+                t_end = loop.time()
+                self._log_t = time.monotonic()
+                continue
+            now = loop.time()
+            start = t_end if now - t_end < 0.005 else now
+            done, new_tokens, partial = self._schedule_prefill()
+            if new_tokens:
+                seqs = len(done) + len(partial)
+                duration = self.profile.prefill_seconds(new_tokens, seqs) * self._noise()
+                self.last_step_kind = "prefill"
+                t_end = start + duration / self.speed
+                self._log_prefill(done, partial, new_tokens)
+                await asyncio.sleep(max(0.0, t_end - loop.time()))
+                self.stats.busy_s += duration / self.speed
+                self.stats.prefill_busy_s += duration / self.speed
+                self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
+                stamp = time.monotonic()
+                for req in done:
+                    if req.finished:  # aborted while prefilling
+                        continue
+                    req.kv += 1
+                    self.kv_used += 1
+                    if self._emit(req, stamp):
+                        self._release(req)
+                    else:
+                        self.running.append(req)
+                continue
+            if not self.running:
+                # Waiting requests that cannot be admitted and nothing running: head is too
+                # large for the pool. Abort it like SGLang's input-length check would.
+                req = self.waiting.popleft()
+                self._finish(req, {"type": "abort", "status_code": 400, "err_type": None,
+                                   "message": f"Input length ({req.input_len} tokens) exceeds "
+                                   f"the maximum allowed length ({self.capacity} tokens). Use a "
+                                   "shorter input or enable --allow-auto-truncate."},
+                             time.monotonic())
+                continue
+            self._retract_for_decode()
+            batch = len(self.running)
+            duration = self.profile.decode_seconds(batch, self.kv_used) * self._noise()
+            self.last_step_kind = "decode"
+            t_end = start + duration / self.speed
+            await asyncio.sleep(max(0.0, t_end - loop.time()))
+            self.stats.busy_s += duration / self.speed
+            self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
+            if self.profile.uses_graph(batch):
+                self.stats.cuda_graph_passes += 1
+            stamp = time.monotonic()
+            still: list[Req] = []
+            for req in self.running:
+                if req.finished:
+                    continue
+                req.kv += 1
+                self.kv_used += 1
+                if self._emit(req, stamp):
+                    self._release(req)
+                else:
+                    still.append(req)
+            self.running = still
+            self._log_tokens += batch
+            self.decode_steps += 1
+            self.new_token_ratio = max(NEW_TOKEN_RATIO_MIN,
+                                       self.new_token_ratio - NEW_TOKEN_RATIO_DECAY)
+            if self.decode_steps % self.log_interval == 0:
+                self._log_decode(batch)
+            if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
+                raise SimCrash("NaN")
+
+    def _release(self, req: Req) -> None:
+        self.kv_used -= req.kv
+        req.kv = 0
+
+    # ---- logging ----------------------------------------------------------------------------
+    def _log_prefill(self, done: list[Req], partial: list[Req], new_tokens: int) -> None:
+        now = time.monotonic()
+        gap = max(1e-6, now - self._prefill_log_t)
+        self._prefill_log_t = now
+        pending = sum(r.prefill_need - r.prefilled for r in self.waiting)
+        sa = self.cfg.server_args
+        graph = sa["cuda_graph_backend_prefill"] != "disabled" and new_tokens <= int(
+            sa["cuda_graph_max_bs_prefill"])
+        self.log.sglang(
+            f"Prefill batch, #new-seq: {len(done) + len(partial)}, #new-token: {new_tokens}, "
+            f"#cached-token: 0, token usage: {self.kv_used / self.capacity:.2f}, "
+            f"#running-req: {len(self.running)}, #queue-req: {len(self.waiting) - len(partial)}, "
+            f"#pending-token: {pending}, cuda graph: {graph}, "
+            f"input throughput (token/s): {new_tokens / gap:.2f}",
+            self.prefix,
+        )
+
+    def _log_decode(self, batch: int) -> None:
+        now = time.monotonic()
+        gap = max(1e-6, now - self._log_t)
+        throughput = self._log_tokens / gap
+        self.stats.last_gen_throughput = throughput
+        self._log_t = now
+        self._log_tokens = 0
+        self.log.sglang(
+            f"Decode batch, #running-req: {batch}, #token: {self.kv_used}, "
+            f"token usage: {self.kv_used / self.capacity:.2f}, "
+            f"cuda graph: {self.profile.uses_graph(batch)}, "
+            f"gen throughput (token/s): {throughput:.2f}, #queue-req: {len(self.waiting)}",
+            self.prefix,
+        )
+
+
+class IdealEngine(BaseEngine):
+    """Ideal-timing mode: token k of a request is due at arrival + TTFT + k * ITL, exactly.
+
+    One heap, one task: each wakeup emits every token that is due, so thousands of streams
+    cost one timer, not one timer each.
+    """
+
+    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False) -> None:
+        super().__init__(cfg, log, record_latencies=record_latencies)
+        self.ttft = (cfg.sim.ideal_ttft_ms or 0.0) / 1000.0
+        self.itl = (cfg.sim.ideal_itl_ms or 0.0) / 1000.0
+        self._heap: list[tuple[float, int, Req]] = []
+        self._seq = itertools.count()
+        self.last_step_kind = "idle"
+
+    def submit(self, req: Req) -> None:
+        self.stats.num_requests_total += 1
+        self.stats.prompt_tokens_total += req.input_len
+        self.running.append(req)
+        heapq.heappush(self._heap, (req.created + self.ttft, next(self._seq), req))
+        self._wake.set()
+
+    def abort(self, req: Req) -> None:
+        if not req.finished:
+            self._finish(req, {"type": "abort", "message": "Abort request.", "status_code": 200,
+                               "err_type": None}, time.monotonic())
+            self.stats.num_aborted_total += 1
+            if req in self.running:
+                self.running.remove(req)
+
+    async def run(self) -> None:
+        heap = self._heap
+        while True:
+            if not heap:
+                self.last_step_kind = "idle"
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self.last_step_kind = "decode"
+            now = time.monotonic()
+            due = heap[0][0]
+            if due > now:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), due - now)
+                continue
+            while heap and heap[0][0] <= now:
+                due, _, req = heapq.heappop(heap)
+                if req.finished:
+                    continue
+                if self._emit(req, now):
+                    self.running.remove(req)
+                else:
+                    heapq.heappush(heap, (due + self.itl, next(self._seq), req))
+            await asyncio.sleep(0)
+
+
+def _nan_matches(cfg: SimConfig) -> bool:
+    spec = cfg.sim.nan_when
+    if not spec:
+        return False
+    sa = cfg.server_args
+    for key, value in spec.items():
+        actual = sa.get(key)
+        if actual is None or str(actual).lower() != value.lower():
+            return False
+    return True

@@ -1,0 +1,126 @@
+"""Simulated GPU load, published as a JSON state file for the telemetry agent's "sim" backend.
+
+The simulator does not fake NVML. It writes what its GPUs would be doing; the agent
+(console/gpu/agent.py, stdlib only) reads this file and turns it into the same samples it makes
+from NVML (utilisation, memory, power, clocks, temperature, PCIe are derived there).
+
+Contract (version 1):
+
+* Path: ``--sim-state-file``, default
+  ``os.path.join(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir(),
+  f"plateau-sim-{os.getuid()}", "gpu-state.json")`` (see ``default_state_file()``).
+* Written atomically (temporary file in the same directory, then ``os.replace``) every 0.25 s
+  and on every phase change. On exit the simulator writes phase ``"stopped"`` with all memory
+  back to 0.
+* Content::
+
+    {"version": 1, "pid": int, "updated": unix_time_float,
+     "phase": "starting"|"loading"|"capturing"|"ready"|"draining"|"stopped",
+     "gpu_name": str, "num_gpus": int, "memory_total_mib": int,
+     "gpus": [{"index": i, "in_use": bool, "memory_used_mib": float,
+               "activity": 0..1,          # fraction of the last window spent in GPU steps
+               "tensor_activity": 0..1,   # fraction of the window the tensor cores were busy
+               "pcie_tx_bytes_per_s": float, "pcie_rx_bytes_per_s": float}, ...],
+     "tokens_per_s": float, "running": int, "queued": int}
+
+* A reader should treat a file whose ``updated`` is older than a few seconds, or whose ``pid``
+  is not alive, as "stopped".
+
+``compute_state()`` is a pure function of its inputs so the agent's tests can build files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from console.sim.args import default_state_file
+
+__all__ = ["PHASES", "GpuLoad", "compute_state", "default_state_file", "write_state"]
+
+PHASES = ("starting", "loading", "capturing", "ready", "draining", "stopped")
+CONTEXT_MIB = 520.0  # CUDA context + driver reservation per GPU a process holds
+
+
+@dataclass(frozen=True)
+class GpuLoad:
+    """One window of load, as the simulator measured it."""
+
+    phase: str
+    gpus_in_use: int  # ranks: tp * dp, on GPUs base_gpu_id.. (clamped to num_gpus)
+    base_gpu_id: int = 0
+    memory_used_mib: float = 0.0  # per in-use GPU
+    activity: float = 0.0
+    tensor_activity: float = 0.0
+    pcie_bytes_per_s: float = 0.0  # per in-use GPU, each direction
+    tokens_per_s: float = 0.0
+    running: int = 0
+    queued: int = 0
+
+
+def compute_state(
+    load: GpuLoad,
+    *,
+    gpu_name: str,
+    num_gpus: int,
+    memory_total_mib: int,
+    pid: int,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The JSON document for one snapshot. Pure: same inputs, same dict."""
+    if load.phase not in PHASES:
+        raise ValueError(f"unknown phase {load.phase!r}")
+    stopped = load.phase == "stopped"
+    gpus = []
+    for index in range(num_gpus):
+        in_use = not stopped and load.base_gpu_id <= index < load.base_gpu_id + load.gpus_in_use
+        gpus.append(
+            {
+                "index": index,
+                "in_use": in_use,
+                "memory_used_mib": round(min(load.memory_used_mib, memory_total_mib), 1)
+                if in_use
+                else 0.0,
+                "activity": round(_unit(load.activity), 4) if in_use else 0.0,
+                "tensor_activity": round(_unit(load.tensor_activity), 4) if in_use else 0.0,
+                "pcie_tx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
+                "pcie_rx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
+            }
+        )
+    return {
+        "version": 1,
+        "pid": pid,
+        "updated": time.time() if now is None else now,
+        "phase": load.phase,
+        "gpu_name": gpu_name,
+        "num_gpus": num_gpus,
+        "memory_total_mib": memory_total_mib,
+        "gpus": gpus,
+        "tokens_per_s": 0.0 if stopped else round(load.tokens_per_s, 2),
+        "running": 0 if stopped else load.running,
+        "queued": 0 if stopped else load.queued,
+    }
+
+
+def write_state(path: str, state: dict[str, Any]) -> None:
+    """Atomic write: readers never see a partial file."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".gpu-state-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(state, handle, separators=(",", ":"))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _unit(value: float) -> float:
+    return 0.0 if value < 0 else 1.0 if value > 1 else value

@@ -1,0 +1,404 @@
+"""Process lifecycle of the simulated server: startup phases, GPU state, SIGTERM drain, crashes.
+
+Exit semantics follow SGLang: a graceful SIGTERM drain exits 0 after the last request
+finished; a crash (scheduler exception, OOM at startup) kills the whole process tree with
+SIGKILL, so the launcher sees -9 (137 from a shell). SIGTERM before the server is up is not
+handled (SGLang installs its handler on the first request) and kills the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from console.sim import gpu_state
+from console.sim.config import SimConfig, rank_prefix
+from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
+from console.sim.logs import SimLog
+from console.sim.model import KV_DTYPE_TORCH
+from console.sim.server import SimState, build_app
+
+STATE_INTERVAL_S = 0.25
+DRAIN_LOG_INTERVAL_S = 5.0
+ARCH = "LlamaForCausalLM"
+
+
+class Runner:
+    def __init__(self, cfg: SimConfig) -> None:
+        sa = cfg.server_args
+        self.cfg = cfg
+        self.log = SimLog(log_level=sa["log_level"], log_level_http=sa.get("log_level_http"),
+                          access_exclude=sa.get("uvicorn_access_log_exclude_prefixes"))
+        metrics_on = bool(sa.get("enable_metrics"))
+        engine_cls: type[BaseEngine] = IdealEngine if cfg.sim.ideal else Engine
+        self.engine = engine_cls(cfg, self.log, record_latencies=metrics_on)
+        self.state = SimState(cfg=cfg, log=self.log, engine=self.engine)
+        if metrics_on:
+            from console.sim.metrics import Metrics
+
+            self.state.metrics = Metrics(cfg.served_model_name, cfg.profile.tp)
+        self.phase = "starting"
+        self.pid = os.getpid()
+        self.gpu_mem_used_mib = 0.0
+        self._stop = asyncio.Event()
+        self._exit_code = 0
+        self._last_sample: tuple[float, float, float, float, int] | None = None
+
+    # ---- GPU state ----------------------------------------------------------------------------
+    def _load(self) -> gpu_state.GpuLoad:
+        stats = self.engine.stats
+        now = time.monotonic()
+        sample = (now, stats.busy_s, stats.prefill_busy_s, stats.pcie_bytes,
+                  stats.generation_tokens_total)
+        prev = self._last_sample or sample
+        self._last_sample = sample
+        dt = max(1e-3, now - prev[0])
+        activity = min(1.0, (sample[1] - prev[1]) / dt) if self.phase in ("ready", "draining") \
+            else (0.35 if self.phase == "capturing" else 0.0)
+        prefill_share = (sample[2] - prev[2]) / max(1e-6, sample[1] - prev[1]) if activity else 0
+        tensor = activity * (0.45 + 0.45 * prefill_share)
+        return gpu_state.GpuLoad(
+            phase=self.phase,
+            gpus_in_use=self.cfg.gpus_in_use(),
+            base_gpu_id=int(self.cfg.server_args.get("base_gpu_id") or 0),
+            memory_used_mib=self.gpu_mem_used_mib + (300.0 * activity if activity else 0.0),
+            activity=activity,
+            tensor_activity=tensor,
+            pcie_bytes_per_s=(sample[3] - prev[3]) / dt,
+            tokens_per_s=(sample[4] - prev[4]) / dt,
+            running=len(self.engine.running),
+            queued=len(self.engine.waiting),
+        )
+
+    def write_state(self) -> None:
+        sim = self.cfg.sim
+        state = gpu_state.compute_state(
+            self._load(), gpu_name=sim.gpu_name, num_gpus=sim.num_gpus,
+            memory_total_mib=sim.gpu_memory_mib, pid=self.pid)
+        try:
+            gpu_state.write_state(sim.state_file, state)
+        except OSError as exc:  # telemetry is best effort; the server keeps serving
+            self.log.raw(f"plateau-sim: cannot write GPU state file {sim.state_file}: {exc}")
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.write_state()
+
+    async def _state_loop(self) -> None:
+        while True:
+            await asyncio.sleep(STATE_INTERVAL_S)
+            self.write_state()
+
+    # ---- startup ------------------------------------------------------------------------------
+    async def _pause(self, fraction: float) -> None:
+        seconds = self.cfg.sim.startup_seconds * fraction
+        if seconds > 0:
+            await asyncio.sleep(seconds)
+
+    def _ranks(self) -> list[str]:
+        sa = self.cfg.server_args
+        dp = int(sa.get("dp_size") or 1)
+        tp = self.cfg.profile.tp
+        return [rank_prefix(sa, t, d) for d in range(dp) for t in range(tp)]
+
+    def _crash_startup(self, lines: list[str], code: int = 1) -> None:
+        for prefix in self._ranks()[:1]:
+            self.log.sglang("Scheduler hit an exception: " + "\n".join(lines), prefix)
+        self.log.sglang(f"Rank 0 scheduler died during initialization (exit code: {code}). If "
+                        "exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run "
+                        "dmesg -T | grep -i oom to check.")
+        self._die()
+
+    def _die(self) -> None:
+        self.phase = "stopped"
+        self.gpu_mem_used_mib = 0.0
+        self.write_state()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    async def startup(self) -> dict[str, Any]:
+        cfg = self.cfg
+        sa = cfg.server_args
+        p = cfg.profile
+        log = self.log
+        ranks = self._ranks()
+        total_gb = p.gpu_memory_gb
+        log.sglang(f"server_args={sa!r}")
+        self.set_phase("loading")
+        t0 = time.monotonic()
+        for prefix in ranks:
+            log.sglang("Init parallel begin.", prefix)
+        await self._pause(0.05)
+        for prefix in ranks:
+            log.sglang(f"Init parallel ends. elapsed={time.monotonic() - t0:.2f} s", prefix)
+            log.sglang("Memory baseline taken. mem usage=0.52 GB", prefix)
+        if p.tp > 1:
+            for prefix in ranks:
+                log.sglang(f"NCCL/RCCL/HCCL warmup completed in 0.412s (tp_size={p.tp}, "
+                           f"pp_size=1, ep_size={sa.get('ep_size') or 1})", prefix)
+        self.gpu_mem_used_mib = gpu_state.CONTEXT_MIB
+        avail = total_gb - 0.55
+        for prefix in ranks:
+            log.sglang(f"Load weight begin. avail mem={avail:.2f} GB", prefix)
+        t_load = time.monotonic()
+        weights = p.weight_gb_per_gpu
+        steps = 5
+        for i in range(steps):
+            await self._pause(0.40 / steps)
+            self.gpu_mem_used_mib = gpu_state.CONTEXT_MIB + weights * 1024 * (i + 1) / steps
+        if weights > avail:
+            self._crash_startup([
+                "Traceback (most recent call last):",
+                '  File "sglang/srt/model_executor/model_runner.py", line 1301, in load_model',
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                f"{min(weights, 4.0):.2f} GiB. GPU 0 has a total capacity of "
+                f"{cfg.sim.gpu_memory_mib / 1024:.2f} GiB of which 0.19 GiB is free. Including "
+                "non-PyTorch memory, this process has "
+                f"{cfg.sim.gpu_memory_mib / 1024 - 0.19:.2f} GiB memory in use.",
+            ])
+        load_s = time.monotonic() - t_load
+        quant = f"quant={sa['quantization']}, fmt=e4m3, " if sa.get("quantization") else ""
+        avail -= weights
+        for prefix in ranks:
+            log.sglang(f"Load weight end. elapsed={load_s:.2f} s, type={ARCH}, {quant}"
+                       f"avail mem={avail:.2f} GB, mem usage={weights:.2f} GB.", prefix)
+        t_kv = time.monotonic()
+        tokens = p.max_total_num_tokens
+        if tokens <= 0 or p.kv_pool_gb <= 0:
+            self._crash_startup([
+                "Traceback (most recent call last):",
+                '  File "sglang/srt/model_executor/pool_configurator.py", line 96, in configure',
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                f"Current value: mem_fraction_static={sa['mem_fraction_static']}",
+            ])
+        kv_gb = tokens * p.kv_bytes_per_token_per_gpu / 2**30
+        dtype = KV_DTYPE_TORCH.get(p.kv_cache_dtype, "torch.bfloat16")
+        await self._pause(0.05)
+        avail -= kv_gb
+        self.gpu_mem_used_mib += kv_gb * 1024
+        for prefix in ranks:
+            log.sglang(f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, "
+                       f"K size: {kv_gb / 2:.2f} GB, V size: {kv_gb / 2:.2f} GB", prefix)
+            log.sglang(f"Memory pool end. avail mem={avail:.2f} GB", prefix)
+        kv_s = time.monotonic() - t_kv
+        self.set_phase("capturing")
+        self._flag_warnings(ranks)
+        graph = {"prefill": 0.0, "decode": 0.0, "target_verify": 0.0, "draft_prefill": 0.0,
+                 "draft_decode": 0.0, "draft_extend": 0.0}
+        if sa["cuda_graph_backend_prefill"] != "disabled":
+            t_g = time.monotonic()
+            sizes = [n for n in (512, 1024, 2048, 4096, 8192, 16384)
+                     if n <= int(sa["cuda_graph_max_bs_prefill"])]
+            for prefix in ranks:
+                log.sglang("Capture target prefill CUDA graph begin. backend="
+                           f"{sa['cuda_graph_backend_prefill']}, num_tokens={sizes}, "
+                           f"avail mem={avail:.2f} GB", prefix)
+            await self._pause(0.12)
+            avail -= 0.3
+            graph["prefill"] = round(time.monotonic() - t_g, 2)
+            for prefix in ranks:
+                log.sglang(f"Capture target prefill CUDA graph end. elapsed={graph['prefill']:.2f}"
+                           f" s, mem usage=0.30 GB, avail mem={avail:.2f} GB.", prefix)
+        if sa["cuda_graph_backend_decode"] != "disabled":
+            t_g = time.monotonic()
+            max_bs = p.cuda_graph_max_bs
+            bs = [b for b in (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
+                              192, 224, 256, 320, 384, 448, 512) if b <= max_bs]
+            for prefix in ranks:
+                log.sglang("Capture target decode CUDA graph begin. backend="
+                           f"{sa['cuda_graph_backend_decode']}, num_tokens_per_req=1, "
+                           f"avail mem={avail:.2f} GB", prefix)
+            await self._pause(0.18)
+            avail -= p.graph_gb
+            graph["decode"] = round(time.monotonic() - t_g, 2)
+            for prefix in ranks:
+                log.sglang(f"Capture target decode CUDA graph end. bs={bs}, elapsed="
+                           f"{graph['decode']:.2f} s, mem usage={p.graph_gb:.2f} GB, "
+                           f"avail mem={avail:.2f} GB.", prefix)
+        self.gpu_mem_used_mib += (0.3 + p.graph_gb) * 1024
+        log.sglang(
+            f"max_total_num_tokens={tokens}, chunked_prefill_size={sa['chunked_prefill_size']}, "
+            f"max_prefill_tokens={sa['max_prefill_tokens']}, max_running_requests="
+            f"{cfg.max_running_requests}, context_len={cfg.context_len}, "
+            f"available_gpu_mem={avail:.2f} GB", ranks[0])
+        scheduler_e2e = time.monotonic() - t0
+        graph_text = ", ".join(f"{k}={v:.2f}" for k, v in graph.items())
+        log.sglang(f"Engine startup timings (s): load_weight={load_s:.2f}, kv_cache_allocation="
+                   f"{kv_s:.2f}, scheduler_e2e={scheduler_e2e:.2f}, cuda_graph={{{graph_text}}}, "
+                   f"tokenizer_e2e={scheduler_e2e + 0.4:.2f}")
+        return {"load_weight": round(load_s, 2), "kv_cache_allocation": round(kv_s, 2),
+                "scheduler_e2e": round(scheduler_e2e, 2), "cuda_graph": graph,
+                "tokenizer_e2e": round(scheduler_e2e + 0.4, 2)}
+
+    def _flag_warnings(self, ranks: list[str]) -> None:
+        sa = self.cfg.server_args
+        log = self.log
+        if sa.get("moe_runner_backend") == "triton":
+            name = self.cfg.sim.gpu_name.replace(" ", "_")
+            for prefix in ranks:
+                log.warning(
+                    "Using default MoE kernel config. Performance might be sub-optimal! Config "
+                    "file not found at /usr/local/lib/python3.11/dist-packages/sglang/srt/layers/"
+                    "moe/moe_runner/triton_utils/configs/triton_3_5_1/E=128,N=768,device_name="
+                    f"{name}.json, you can create them with https://github.com/sgl-project/sglang/"
+                    "tree/main/benchmark/kernels/fused_moe_triton", prefix)
+        prefill = sa.get("prefill_attention_backend")
+        decode = sa.get("decode_attention_backend")
+        if prefill and decode and prefill != decode:
+            log.warning(
+                "Warning: Attention backend specified by --attention-backend or default backend "
+                "might be overridden.The feature of hybrid attention backend is experimental and "
+                "unstable. Please raise an issue if you encounter any problem.", ranks[0])
+        if sa.get("kv_cache_dtype", "auto").startswith("fp8") and not sa.get(
+                "quantization_param_path"):
+            log.warning("Using FP8 KV cache but no scaling factors provided. Defaulting to "
+                        "scaling factors of 1.0. This may lead to less accurate results!",
+                        ranks[0])
+
+    # ---- serving ------------------------------------------------------------------------------
+    async def _warmup(self, base: str) -> None:
+        if self.cfg.server_args.get("skip_server_warmup"):
+            return
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base}/model_info") as resp:
+                await resp.read()
+            payload = {"text": "The capital city of France is",
+                       "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
+            async with session.post(f"{base}/generate", json=payload) as resp:
+                await resp.read()
+            async with session.post(f"{base}/freeze_gc") as resp:
+                await resp.read()
+
+    async def serve(self) -> int:
+        loop = asyncio.get_running_loop()
+        state_task = asyncio.create_task(self._state_loop())
+        loop.add_signal_handler(signal.SIGTERM, self._early_sigterm)
+        self.set_phase("starting")
+        self.state.startup_time = await self.startup()
+        sa = self.cfg.server_args
+        host, port = sa["host"], int(sa["port"])
+        app = build_app(self.state)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        log = self.log
+        log.uvicorn(f"Started server process [{self.pid}]")
+        log.uvicorn("Waiting for application startup.")
+        log.uvicorn("Application startup complete.")
+        site = web.TCPSite(runner, host, port, backlog=4096, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            log.uvicorn(f"[Errno {exc.errno}] error while attempting to bind on address "
+                        f"('{host}', {port}): {exc.strerror.lower() if exc.strerror else exc}",
+                        "ERROR")
+            log.uvicorn("Waiting for application shutdown.")
+            log.uvicorn("Application shutdown complete.")
+            self._die()
+        log.uvicorn(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+        engine_task = asyncio.create_task(self.engine.run())
+        engine_task.add_done_callback(self._engine_done)
+        await self._warmup(f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}")
+        self.state.status = "ready"
+        self.set_phase("ready")
+        loop.add_signal_handler(signal.SIGTERM, self._sigterm)
+        loop.add_signal_handler(signal.SIGINT, self._sigint)
+        log.sglang("The server is fired up and ready to roll!")
+        await self._stop.wait()
+        log.uvicorn("Shutting down")
+        await runner.cleanup()
+        log.uvicorn("Waiting for application shutdown.")
+        log.uvicorn("Application shutdown complete.")
+        log.uvicorn(f"Finished server process [{self.pid}]")
+        engine_task.cancel()
+        state_task.cancel()
+        self.phase = "stopped"
+        self.gpu_mem_used_mib = 0.0
+        self.write_state()
+        return self._exit_code
+
+    def _early_sigterm(self) -> None:
+        # SGLang has no SIGTERM handler before its first request: the default action kills it.
+        self.phase = "stopped"
+        self.gpu_mem_used_mib = 0.0
+        self.write_state()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _sigint(self) -> None:
+        self._stop.set()
+
+    def _sigterm(self) -> None:
+        if self.state.status == "draining":
+            return
+        self.log.warning("SIGTERM received. signum=None frame=None. Draining requests and "
+                         "shutting down...")
+        if os.environ.get("SGL_FORCE_SHUTDOWN", "").lower() in ("1", "true"):
+            self.log.sglang("Signal SIGTERM received while force shutdown flag set. Force "
+                            "exiting.")
+            self._stop.set()
+            return
+        self.state.status = "draining"
+        self.set_phase("draining")
+        asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        next_log = time.monotonic()
+        while True:
+            remaining = [r for r in [*self.engine.waiting, *self.engine.running]
+                         if not r.rid.startswith("HEALTH_CHECK")]
+            if not remaining:
+                break
+            if time.monotonic() >= next_log:
+                rids = [r.rid for r in remaining]
+                self.log.sglang(f"Gracefully exiting... Remaining number of requests "
+                                f"{len(rids)}. Remaining requests remaining_rids={rids}.")
+                next_log += DRAIN_LOG_INTERVAL_S
+            await asyncio.sleep(0.05)
+        self._stop.set()
+
+    def _engine_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        if isinstance(exc, SimCrash):
+            lines = [
+                "Traceback (most recent call last):",
+                '  File "sglang/srt/managers/scheduler.py", line 6365, in run_scheduler_process',
+                "    scheduler.event_loop_overlap()",
+                '  File "sglang/srt/managers/scheduler.py", line 1712, in event_loop_overlap',
+                "    self.process_batch_result(tmp_batch, tmp_result)",
+                '  File "sglang/srt/layers/sampler.py", line 142, in forward',
+                "    raise ValueError(\"Detected errors during sampling! NaN in the logits.\")",
+                "ValueError: Detected errors during sampling! NaN in the logits.",
+            ]
+        else:
+            lines = traceback.format_exception(exc)
+        for prefix in self._ranks()[:1]:
+            self.log.sglang("Scheduler hit an exception: " + "\n".join(lines), prefix)
+        self.log.sglang("SIGQUIT received. signum=None, frame=None. It usually means one child "
+                        "failed.")
+        self._die()
+
+
+async def amain(cfg: SimConfig) -> int:
+    runner = Runner(cfg)
+    try:
+        return await runner.serve()
+    finally:
+        with contextlib.suppress(Exception):
+            if runner.phase != "stopped":
+                runner.phase = "stopped"
+                runner.gpu_mem_used_mib = 0.0
+                runner.write_state()

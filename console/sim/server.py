@@ -1,0 +1,445 @@
+"""The HTTP side of the simulated SGLang server (aiohttp.web).
+
+Routes and shapes follow reference §3. Streaming handlers wait on their request's waiter and
+write one SSE event per wakeup with everything new since the last write (cumulative text for
+the native API unless --incremental-streaming-output, deltas for OpenAI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+
+from console.sim import protocol as P
+from console.sim.config import SimConfig
+from console.sim.engine import BaseEngine, Req
+from console.sim.logs import SimLog
+from console.sim.tokens import EOS_TOKEN_ID
+
+VERSION = "0.5.23"
+FLUSH_OK = (
+    "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+    "waiting requests, the operation will not be performed.)\n"
+)
+
+
+@dataclass
+class SimState:
+    cfg: SimConfig
+    log: SimLog
+    engine: BaseEngine
+    status: str = "starting"  # starting | ready | draining
+    startup_time: dict[str, Any] = field(default_factory=dict)
+    started_unix: float = field(default_factory=time.time)
+    first_request_seen: asyncio.Event = field(default_factory=asyncio.Event)
+    metrics: Any = None  # console.sim.metrics.Metrics when --enable-metrics
+
+
+STATE: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(data).encode(), status=status,
+                        content_type="application/json")
+
+
+def _error(message: str, status: int = 400) -> web.Response:
+    return _json({"error": {"message": message}}, status)
+
+
+@web.middleware
+async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
+    state = request.app[STATE]
+    if state.metrics is not None:
+        state.metrics.http_request(request.path, request.method)
+    response: web.StreamResponse = await handler(request)
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    client = f"{peer[0]}:{peer[1]}" if peer else "-"
+    path = request.path_qs
+    try:
+        phrase = HTTPStatus(response.status).phrase
+    except ValueError:
+        phrase = ""
+    state.log.access(client, request.method, path, response.status, phrase)
+    if state.metrics is not None:
+        state.metrics.http_response(request.path, response.status)
+    return response
+
+
+# ---- health -------------------------------------------------------------------------------
+
+
+async def ready(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    ok = state.status == "ready" and not state.engine.paused
+    return web.Response(status=200 if ok else 503)
+
+
+async def health(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if state.status == "draining":
+        state.log.sglang("Health check request received during shutdown. Returning 503.")
+        return web.Response(status=503)
+    if state.status != "ready":
+        return web.Response(status=503)
+    generation = os.environ.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "1").lower()
+    if generation in ("0", "false", "no") and request.path == "/health":
+        return web.Response(status=200)
+    engine = state.engine
+    req = engine.new_req(f"HEALTH_CHECK_{P.new_rid()}", 1, 1, ignore_eos=True)
+    engine.submit(req)
+    await asyncio.sleep(1.0)  # SGLang sleeps 1 s before its first check
+    deadline = time.monotonic() + 20
+    while not req.finished and time.monotonic() < deadline:
+        await req.wait()
+    return web.Response(status=200 if req.finished else 503)
+
+
+# ---- info ---------------------------------------------------------------------------------
+
+
+def model_info_dict(cfg: SimConfig) -> dict[str, Any]:
+    sa = cfg.server_args
+    return {
+        "model_path": sa["model_path"],
+        "served_model_name": sa["served_model_name"],
+        "tokenizer_path": sa["tokenizer_path"],
+        "is_generation": True,
+        "preferred_sampling_params": sa.get("preferred_sampling_params"),
+        "weight_version": sa.get("weight_version") or "default",
+        "load_format": sa.get("load_format"),
+        "reasoning_parser": sa.get("reasoning_parser"),
+        "tool_call_parser": sa.get("tool_call_parser"),
+        "disaggregation_mode": sa.get("disaggregation_mode") or "null",
+        "has_image_understanding": False,
+        "has_audio_understanding": False,
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+    }
+
+
+async def model_info(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.path == "/get_model_info":
+        state.log.warning("Endpoint '/get_model_info' is deprecated and will be removed in a "
+                          "future version. Please use '/model_info' instead.")
+    return _json(model_info_dict(state.cfg))
+
+
+def server_info_dict(state: SimState) -> dict[str, Any]:
+    cfg = state.cfg
+    profile = cfg.profile
+    sa = dict(cfg.server_args)
+    sa["enable_dp_attention"] = int(sa.get("attn_dp_size") or 1) > 1
+    for secret in ("api_key", "admin_api_key", "ssl_keyfile_password"):
+        if sa.get(secret):
+            sa[secret] = "<redacted>"
+    internal = dict(sa)
+    internal.update(
+        {
+            "world_size": profile.tp,
+            "startup_time": state.startup_time,
+            "effective_max_running_requests_per_dp": cfg.max_running_requests,
+            "last_gen_throughput": getattr(state.engine.stats, "last_gen_throughput", 0.0),
+            "memory_usage": {
+                "weight": round(profile.weight_gb_per_gpu, 2),
+                "kv_cache": round(max(0.0, profile.kv_pool_gb), 2),
+                "graph": round(profile.graph_gb, 2),
+                "token_capacity": profile.max_total_num_tokens,
+            },
+        }
+    )
+    out = dict(sa)
+    out.update(
+        {
+            "launch_command": " ".join(["python3", "-m", "sglang.launch_server", *cfg.argv]),
+            "status": "ready" if state.status == "ready" else state.status,
+            "max_total_num_tokens": profile.max_total_num_tokens,
+            "max_req_input_len": cfg.context_len - 1,
+            "startup_time": state.startup_time,
+            "hicache_object_layout": None,
+            "kv_events": None,
+            "internal_states": [internal],
+            "version": VERSION,
+            "frontend": "python",
+        }
+    )
+    return out
+
+
+async def server_info(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.path == "/get_server_info":
+        state.log.warning("Endpoint '/get_server_info' is deprecated and will be removed in a "
+                          "future version. Please use '/server_info' instead.")
+    return _json(server_info_dict(state))
+
+
+def _model_card(cfg: SimConfig) -> dict[str, Any]:
+    name = cfg.served_model_name
+    return {"id": name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+            "root": name, "parent": None, "max_model_len": cfg.context_len}
+
+
+async def models(request: web.Request) -> web.Response:
+    return _json({"object": "list", "data": [_model_card(request.app[STATE].cfg)]})
+
+
+async def model_card(request: web.Request) -> web.Response:
+    cfg = request.app[STATE].cfg
+    name = request.match_info["model"]
+    if name != cfg.served_model_name:
+        return _json({"error": {"message": f"The model '{name}' does not exist",
+                                "type": "invalid_request_error", "param": "model",
+                                "code": "model_not_found"}}, 404)
+    return _json(_model_card(cfg))
+
+
+async def flush_cache(request: web.Request) -> web.Response:
+    engine = request.app[STATE].engine
+    if engine.in_flight:
+        return web.Response(text="Flush cache failed.\n", status=400)
+    return web.Response(text=FLUSH_OK)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    body = state.metrics.render(state)
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; "
+                                            "charset=utf-8"})
+
+
+async def simple_ok(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if request.path == "/pause_generation":
+        state.engine.paused = True
+    elif request.path == "/continue_generation":
+        state.engine.paused = False
+        state.engine._wake.set()
+    elif request.path == "/abort_request":
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {}
+        if body.get("abort_all"):
+            state.engine.abort_all()
+    return web.Response(status=200)
+
+
+# ---- generation ---------------------------------------------------------------------------
+
+
+async def _read_json(request: web.Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.read())
+    except ValueError as exc:
+        raise P.BadRequest(f"Invalid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise P.BadRequest("The request body must be a JSON object.")
+    return body
+
+
+def _check_context(cfg: SimConfig, input_len: int, max_new: int) -> None:
+    ctx = cfg.context_len
+    if input_len >= ctx:
+        raise P.BadRequest(
+            f"The input ({input_len} tokens) is longer than the model's context length "
+            f"({ctx} tokens)."
+        )
+    if input_len + max_new > ctx:
+        raise P.BadRequest(
+            f"Requested token count exceeds the model's maximum context length of {ctx} tokens. "
+            f"You requested a total of {input_len + max_new} tokens: {input_len} tokens from the "
+            f"input messages and {max_new} tokens for the completion. Please reduce the number "
+            "of tokens in the input messages or the completion to fit within the limit."
+        )
+
+
+def _submit(state: SimState, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
+    _check_context(state.cfg, input_len, max_new)
+    req = state.engine.new_req(rid, input_len, max_new, ignore_eos)
+    state.engine.submit(req)
+    state.first_request_seen.set()
+    return req
+
+
+async def _sse_response(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    return response
+
+
+async def generate(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    try:
+        body = await _read_json(request)
+        params = body.get("sampling_params") or {}
+        input_len = P.prompt_len_native(body)
+        max_new = int(params.get("max_new_tokens") or P.DEFAULT_MAX_NEW_TOKENS)
+        rid = str(body.get("rid") or P.new_rid())
+        req = _submit(state, rid, input_len, max_new, bool(params.get("ignore_eos")))
+    except (P.BadRequest, TypeError, ValueError) as exc:
+        return _error(str(exc))
+    if not body.get("stream"):
+        try:
+            while not req.finished:
+                await req.wait()
+        finally:
+            state.engine.abort(req)
+        return _json(P.native_result(req))
+    incremental = bool(state.cfg.server_args.get("incremental_streaming_output"))
+    response = await _sse_response(request)
+    sent = 0
+    text_acc = ""
+    ids_acc = ""
+    try:
+        while True:
+            if len(req.output_ids) == sent and not req.finished:
+                await req.wait()
+            n = len(req.output_ids)
+            if n > sent:
+                new_text = P.json_text_of(req.output_ids, sent)
+                new_ids = ",".join(map(str, req.output_ids[sent:n]))
+                if incremental:
+                    text_acc, ids_acc = new_text, new_ids
+                else:
+                    text_acc += new_text
+                    ids_acc = f"{ids_acc},{new_ids}" if ids_acc else new_ids
+                sent = n
+            final = req.finished
+            chunk = (f'{{"text":"{text_acc}","output_ids":[{ids_acc}],'
+                     f'"meta_info":{P.meta_info(req, final)}}}')
+            await response.write(P.sse(chunk))
+            if final:
+                break
+        await response.write(P.DONE)
+    except (ConnectionResetError, asyncio.CancelledError):
+        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
+                         f"obj.rid='{req.rid}'")
+        raise
+    finally:
+        state.engine.abort(req)
+    return response
+
+
+def _include_usage(state: SimState, body: dict[str, Any]) -> tuple[bool, bool]:
+    options = body.get("stream_options") or {}
+    default = bool(state.cfg.server_args.get("stream_response_default_include_usage"))
+    return bool(options.get("include_usage")) or default, bool(
+        options.get("continuous_usage_stats"))
+
+
+async def openai(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    chat = request.path.endswith("/chat/completions")
+    if not request.content_type.startswith("application/json"):
+        return _json({"detail": "Unsupported Media Type: Only 'application/json' is allowed"},
+                     400)
+    try:
+        body = await _read_json(request)
+        if chat:
+            input_len = P.prompt_len_chat(body.get("messages"))
+            max_new = body.get("max_completion_tokens") or body.get("max_tokens")
+        else:
+            input_len = P.prompt_len_openai(body.get("prompt"))
+            max_new = body.get("max_tokens")
+        max_new = int(max_new) if max_new is not None else (
+            P.DEFAULT_MAX_NEW_TOKENS if not chat else state.cfg.context_len - input_len - 1)
+        rid = P.new_rid()
+        req = _submit(state, rid, input_len, max(1, max_new), bool(body.get("ignore_eos")))
+    except (P.BadRequest, TypeError, ValueError) as exc:
+        return _json({"object": "error", "message": str(exc), "type": "BadRequestError",
+                      "param": None, "code": 400}, 400)
+    model = str(body.get("model") or state.cfg.served_model_name)
+    created = int(time.time())
+    oid = ("chatcmpl-" if chat else "cmpl-") + rid
+    if not body.get("stream"):
+        try:
+            while not req.finished:
+                await req.wait()
+        finally:
+            state.engine.abort(req)
+        make = P.chat_body if chat else P.completion_body
+        return _json(make(req, model, created, oid))
+    include_usage, continuous = _include_usage(state, body)
+    head = (f'{{"id":"{oid}","object":"{"chat.completion.chunk" if chat else "text_completion"}",'
+            f'"created":{created},"model":{json.dumps(model)},"choices":[')
+    response = await _sse_response(request)
+    sent = 0
+    try:
+        if chat:
+            await response.write(P.sse(
+                head + '{"index":0,"delta":{"role":"assistant","content":"",'
+                '"reasoning_content":null,"tool_calls":null},"logprobs":null,'
+                '"finish_reason":null,"matched_stop":null}],"usage":null}'))
+        while True:
+            if len(req.output_ids) == sent and not req.finished:
+                await req.wait()
+            n = len(req.output_ids)
+            ids = req.output_ids
+            if req.finished and ids and ids[-1] == EOS_TOKEN_ID:
+                n -= 1  # the EOS token is not text
+            delta = P.json_text_of(ids[:n], sent) if n > sent else ""
+            sent = max(sent, n)
+            reason, matched = P.openai_finish(req) if req.finished else (None, None)
+            fr = "null" if reason is None else f'"{reason}"'
+            ms = "null" if matched is None else json.dumps(matched)
+            use = P._compact(P.usage(req)) if continuous else "null"
+            if chat:
+                choice = (f'{{"index":0,"delta":{{"role":null,"content":"{delta}",'
+                          f'"reasoning_content":null,"tool_calls":null}},"logprobs":null,'
+                          f'"finish_reason":{fr},"matched_stop":{ms}}}')
+            else:
+                choice = (f'{{"index":0,"text":"{delta}","logprobs":null,"finish_reason":{fr},'
+                          f'"matched_stop":{ms}}}')
+            await response.write(P.sse(f'{head}{choice}],"usage":{use}}}'))
+            if req.finished:
+                break
+        if include_usage:
+            u = P.usage(req)
+            if not chat:
+                u = {k: v for k, v in u.items() if v is not None}
+            await response.write(P.sse(f'{head}],"usage":{P._compact(u)}}}'))
+        await response.write(P.DONE)
+    except (ConnectionResetError, asyncio.CancelledError):
+        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
+                         f"obj.rid='{req.rid}'")
+        raise
+    finally:
+        state.engine.abort(req)
+    return response
+
+
+def build_app(state: SimState) -> web.Application:
+    app = web.Application(middlewares=[access_log], client_max_size=64 * 1024 * 1024)
+    app[STATE] = state
+    r = app.router
+    r.add_get("/ready", ready)
+    for path in ("/health", "/health_generate", "/ping"):
+        r.add_get(path, health)
+    r.add_get("/model_info", model_info)
+    r.add_get("/get_model_info", model_info)
+    r.add_get("/server_info", server_info)
+    r.add_get("/get_server_info", server_info)
+    r.add_get("/v1/models", models)
+    r.add_get("/v1/models/{model}", model_card)
+    r.add_route("GET", "/flush_cache", flush_cache)
+    r.add_route("POST", "/flush_cache", flush_cache)
+    if state.cfg.server_args.get("enable_metrics"):
+        r.add_get("/metrics", metrics)
+    r.add_post("/generate", generate)
+    r.add_put("/generate", generate)
+    r.add_post("/v1/completions", openai)
+    r.add_post("/v1/chat/completions", openai)
+    for path in ("/freeze_gc", "/pause_generation", "/continue_generation", "/abort_request",
+                 "/start_profile", "/stop_profile"):
+        r.add_post(path, simple_ok)
+    return app
