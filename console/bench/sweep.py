@@ -175,6 +175,17 @@ async def run_sweep(
     return finished
 
 
+async def _stop_step(task: asyncio.Future[Any], engine: Engine) -> None:
+    """Cut the engine off, give it a moment to hand back what it has, then cancel."""
+    engine.cancel()
+    try:
+        await asyncio.wait_for(asyncio.shield(task), timeout=5)
+    except BaseException:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
 async def _with_cancel(
     task: asyncio.Future[Any], engine: Engine, cancel_event: asyncio.Event | None
 ) -> Any:
@@ -183,25 +194,19 @@ async def _with_cancel(
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            engine.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(task, timeout=10)
+            await _stop_step(task, engine)
             raise
     waiter = asyncio.ensure_future(cancel_event.wait())
     try:
         done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
-        engine.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, timeout=10)
+        await _stop_step(task, engine)
         raise
     finally:
         waiter.cancel()
     if task in done:
         return task.result()
-    engine.cancel()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(task, timeout=10)
+    await _stop_step(task, engine)
     return None
 
 

@@ -1,0 +1,131 @@
+"""Export a stored run as CSV, JSON or Markdown. Column names say output vs total tok/s."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from console.bench.knee import knee_of_steps
+from console.bench.models import StepResult
+from console.store.models import RunRecord
+
+# (column, getter) for one step; used by CSV and Markdown alike.
+COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("step", lambda s: s.index),
+    ("concurrency", lambda s: s.concurrency),
+    ("repeat", lambda s: s.repeat),
+    ("status", lambda s: s.status),
+    ("completed", lambda s: s.metrics and s.metrics.completed),
+    ("errors", lambda s: s.metrics and s.metrics.errors),
+    ("request_per_s", lambda s: s.metrics and s.metrics.request_per_s),
+    ("input_tok_s", lambda s: s.metrics and s.metrics.input_tok_s),
+    ("output_tok_s", lambda s: s.metrics and s.metrics.output_tok_s),
+    ("total_tok_s", lambda s: s.metrics and s.metrics.total_tok_s),
+    ("measured_concurrency", lambda s: s.metrics and s.metrics.measured_concurrency),
+    ("ttft_p50_ms", lambda s: s.metrics and s.metrics.ttft_ms.p50),
+    ("ttft_p99_ms", lambda s: s.metrics and s.metrics.ttft_ms.p99),
+    ("itl_p50_ms", lambda s: s.metrics and s.metrics.itl_ms.p50),
+    ("itl_p99_ms", lambda s: s.metrics and s.metrics.itl_ms.p99),
+    ("tpot_p50_ms", lambda s: s.metrics and s.metrics.tpot_ms.p50),
+    ("e2e_p50_ms", lambda s: s.metrics and s.metrics.e2e_ms.p50),
+    ("e2e_p99_ms", lambda s: s.metrics and s.metrics.e2e_ms.p99),
+    ("error", lambda s: s.error or ""),
+)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no Infinity/NaN (bench_serving writes a bare `Infinity`): make them null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def step_row(step: StepResult) -> list[Any]:
+    row = []
+    for _name, get in COLUMNS:
+        value = get(step)
+        row.append("" if value is None else value)
+    return row
+
+
+def to_csv(run: RunRecord) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([name for name, _ in COLUMNS])
+    for step in run.steps:
+        writer.writerow(
+            [f"{v:.3f}" if isinstance(v, float) else v for v in step_row(step)]
+        )
+    return out.getvalue()
+
+
+def to_json(run: RunRecord) -> str:
+    data = run.model_dump(mode="json")
+    data["knee"] = knee_of_steps(run.steps).sentence
+    return json.dumps(_finite(data), indent=2, allow_nan=False)
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "\u2013"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return str(value).replace("|", "\\|")
+
+
+def to_markdown(run: RunRecord) -> str:
+    summary = run.summary
+    meta = summary.meta
+    started = datetime.fromtimestamp(summary.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    spec = meta.spec
+    lines = [
+        f"# Sweep run {summary.id}: {run.label}",
+        "",
+        f"- host: {meta.host or '-'}  server: {meta.server_url or '-'}  "
+        f"sglang {meta.server_version or '?'}",
+        f"- profile: {meta.profile or '-'}  engine: {meta.engine}  status: {summary.status}",
+        f"- started: {started}",
+        f"- workload: endpoint {spec.get('endpoint', '?')}, input {spec.get('input_len', '?')} "
+        f"/ output {spec.get('output_len', '?')} tokens",
+        f"- knee: {knee_of_steps(run.steps).sentence}",
+    ]
+    if meta.flags:
+        flags = " ".join(f"--{k} {v}" for k, v in meta.flags.items())
+        lines.append(f"- flags: `{flags}`")
+    wanted = (
+        "concurrency",
+        "repeat",
+        "status",
+        "request_per_s",
+        "output_tok_s",
+        "total_tok_s",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "tpot_p50_ms",
+        "e2e_p50_ms",
+        "errors",
+    )
+    index = [i for i, (name, _) in enumerate(COLUMNS) if name in wanted]
+    lines += ["", "| " + " | ".join(COLUMNS[i][0] for i in index) + " |"]
+    lines.append("|" + "|".join("---:" for _ in index) + "|")
+    for step in run.steps:
+        row = step_row(step)
+        lines.append("| " + " | ".join(_cell(row[i]) for i in index) + " |")
+    failed = [s for s in run.steps if s.error]
+    if failed:
+        lines += ["", "## Failed steps", ""]
+        for step in failed:
+            lines.append(f"- concurrency {step.concurrency}: {step.error}")
+    return "\n".join(lines) + "\n"
+
+
+EXPORTERS = {"csv": to_csv, "json": to_json, "md": to_markdown, "markdown": to_markdown}
