@@ -1,0 +1,232 @@
+"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 -c SOURCE ARGS`.
+
+The program text is a constant; every variable part travels as an argv item (quoted by the
+transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
+Each prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from console.errors import PlateauError
+from console.host.transport import Transport
+
+HOST_SCRIPT = r'''
+import errno, json, os, socket, sys, time
+
+def group_members(pgid):
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        # fields: state ppid pgrp ...; zombies are already dead for our purposes
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(name))
+    return out
+
+def alive(pid):
+    if pid <= 0:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            state = f.read().decode("utf-8", "replace").rsplit(")", 1)[-1].split()[0]
+        return state != "Z"
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+def port_free(host, port):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    # Like the server: SO_REUSEADDR, so TIME_WAIT leftovers do not count as "in use".
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+def listen_inodes(port):
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    local, state, inode = parts[1], parts[3], parts[9]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        inodes.add(inode)
+        except OSError:
+            pass
+    return inodes
+
+def proc_info(pid):
+    info = {"pid": pid}
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            info["argv"] = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+        info["pgid"] = os.getpgid(pid)
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().decode().rsplit(")", 1)[-1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        info["started_at"] = time.time() - uptime + int(fields[19]) / ticks
+        info["uid"] = os.stat("/proc/%d" % pid).st_uid
+    except (OSError, IndexError, ValueError):
+        pass
+    for fd in ("1", "2"):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            if target.startswith("/") and not target.startswith("/dev/"):
+                info["log_path"] = target
+                break
+        except OSError:
+            pass
+    return info
+
+def listeners(port):
+    inodes = listen_inodes(port)
+    found = []
+    if not inodes:
+        return found
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % name)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (name, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                found.append(proc_info(int(name)))
+                break
+    # The main server process is the oldest listener's group leader when it has one.
+    found.sort(key=lambda p: p.get("started_at", 0))
+    return found
+
+def cmd_probe(a):
+    pid, pgid = a.get("pid") or 0, a.get("pgid") or 0
+    out = {
+        "pid_alive": alive(pid) if pid else False,
+        "group": group_members(pgid) if pgid else [],
+        "own_pgids": sorted({os.getpgid(0), os.getpgid(os.getppid())}),
+        "uid": os.getuid(),
+    }
+    if a.get("port"):
+        out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
+        out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
+    return out
+
+def cmd_prepare(a):
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+    logs = os.path.join(run_dir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    base = "sglang-%s-%s" % (a["stamp"], a["profile"])
+    # Never overwrite an old log: create exclusively, add a counter on collision.
+    for n in range(1000):
+        path = os.path.join(logs, base + ("" if n == 0 else "-%d" % n) + ".log")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+            break
+        except FileExistsError:
+            continue
+    link = os.path.join(run_dir, "current.log")
+    tmp = link + ".tmp-%d" % os.getpid()
+    os.symlink(path, tmp)
+    os.replace(tmp, link)  # atomic swap: a `tail -F current.log` follows the new file
+    return {"run_dir": run_dir, "log_path": path, "current_link": link}
+
+def cmd_write(a):
+    path = os.path.abspath(os.path.expanduser(a["path"]))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp-%d" % os.getpid()
+    with open(tmp, "w") as f:
+        f.write(sys.stdin.read())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return {"path": path}
+
+def cmd_read(a):
+    path = os.path.abspath(os.path.expanduser(a["path"]))
+    try:
+        with open(path, "rb") as f:
+            if a.get("tail"):
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - a["tail"]))
+            data = f.read().decode("utf-8", "replace")
+        return {"path": path, "exists": True, "text": data}
+    except FileNotFoundError:
+        return {"path": path, "exists": False, "text": ""}
+
+def cmd_remove(a):
+    path = os.path.abspath(os.path.expanduser(a["path"]))
+    try:
+        os.unlink(path)
+        return {"removed": True}
+    except FileNotFoundError:
+        return {"removed": False}
+
+cmd, arg = sys.argv[2], json.loads(sys.argv[3])
+print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
+                  "read": cmd_read, "remove": cmd_remove}[cmd](arg)))
+'''
+
+
+# One line, no quotes: survives any login shell (csh and fish quote newlines differently).
+_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]))"
+_ENCODED = base64.b64encode(HOST_SCRIPT.encode()).decode()
+
+
+class HostScriptError(PlateauError):
+    pass
+
+
+async def run_host_script(
+    transport: Transport,
+    python: str,
+    command: str,
+    args: dict[str, Any],
+    *,
+    stdin: str | None = None,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    result = await transport.run(
+        [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)], input=stdin, timeout=timeout
+    )
+    if not result.ok:
+        raise HostScriptError(
+            f"host helper `{command}` failed (exit {result.exit_status}): "
+            f"{result.stderr.strip()[-300:]}"
+        )
+    try:
+        parsed = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise HostScriptError(f"host helper `{command}` printed no JSON") from None
+    if not isinstance(parsed, dict):
+        raise HostScriptError(f"host helper `{command}` printed unexpected output")
+    return parsed

@@ -1,0 +1,681 @@
+"""The restart state machine: validate → stop → verify stopped → launch → startup → ready.
+
+Everything goes through the Transport, so the same code drives the demo (LocalTransport), the
+tests (a real sshd on loopback) and a real GPU box. Every phase emits typed events
+(events.py); a failure raises `LifecycleError` with the reason and the relevant log lines,
+after the host was cleaned up (no stray process from a failed or cancelled launch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from console.config_models import HostConfig, ServerProfile
+from console.errors import PlateauError
+from console.host import scripts
+from console.host.transport import DetachedProcess, Transport
+from console.server.discovery import FlagDiscovery
+from console.server.events import (
+    CommandShown,
+    EventSink,
+    LifecycleDone,
+    LifecycleFailed,
+    LogLine,
+    Phase,
+    PhaseFinished,
+    PhaseProgress,
+    PhaseStarted,
+    StartupStep,
+    ignore_events,
+)
+from console.server.hostscript import run_host_script
+from console.server.lease import host_lease
+from console.server.records import LaunchRecord, display_command, redact_argv
+from console.server.startup import READY_LINE, diagnose, step_fraction, step_of
+from console.server.validate import ValidationReport, check_safety, validate_profile
+from console.text import sanitize
+
+GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
+"""Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
+
+API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
+# Constant program: reads the key from its environment and appends it to the server argv, so
+# the key is never part of a command string we build, a record or a log.
+_API_KEY_WRAPPER = (
+    'k="$' + API_KEY_CARRIER + '"; unset ' + API_KEY_CARRIER + '; exec "$@" --api-key "$k"'
+)
+_KEYED_DETACH = f"IFS= read -r {API_KEY_CARRIER}; export {API_KEY_CARRIER}; {scripts.DETACH}"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class LifecycleError(PlateauError):
+    def __init__(self, phase: Phase, reason: str, log_lines: Sequence[str] = ()) -> None:
+        lines = "".join(f"\n    {line}" for line in log_lines)
+        super().__init__(f"{phase.value} failed: {reason}{lines}")
+        self.phase = phase
+        self.reason = reason
+        self.log_lines = tuple(log_lines)
+
+
+@dataclass(frozen=True)
+class LifecycleOptions:
+    drain_timeout_s: float = 30.0
+    kill_timeout_s: float = 10.0
+    port_free_timeout_s: float = 15.0
+    gpu_free_timeout_s: float = 60.0
+    gpu_tolerance_mib: float = 1024.0
+    startup_timeout_s: float = 1800.0
+    poll_interval_s: float = 0.1
+    ready_paths: tuple[str, ...] = ("/ready", "/health")
+    http_timeout_s: float = 3.0
+
+
+class ServerStatus(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    running: bool
+    record: LaunchRecord | None = None
+    health: Literal["ready", "starting", "unhealthy", "down"] = "down"
+    version: str | None = None
+    uptime_s: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A server process to stop: from the launch record or adopted from the port."""
+
+    pid: int
+    pgid: int
+    port: int
+    record: LaunchRecord | None
+
+
+class ServerLifecycle:
+    """Start, stop, restart and adopt the SGLang server of one host."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        host: HostConfig,
+        *,
+        discovery: FlagDiscovery | None = None,
+        gpu_probe: GpuMemoryProbe | None = None,
+        options: LifecycleOptions | None = None,
+        local_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.host = host
+        self.discovery = discovery if discovery is not None else FlagDiscovery(transport, host)
+        self.gpu_probe = gpu_probe
+        self.options = options or LifecycleOptions()
+        self._local_env = local_env
+
+    # ------------------------------------------------------------------ small helpers
+
+    @property
+    def record_path(self) -> str:
+        return f"{self.host.run_dir.rstrip('/')}/server.json"
+
+    async def _script(self, command: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        return await run_host_script(self.transport, self.host.python, command, args, **kw)
+
+    async def read_record(self) -> LaunchRecord | None:
+        found = await self._script("read", {"path": self.record_path})
+        if not found["exists"]:
+            return None
+        try:
+            return LaunchRecord.model_validate_json(found["text"])
+        except ValueError:
+            return None
+
+    async def _write_record(self, record: LaunchRecord) -> None:
+        await self._script(
+            "write", {"path": self.record_path}, stdin=record.model_dump_json(indent=2)
+        )
+
+    async def _probe(
+        self,
+        *,
+        pid: int = 0,
+        pgid: int = 0,
+        port: int = 0,
+        bind_host: str = "127.0.0.1",
+        listeners: bool = False,
+    ) -> dict[str, Any]:
+        return await self._script(
+            "probe",
+            {"pid": pid, "pgid": pgid, "port": port, "host": bind_host, "listeners": listeners},
+        )
+
+    async def read_log_tail(self, path: str, max_bytes: int = 65536) -> list[str]:
+        found = await self._script("read", {"path": path, "tail": max_bytes})
+        return [sanitize(line) for line in found["text"].splitlines()]
+
+    @asynccontextmanager
+    async def http(self, port: int, api_key: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
+        """An HTTP client for the server's port on the host (through the transport)."""
+        forward = await self.transport.forward_port(port)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        try:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{forward.local_port}",
+                timeout=self.options.http_timeout_s,
+                headers=headers,
+                trust_env=False,
+            ) as client:
+                yield client
+        finally:
+            await forward.close()
+
+    def _api_key(self, profile: ServerProfile) -> str | None:
+        if profile.api_key_env is None:
+            return None
+        env = self._local_env if self._local_env is not None else os.environ
+        return env.get(profile.api_key_env)
+
+    # ------------------------------------------------------------------ validation
+
+    async def validate(self, profile: ServerProfile) -> ValidationReport:
+        """Safety checks plus the host's discovered flags (cached per host and version)."""
+        safety = check_safety(profile)
+        if not safety.ok:
+            return safety  # never run anything on the host with a hostile profile
+        schema = await self.discovery.schema_for(profile)
+        where = f"{' '.join(profile.launch[-2:])} --help on {self.host.name}"
+        if schema.version:
+            where += f" (sglang {schema.version})"
+        return validate_profile(profile, schema, checked_against=where)
+
+    # ------------------------------------------------------------------ status / adopt
+
+    async def status(self) -> ServerStatus:
+        record = await self.read_record()
+        if record is not None and record.state in ("stopped", "failed"):
+            record_alive = False
+        elif record is not None:
+            probe = await self._probe(pid=record.pid, pgid=record.pgid)
+            record_alive = bool(probe["pid_alive"] or probe["group"])
+        else:
+            record_alive = False
+        if not record_alive:
+            return ServerStatus(host=self.host.name, running=False, record=record)
+        assert record is not None
+        health, version = await self._health(record.port)
+        return ServerStatus(
+            host=self.host.name,
+            running=True,
+            record=record,
+            health=health,
+            version=version or record.sglang_version,
+            uptime_s=record.uptime_s(),
+        )
+
+    async def _health(self, port: int) -> tuple[Literal["ready", "starting", "unhealthy", "down"],
+                                                 str | None]:
+        try:
+            async with self.http(port) as client:
+                code = await self._ready_code(client)
+                if code != 200:
+                    return ("starting" if code == 503 else "unhealthy"), None
+                info = await client.get("/server_info")
+                version = info.json().get("version") if info.status_code == 200 else None
+                return "ready", (sanitize(str(version)) if version else None)
+        except (httpx.HTTPError, OSError, PlateauError, ValueError):
+            return "down", None
+
+    async def _ready_code(self, client: httpx.AsyncClient) -> int:
+        code = 0
+        for path in self.options.ready_paths:
+            response = await client.get(path)
+            code = response.status_code
+            if code != 404:
+                return code
+        return code
+
+    async def find_server(
+        self, port: int, bind_host: str, launch: Sequence[str] = ()
+    ) -> _Target | None:
+        """The server to stop: the launch record's if alive, else whatever SGLang-like process
+        listens on `port` (a server started by hand is adopted)."""
+        record = await self.read_record()
+        if record is not None and record.state not in ("stopped", "failed"):
+            probe = await self._probe(pid=record.pid, pgid=record.pgid)
+            if probe["pid_alive"] or probe["group"]:
+                return _Target(record.pid, record.pgid, record.port, record)
+        probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
+        for listener in probe.get("listeners", []):
+            if _looks_like_server(listener.get("argv", []), launch):
+                return _Target(int(listener["pid"]), int(listener.get("pgid") or listener["pid"]),
+                               port, None)
+        if probe.get("listeners"):
+            other = probe["listeners"][0]
+            cmd = sanitize(" ".join(other.get("argv", []))[:120])
+            raise LifecycleError(
+                Phase.STOP,
+                f"port {port} is used by pid {other['pid']} ({cmd}), which does not look like "
+                "an SGLang server; not touching it",
+            )
+        return None
+
+    async def adopt(
+        self, port: int, profile_name: str = "adopted", *, bind_host: str = "127.0.0.1",
+        launch: Sequence[str] = (),
+    ) -> LaunchRecord:
+        """Take over a server started by hand: write a launch record for it."""
+        probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
+        candidates = [
+            p for p in probe.get("listeners", []) if _looks_like_server(p.get("argv", []), launch)
+        ]
+        if not candidates:
+            raise LifecycleError(Phase.STOP, f"no SGLang server listens on port {port}")
+        found = candidates[0]
+        started = found.get("started_at")
+        _health, version = await self._health(port)
+        record = LaunchRecord(
+            pid=int(found["pid"]),
+            pgid=int(found.get("pgid") or found["pid"]),
+            port=port,
+            host=bind_host,
+            profile=profile_name,
+            argv=redact_argv([sanitize(a) for a in found.get("argv", [])]),
+            log_path=found.get("log_path"),
+            started_at=(datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)),
+            sglang_version=version,
+            origin="adopted",
+            state="ready" if _health == "ready" else "starting",
+        )
+        await self._write_record(record)
+        return record
+
+    # ------------------------------------------------------------------ public actions
+
+    async def start(
+        self, name: str, profile: ServerProfile, on_event: EventSink = ignore_events,
+        *, wait: bool = False,
+    ) -> LaunchRecord:
+        async with host_lease(self.host.name).hold(f"start {name}", wait=wait):
+            run = _Run(on_event)
+            await self._validate_phase(run, profile)
+            key = self._require_key(run, profile)
+            running = await self.find_server(profile.port, profile.host, profile.launch)
+            if running is not None:
+                run.fail(Phase.VALIDATE, f"a server is already running (pid {running.pid}, port "
+                         f"{running.port}); use restart")
+            record = await self._launch_and_wait(run, name, profile, key)
+            run.done("start", f"{name} ready on port {profile.port}")
+            return record
+
+    async def stop(self, on_event: EventSink = ignore_events, *, port: int | None = None,
+                   wait: bool = False) -> LaunchRecord | None:
+        async with host_lease(self.host.name).hold("stop", wait=wait):
+            run = _Run(on_event)
+            record = await self._stop_phases(run, port, "127.0.0.1", ())
+            run.done("stop", "stopped" if record else "nothing was running")
+            return record
+
+    async def restart(
+        self, name: str, profile: ServerProfile, on_event: EventSink = ignore_events,
+        *, wait: bool = False,
+    ) -> LaunchRecord:
+        """Validate first (nothing is stopped for an invalid profile), then stop, verify,
+        launch and follow startup until ready."""
+        async with host_lease(self.host.name).hold(f"restart → {name}", wait=wait):
+            run = _Run(on_event)
+            await self._validate_phase(run, profile)
+            key = self._require_key(run, profile)
+            await self._stop_phases(run, profile.port, profile.host, profile.launch)
+            record = await self._launch_and_wait(run, name, profile, key)
+            run.done("restart", f"{name} ready on port {profile.port}")
+            return record
+
+    # ------------------------------------------------------------------ phases
+
+    async def _validate_phase(self, run: _Run, profile: ServerProfile) -> None:
+        run.start(Phase.VALIDATE, "checking the profile against the host's --help")
+        try:
+            report = await self.validate(profile)
+        except PlateauError as exc:
+            run.fail(Phase.VALIDATE, str(exc))
+        for warning in report.warnings:
+            run.progress(Phase.VALIDATE, str(warning))
+        if not report.ok:
+            run.fail(Phase.VALIDATE, "invalid profile (nothing was stopped): "
+                     + "; ".join(str(i) for i in report.errors))
+        run.finish(Phase.VALIDATE, report.checked_against or "safety checks")
+
+    def _require_key(self, run: _Run, profile: ServerProfile) -> str | None:
+        key = self._api_key(profile)
+        if profile.api_key_env is not None and not key:
+            run.fail(Phase.VALIDATE, f"api_key_env {profile.api_key_env} is not set locally "
+                     "(nothing was stopped)")
+        return key
+
+    async def _stop_phases(
+        self, run: _Run, port: int | None, bind_host: str, launch: Sequence[str]
+    ) -> LaunchRecord | None:
+        run.start(Phase.STOP)
+        record = await self.read_record()
+        probe_port = port or (record.port if record else 0)
+        try:
+            target = await self.find_server(probe_port, bind_host, launch) if probe_port else None
+        except LifecycleError as exc:
+            run.fail(Phase.STOP, exc.reason)
+        if target is None:
+            run.finish(Phase.STOP, "nothing running")
+            run.start(Phase.VERIFY_STOPPED)
+            if port:
+                await self._wait_port_free(run, port, bind_host)
+            run.finish(Phase.VERIFY_STOPPED, "port free")
+            return None
+        if target.record is None:
+            run.progress(Phase.STOP, f"adopting pid {target.pid} found on port {target.port}")
+        await self._terminate(run, target)
+        run.finish(Phase.STOP, f"pid {target.pid} stopped")
+        run.start(Phase.VERIFY_STOPPED)
+        await self._wait_port_free(run, target.port, bind_host)
+        if port and port != target.port:
+            await self._wait_port_free(run, port, bind_host)
+        baseline = target.record.gpu_baseline_mib if target.record else None
+        await self._wait_gpu_baseline(run, baseline)
+        run.finish(Phase.VERIFY_STOPPED, "no process, port free")
+        stopped = (
+            target.record.model_copy(update={"state": "stopped"}) if target.record else None
+        )
+        if stopped is not None:
+            await self._write_record(stopped)
+        return stopped
+
+    async def _signal(self, target_pgid: int, pid: int, signal_name: str,
+                      own_pgids: Sequence[int]) -> None:
+        if target_pgid in own_pgids:
+            # Started by hand from our own process group: never signal our own group.
+            await self.transport.run(["kill", f"-{signal_name}", str(pid)], timeout=10.0)
+        else:
+            await self.transport.signal_group(target_pgid, signal_name)
+
+    async def _terminate(self, run: _Run, target: _Target) -> None:
+        opts = self.options
+        probe = await self._probe(pid=target.pid, pgid=target.pgid)
+        own = probe.get("own_pgids", [])
+        run.progress(Phase.STOP, f"SIGTERM to process group {target.pgid}")
+        await self._signal(target.pgid, target.pid, "TERM", own)
+        if await self._wait_gone(run, target, opts.drain_timeout_s, "draining"):
+            return
+        run.progress(Phase.STOP, f"still running after {opts.drain_timeout_s:g} s: SIGKILL")
+        await self._signal(target.pgid, target.pid, "KILL", own)
+        if not await self._wait_gone(run, target, opts.kill_timeout_s, "killing"):
+            probe = await self._probe(pid=target.pid, pgid=target.pgid)
+            run.fail(Phase.STOP, f"processes {probe['group'] or [target.pid]} survived SIGKILL",
+                     clean=False)
+
+    async def _wait_gone(self, run: _Run, target: _Target, timeout: float, what: str) -> bool:
+        deadline = time.monotonic() + timeout
+        next_note = time.monotonic() + 1.0
+        while True:
+            probe = await self._probe(pid=target.pid, pgid=target.pgid)
+            if not probe["pid_alive"] and not probe["group"]:
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if now >= next_note:
+                left = len(probe["group"]) or 1
+                run.progress(Phase.STOP, f"{what}: {left} process(es) left, "
+                             f"{deadline - now:.0f} s before escalating")
+                next_note = now + 1.0
+            await asyncio.sleep(self.options.poll_interval_s)
+
+    async def _wait_port_free(self, run: _Run, port: int, bind_host: str) -> None:
+        deadline = time.monotonic() + self.options.port_free_timeout_s
+        while True:
+            probe = await self._probe(port=port, bind_host=bind_host)
+            if probe["port_free"]:
+                return
+            if time.monotonic() >= deadline:
+                probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
+                holders = ", ".join(
+                    f"pid {p['pid']} ({sanitize(' '.join(p.get('argv', []))[:80])})"
+                    for p in probe.get("listeners", [])
+                ) or "unknown process"
+                run.fail(Phase.VERIFY_STOPPED, f"port {port} is still in use by {holders}")
+            await asyncio.sleep(self.options.poll_interval_s)
+
+    async def _wait_gpu_baseline(self, run: _Run, baseline: Sequence[float] | None) -> None:
+        if self.gpu_probe is None or not baseline:
+            return
+        deadline = time.monotonic() + self.options.gpu_free_timeout_s
+        tolerance = self.options.gpu_tolerance_mib
+        while True:
+            used = list(await self.gpu_probe())
+            over = [
+                i for i, (u, b) in enumerate(zip(used, baseline, strict=False))
+                if u > b + tolerance
+            ]
+            if not over:
+                return
+            if time.monotonic() >= deadline:
+                run.fail(Phase.VERIFY_STOPPED, f"GPU memory not back to baseline on GPU(s) "
+                         f"{over} after {self.options.gpu_free_timeout_s:g} s")
+            run.progress(Phase.VERIFY_STOPPED, f"waiting for GPU memory on GPU(s) {over}")
+            await asyncio.sleep(max(self.options.poll_interval_s, 0.5))
+
+    def launch_argv(self, profile: ServerProfile, with_key: bool) -> list[str]:
+        """The argv given to `start_detached`: env items, optional key wrapper, the server."""
+        argv: list[str] = []
+        if profile.env:
+            argv += ["env", *(f"{k}={v}" for k, v in profile.env.items())]
+        if with_key:
+            argv += ["sh", "-c", _API_KEY_WRAPPER, "sh"]
+        return argv + profile.argv()
+
+    async def _launch_and_wait(
+        self, run: _Run, name: str, profile: ServerProfile, key: str | None
+    ) -> LaunchRecord:
+        run.start(Phase.LAUNCH)
+        await self._wait_port_free(run, profile.port, profile.host)
+        baseline = list(await self.gpu_probe()) if self.gpu_probe else None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        safe_name = _SAFE_NAME.sub("_", name)[:60] or "profile"
+        prepared = await self._script(
+            "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name}
+        )
+        log_path = prepared["log_path"]
+        shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
+        run.emit(CommandShown(display_command(shown_argv, profile.env), log_path))
+        argv = self.launch_argv(profile, key is not None)
+        process: DetachedProcess | None = None
+        try:
+            if key is None:
+                process = await self.transport.start_detached(
+                    argv, log_path=log_path, cwd=prepared["run_dir"]
+                )
+            else:
+                process = await self._start_detached_with_key(
+                    argv, log_path, prepared["run_dir"], key
+                )
+            record = LaunchRecord(
+                pid=process.pid,
+                pgid=process.pgid,
+                port=profile.port,
+                host=profile.host,
+                profile=name,
+                argv=redact_argv(shown_argv),
+                env_names=sorted(profile.env) + ([profile.api_key_env] if key else []),
+                log_path=log_path,
+                gpu_baseline_mib=baseline,
+            )
+            await self._write_record(record)
+            run.finish(Phase.LAUNCH, f"pid {process.pid}, log {log_path}")
+            version = await self._follow_startup(run, process, profile, log_path, key)
+            record = record.model_copy(update={"state": "ready", "sglang_version": version})
+            await self._write_record(record)
+            return record
+        except BaseException as exc:
+            # Failed or cancelled: leave the host clean, whatever phase we were in.
+            if process is not None:
+                await asyncio.shield(self._cleanup(process, profile))
+            if isinstance(exc, LifecycleError | asyncio.CancelledError):
+                raise
+            if isinstance(exc, PlateauError | OSError | httpx.HTTPError):
+                run.fail(Phase.LAUNCH, str(exc))
+            raise
+
+    async def _start_detached_with_key(
+        self, argv: list[str], log_path: str, cwd: str, key: str
+    ) -> DetachedProcess:
+        """Like `start_detached`, but the key travels on stdin into the detached process's
+        environment: it is in no command string, record or log we produce."""
+        command = scripts.sh(_KEYED_DETACH, log_path, *scripts.with_cwd(argv, cwd))
+        result = await self.transport.run(command, input=key + "\n", timeout=30.0)
+        lines = result.stdout.strip().splitlines()
+        if not result.ok or not lines or not lines[-1].isdigit():
+            raise LifecycleError(Phase.LAUNCH, f"could not start the server: "
+                                 f"{sanitize(result.stderr.strip()[-300:])}")
+        pid = int(lines[-1])
+        return DetachedProcess(pid=pid, pgid=pid, log_path=log_path)
+
+    async def _cleanup(self, process: DetachedProcess, profile: ServerProfile) -> None:
+        target = _Target(process.pid, process.pgid, profile.port, None)
+        try:
+            probe = await self._probe(pid=process.pid, pgid=process.pgid)
+            own = probe.get("own_pgids", [])
+            if probe["pid_alive"] or probe["group"]:
+                await self._signal(process.pgid, process.pid, "KILL", own)
+                await self._wait_gone(_Run(ignore_events), target, self.options.kill_timeout_s,
+                                      "killing")
+            record = await self.read_record()
+            if record is not None and record.pid == process.pid:
+                await self._write_record(record.model_copy(update={"state": "failed"}))
+        except (PlateauError, OSError):
+            pass
+
+    async def _follow_startup(
+        self,
+        run: _Run,
+        process: DetachedProcess,
+        profile: ServerProfile,
+        log_path: str,
+        key: str | None,
+    ) -> str | None:
+        run.start(Phase.STARTUP)
+        opts = self.options
+        lines: deque[str] = deque(maxlen=2000)
+        state: dict[str, Any] = {"step": StartupStep.LAUNCHED, "ready_line": False}
+
+        async def follow() -> None:
+            stream = await self.transport.stream_lines(["tail", "-n", "+1", "-F", log_path])
+            async with stream:
+                async for raw in stream:
+                    line = sanitize(raw)
+                    lines.append(line)
+                    run.emit(LogLine(line))
+                    step = step_of(line)
+                    if step is not None and step != state["step"]:
+                        state["step"] = step
+                        run.progress(Phase.STARTUP, step.value, step=step,
+                                     fraction=step_fraction(step))
+                    if READY_LINE in line:
+                        state["ready_line"] = True
+
+        follower = asyncio.create_task(follow())
+        deadline = time.monotonic() + opts.startup_timeout_s
+        try:
+            async with self.http(profile.port, key) as client:
+                while True:
+                    if follower.done() and follower.exception() is not None:
+                        run.progress(Phase.STARTUP, f"log follower stopped: {follower.exception()}")
+                    if not await self.transport.is_alive(process.pid):
+                        await asyncio.sleep(0.3)  # let the last lines reach the log
+                        tail = await self.read_log_tail(log_path)
+                        diagnosis = diagnose(tail)
+                        run.fail(Phase.STARTUP, f"{diagnosis.reason} ({diagnosis.kind})",
+                                 diagnosis.lines)
+                    code = await self._try_ready(client)
+                    if code == 200 or (state["ready_line"] and code is None):
+                        break
+                    if time.monotonic() >= deadline:
+                        tail = await self.read_log_tail(log_path)
+                        run.fail(Phase.STARTUP, f"not ready after {opts.startup_timeout_s:g} s "
+                                 f"(last step: {state['step'].value})", tail[-12:])
+                    await asyncio.sleep(opts.poll_interval_s)
+                how = "HTTP /ready" if code == 200 else "log line (HTTP unreachable)"
+                run.finish(Phase.STARTUP, f"ready via {how}")
+                run.start(Phase.READY)
+                version = None
+                try:
+                    info = await client.get("/server_info")
+                    if info.status_code == 200:
+                        version = sanitize(str(info.json().get("version") or "")) or None
+                except (httpx.HTTPError, ValueError):
+                    pass
+                run.finish(Phase.READY, f"sglang {version or 'unknown version'}")
+                return version
+        finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
+
+    async def _try_ready(self, client: httpx.AsyncClient) -> int | None:
+        try:
+            return await self._ready_code(client)
+        except (httpx.HTTPError, OSError):
+            return None
+
+
+def _looks_like_server(argv: Sequence[str], launch: Sequence[str]) -> bool:
+    joined = " ".join(argv)
+    if "sglang" in joined:
+        return True
+    tail = " ".join(launch[1:])
+    return bool(tail) and tail in joined
+
+
+class _Run:
+    """Event emission and timing for one action."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.started: dict[Phase, float] = {}
+        self.timings: dict[str, float] = {}
+        self.current: Phase = Phase.VALIDATE
+        self.t0 = time.monotonic()
+
+    def emit(self, event: Any) -> None:
+        with contextlib.suppress(Exception):  # a broken listener must not break a restart
+            self.sink(event)
+
+    def start(self, phase: Phase, message: str = "") -> None:
+        self.current = phase
+        self.started[phase] = time.monotonic()
+        self.emit(PhaseStarted(phase, message))
+
+    def progress(self, phase: Phase, message: str, **kw: Any) -> None:
+        self.emit(PhaseProgress(phase, message, **kw))
+
+    def finish(self, phase: Phase, message: str = "") -> None:
+        elapsed = time.monotonic() - self.started.get(phase, self.t0)
+        self.timings[phase.value] = elapsed
+        self.emit(PhaseFinished(phase, elapsed, message))
+
+    def fail(self, phase: Phase, reason: str, lines: Sequence[str] = (), *,
+             clean: bool = True) -> Any:
+        self.emit(LifecycleFailed(phase, reason, tuple(lines), clean))
+        raise LifecycleError(phase, reason, lines)
+
+    def done(self, action: str, message: str) -> None:
+        self.timings["total"] = time.monotonic() - self.t0
+        self.emit(LifecycleDone(action, dict(self.timings), message))
