@@ -1,0 +1,167 @@
+"""`plateau server status|start|stop|restart [HOST | --demo] [--profile NAME]`.
+
+Runs the same state machine as the console's restart key, printing each phase; a failed phase
+exits non-zero with its reason and the relevant log lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import platformdirs
+
+from console.config import load_config
+from console.config_models import PlateauConfig, ServerProfile
+from console.demo import demo_config, free_port
+from console.errors import UsageError
+from console.host.factory import transport_for
+from console.server.events import (
+    CommandShown,
+    LifecycleDone,
+    LifecycleEvent,
+    LogLine,
+    PhaseFinished,
+    PhaseProgress,
+    PhaseStarted,
+)
+from console.server.lifecycle import LifecycleOptions, ServerLifecycle, ServerStatus
+
+ACTIONS = ("status", "start", "stop", "restart")
+EXIT_NOT_RUNNING = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "server",
+        help="status, start, stop or restart the SGLang server of a host",
+        description="Start, stop or restart a host's SGLang server with a profile from the "
+        "config. Each phase is printed; a failure exits non-zero with the reason.",
+    )
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("host", nargs="?", help="host name from the config (default: first)")
+    parser.add_argument("--demo", action="store_true", help="the local simulated demo host")
+    parser.add_argument("--profile", metavar="NAME", help="launch profile (start/restart)")
+    parser.add_argument("--drain-timeout", type=float, default=30.0, metavar="S",
+                        help="seconds to let the server drain after SIGTERM before SIGKILL")
+    parser.add_argument("--startup-timeout", type=float, default=1800.0, metavar="S",
+                        help="seconds to wait for the server to become ready")
+    parser.add_argument("--wait", action="store_true",
+                        help="queue behind a running sweep/restart instead of refusing")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print log lines")
+    parser.set_defaults(handler=run)
+
+
+def demo_run_dir() -> Path:
+    """A fixed place, so `start`, `status` and `stop` in separate invocations agree."""
+    return Path(platformdirs.user_state_dir("plateau")) / "demo-server"
+
+
+def demo_setup() -> PlateauConfig:
+    run_dir = demo_run_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    port_file = run_dir / "port"
+    try:
+        port = int(port_file.read_text().strip())
+    except (OSError, ValueError):
+        port = free_port()
+        port_file.write_text(f"{port}\n")
+    return demo_config(run_dir, port=port, startup_seconds=2.0)
+
+
+def pick_profile(config: PlateauConfig, wanted: str | None, default: str | None
+                 ) -> tuple[str, ServerProfile]:
+    name = wanted or default or next(iter(config.profiles), None)
+    if name is None:
+        raise UsageError("no launch profiles configured ([profiles.NAME] in the config)")
+    if name not in config.profiles:
+        known = ", ".join(sorted(config.profiles)) or "none"
+        raise UsageError(f"unknown profile {name!r} (known: {known})")
+    return name, config.profiles[name]
+
+
+class EventPrinter:
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
+
+    def __call__(self, event: LifecycleEvent) -> None:
+        line: str | None = None
+        if isinstance(event, PhaseStarted):
+            line = f"▸ {event.phase.value}" + (f": {event.message}" if event.message else "")
+        elif isinstance(event, PhaseProgress):
+            line = f"  {event.phase.value}: {event.message}"
+        elif isinstance(event, PhaseFinished):
+            line = f"✓ {event.phase.value} ({event.elapsed_s:.2f} s)" + (
+                f" {event.message}" if event.message else ""
+            )
+        elif isinstance(event, CommandShown):
+            line = f"$ {event.command}\n  log: {event.log_path}"
+        elif isinstance(event, LogLine) and self.verbose:
+            line = f"  | {event.text}"
+        elif isinstance(event, LifecycleDone):
+            line = f"done: {event.message} ({event.timings.get('total', 0):.2f} s)"
+        if line is not None:
+            print(line, flush=True)
+
+
+def format_status(status: ServerStatus) -> str:
+    record = status.record
+    if not status.running:
+        last = f" (last: {record.profile}, {record.state})" if record else ""
+        return f"{status.host}: no server running{last}"
+    assert record is not None
+    uptime = _duration(status.uptime_s or 0.0)
+    return "\n".join(
+        [
+            f"{status.host}: {status.health.upper()}",
+            f"  profile  {record.profile} ({record.origin})",
+            f"  pid      {record.pid} (pgid {record.pgid})",
+            f"  port     {record.host}:{record.port}",
+            f"  uptime   {uptime}",
+            f"  version  sglang {status.version or 'unknown'}",
+            f"  log      {record.log_path or 'unknown'}",
+        ]
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+async def run(args: argparse.Namespace) -> int:
+    if args.demo and args.host:
+        raise UsageError("give a HOST or --demo, not both")
+    config = demo_setup() if args.demo else load_config(args.config).config
+    try:
+        host = config.host(args.host)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    transport = transport_for(host)
+    await transport.connect()
+    try:
+        life = ServerLifecycle(
+            transport,
+            host,
+            options=LifecycleOptions(
+                drain_timeout_s=args.drain_timeout, startup_timeout_s=args.startup_timeout
+            ),
+        )
+        printer = EventPrinter(args.verbose)
+        if args.action == "status":
+            status = await life.status()
+            print(format_status(status))
+            return 0 if status.running else EXIT_NOT_RUNNING
+        if args.action == "stop":
+            await life.stop(printer, wait=args.wait)
+            return 0
+        name, profile = pick_profile(config, args.profile, host.profile)
+        if args.action == "start":
+            await life.start(name, profile, printer, wait=args.wait)
+        else:
+            await life.restart(name, profile, printer, wait=args.wait)
+        return 0
+    finally:
+        await transport.close()
+        sys.stdout.flush()
