@@ -1,0 +1,174 @@
+"""`plateau logscan FILE|-`: post-mortem of an SGLang server log copied off a host."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from console.errors import UsageError
+from console.logs.assembler import EventAssembler
+from console.logs.models import Severity
+from console.logs.scan import LogScanner, ScanReport
+
+_CHUNK_EVENTS = 4096
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "logscan",
+        help="explain an SGLang log: notable events, startup phases, batch stats",
+        description="Read a whole SGLang server log (or stdin with -) and print the notable "
+        "events with their explanation and count, the startup phases of each launch with "
+        "durations, and a summary of the Prefill/Decode batch stats.",
+    )
+    parser.add_argument("file", metavar="FILE", help="log file, or - for stdin")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--min-severity",
+        default="info",
+        choices=["debug", "info", "notable", "warn", "error"],
+        help="hide notable events below this severity (default: info)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = scan_path(args.file)
+    minimum = Severity.parse(args.min_severity)
+    report.notable = [n for n in report.notable if Severity.parse(n.severity) >= minimum]
+    if args.json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(format_report(report))
+    return 0
+
+
+def scan_path(path: str) -> ScanReport:
+    if path == "-":
+        return scan_stream(sys.stdin.buffer, source="<stdin>")
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below; errors mapped to one line
+    except FileNotFoundError:
+        raise UsageError(f"logscan: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"logscan: {path}: is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"logscan: {path}: {exc.strerror}") from None
+    with handle:
+        return scan_stream(handle, source=path)
+
+
+def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
+    scanner = LogScanner(source)
+    assembler = EventAssembler(scanner.catalogue, source=source)
+    batch = []
+    for line in _lines(handle):
+        event = assembler.feed(line)
+        if event is not None:
+            batch.append(event)
+            if len(batch) >= _CHUNK_EVENTS:
+                scanner.feed(batch)
+                batch = []
+    last = assembler.flush()
+    if last is not None:
+        batch.append(last)
+    scanner.feed(batch)
+    return scanner.report()
+
+
+def _lines(handle: IO[bytes]) -> Iterator[str]:
+    for raw in handle:
+        yield raw.rstrip(b"\n").decode("utf-8", errors="replace")
+
+
+# -- text report ----------------------------------------------------------------------------
+
+_SEV_LABEL = {"error": "ERROR", "warn": "WARN", "notable": "NOTE", "info": "INFO",
+              "debug": "DEBUG"}
+
+
+def format_report(report: ScanReport) -> str:
+    out: list[str] = []
+    counts = report.severity_counts
+    out.append(
+        f"{report.source}: {report.lines} lines, {len(report.launches)} launch(es), "
+        f"{counts.get('error', 0)} error and {counts.get('warn', 0)} warning events"
+    )
+    out.append("")
+    out.append("Notable events")
+    if not report.notable:
+        out.append("  none")
+    for item in report.notable:
+        where = f"line {item.first_line}"
+        if item.first_timestamp:
+            where += f", {item.first_timestamp}"
+        if item.count > 1:
+            where += f"; last line {item.last_line}"
+        out.append(f"  {_SEV_LABEL[item.severity]:<5} x{item.count:<4} {item.title}  ({where})")
+        out.append(f"               {item.example[:160]}")
+        out.append(f"        why:   {item.explanation}")
+        out.append(f"        do:    {item.action}")
+    if report.other:
+        out.append("")
+        out.append("Other warnings and errors (not in the catalogue)")
+        for other in report.other[:15]:
+            out.append(
+                f"  {_SEV_LABEL[other.severity]:<5} x{other.count:<4} line {other.first_line}: "
+                f"{other.example[:140]}"
+            )
+    for launch in report.launches:
+        out.append("")
+        head = f"Launch {launch.index} (line {launch.start_line}"
+        if launch.start_timestamp:
+            head += f", {launch.start_timestamp}"
+        head += f"): {launch.outcome}"
+        if launch.fatal:
+            head += f" ({launch.fatal})"
+        if launch.startup_seconds is not None:
+            head += f", ready after {launch.startup_seconds:.1f} s"
+        out.append(head)
+        for phase in launch.phases:
+            note = "" if phase.source == "timestamps" else "  (SGLang's elapsed)"
+            out.append(
+                f"  {phase.name:<22} {phase.seconds:>8.2f} s   line {phase.start_line}{note}"
+            )
+        if not launch.phases:
+            out.append("  no startup phases in this part of the log")
+    batches = report.batches
+    out.append("")
+    out.append(
+        f"Batch stats ({batches.decode_lines} decode lines, {batches.prefill_lines} prefill lines)"
+    )
+    if batches.decode_lines or batches.prefill_lines:
+        if batches.peak_gen_throughput is not None:
+            out.append(
+                f"  peak gen throughput   {batches.peak_gen_throughput:,.2f} tok/s "
+                f"(line {batches.peak_gen_line}, {batches.peak_gen_timestamp})"
+            )
+        if batches.mean_gen_throughput is not None:
+            out.append(f"  mean gen throughput   {batches.mean_gen_throughput:,.2f} tok/s "
+                       "(decode lines with running requests)")
+        if batches.peak_input_throughput is not None:
+            out.append(f"  peak input throughput {batches.peak_input_throughput:,.2f} tok/s")
+        out.append(f"  max running requests  {_fmt(batches.max_running_reqs)}")
+        out.append(f"  max queued requests   {_fmt(batches.max_queue_reqs)}")
+        out.append(f"  max token usage       {_fmt(batches.max_token_usage)}")
+        if batches.mean_accept_len is not None:
+            out.append(f"  mean accept len       {batches.mean_accept_len}")
+        if batches.cuda_graph_off:
+            out.append(f"  cuda graph off        {len(batches.cuda_graph_off)} period(s):")
+            for period in batches.cuda_graph_off[:10]:
+                out.append(
+                    f"    lines {period.start_line}-{period.end_line} "
+                    f"({period.start_timestamp} - {period.end_timestamp}), "
+                    f"{period.decode_lines} decode line(s)"
+                )
+        else:
+            out.append("  cuda graph off        never (in decode lines)")
+    return "\n".join(out) + "\n"
+
+
+def _fmt(value: float | int | None) -> str:
+    return "n/a" if value is None else f"{value}"

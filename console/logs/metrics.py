@@ -1,0 +1,108 @@
+"""`/metrics` (with `--enable-metrics`) as a typed snapshot; parsed by prometheus-client.
+
+Scheduler series carry `tp_rank`/`dp_rank`/... labels (reference §3.6). Per DP group the TP
+ranks report the same value, so a gauge is reduced as: max within a dp_rank, then summed across
+dp_ranks for counts and rates, or max across dp_ranks for usages/ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+_SUMMED = (
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:gen_throughput",
+    "sglang:num_used_tokens",
+    "sglang:num_retracted_reqs",
+    "sglang:num_grammar_queue_reqs",
+    "sglang:num_paused_reqs",
+)
+_MAXED = (
+    "sglang:token_usage",
+    "sglang:cache_hit_rate",
+    "sglang:is_cuda_graph",
+    "sglang:spec_accept_length",
+    "sglang:spec_accept_rate",
+    "sglang:utilization",
+    "sglang:max_total_num_tokens",
+    "sglang:context_len",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    running_reqs: float | None = None
+    queue_reqs: float | None = None
+    gen_throughput: float | None = None
+    token_usage: float | None = None
+    cache_hit_rate: float | None = None
+    cuda_graph: bool | None = None
+    spec_accept_length: float | None = None
+    retracted_reqs: float | None = None
+    max_total_num_tokens: float | None = None
+    context_len: float | None = None
+    requests_total: float | None = None
+    aborted_requests_total: float | None = None
+    prompt_tokens_total: float | None = None
+    generation_tokens_total: float | None = None
+    values: dict[str, float] = field(default_factory=dict)
+    """Every gauge and counter sample reduced as above, by sample name (e.g.
+    `sglang:num_requests_total`); histogram `_sum`/`_count` included."""
+
+
+def parse_metrics(text: str) -> MetricsSnapshot:
+    """Parse a Prometheus text exposition; raises ValueError on malformed input."""
+    # name -> (dp_rank, other labels) -> max over the remaining rank labels (TP/PP/EP).
+    per_group: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name
+            if not name.startswith("sglang:") or name.endswith(("_bucket", "_created")):
+                continue
+            value = float(sample.value)
+            if math.isnan(value):
+                continue
+            groups = per_group[name]
+            key = _group_key(sample.labels)
+            previous = groups.get(key)
+            groups[key] = value if previous is None else max(previous, value)
+    values: dict[str, float] = {}
+    for name, groups in per_group.items():
+        by_dp: dict[str, float] = defaultdict(float)
+        for (dp, _other), value in groups.items():
+            by_dp[dp] += value  # e.g. is_streaming=true + is_streaming=false
+        reduce = max if name in _MAXED else sum
+        values[name] = reduce(by_dp.values())
+    graph = values.get("sglang:is_cuda_graph")
+    return MetricsSnapshot(
+        running_reqs=values.get("sglang:num_running_reqs"),
+        queue_reqs=values.get("sglang:num_queue_reqs"),
+        gen_throughput=values.get("sglang:gen_throughput"),
+        token_usage=values.get("sglang:token_usage"),
+        cache_hit_rate=values.get("sglang:cache_hit_rate"),
+        cuda_graph=None if graph is None else graph >= 0.5,
+        spec_accept_length=values.get("sglang:spec_accept_length"),
+        retracted_reqs=values.get("sglang:num_retracted_reqs"),
+        max_total_num_tokens=values.get("sglang:max_total_num_tokens"),
+        context_len=values.get("sglang:context_len"),
+        requests_total=values.get("sglang:num_requests_total"),
+        aborted_requests_total=values.get("sglang:num_aborted_requests_total"),
+        prompt_tokens_total=values.get("sglang:prompt_tokens_total"),
+        generation_tokens_total=values.get("sglang:generation_tokens_total"),
+        values=values,
+    )
+
+
+_RANK_LABELS = frozenset({"tp_rank", "pp_rank", "moe_ep_rank", "dp_rank", "model_name",
+                          "engine_type"})
+
+
+def _group_key(labels: dict[str, str]) -> tuple[str, str]:
+    """(dp_rank, non-rank labels)."""
+    other = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in _RANK_LABELS)
+    return labels.get("dp_rank", ""), other

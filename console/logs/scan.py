@@ -1,0 +1,382 @@
+"""Whole-log analysis for post-mortems (`plateau logscan`): notable events with explanations,
+startup phases per launch, and a summary of the batch stats. Streaming: memory does not grow
+with the log (only counters, one record per catalogue id and capped lists)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from console.logs.batch_stats import batch_stats
+from console.logs.catalogue import Catalogue, default_catalogue
+from console.logs.models import LogEvent, Severity
+
+_MAX_OTHER = 1000
+_EXAMPLE_CHARS = 300
+_ELAPSED = re.compile(r"elapsed=([\d.]+) s")
+_TIMINGS = re.compile(r"(\w+)=([\d.]+)")
+_GRAPH_BEGIN = re.compile(r"Capture .*CUDA graph begin\.")
+_GRAPH_END = re.compile(r"Capture .*CUDA graph end\.")
+_FATAL_IDS = frozenset(
+    {
+        "scheduler-exception",
+        "manager-exception",
+        "sigquit-child-launch",
+        "sigquit-running",
+        "warmup-failed",
+        "scheduler-died-init",
+        "not-enough-memory",
+        "cuda-graph-capture-failed",
+        "decode-oom",
+        "subprocess-crashed",
+        "watchdog-timeout",
+    }
+)
+
+
+class NotableSummary(BaseModel):
+    id: str
+    title: str
+    severity: str
+    count: int
+    explanation: str
+    action: str
+    first_line: int
+    last_line: int
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    example: str
+
+
+class OtherSummary(BaseModel):
+    """A warning/error no catalogue entry explains, grouped by its text with digits masked."""
+
+    severity: str
+    count: int
+    first_line: int
+    example: str
+
+
+class StartupPhase(BaseModel):
+    name: str
+    seconds: float
+    start_line: int
+    source: str = "timestamps"
+    """`timestamps` (1 s resolution without SGLANG_LOG_MS) or `elapsed` (SGLang's own figure)."""
+
+
+class Launch(BaseModel):
+    index: int
+    start_line: int
+    start_timestamp: str | None = None
+    outcome: str = "unknown"
+    """ready | failed | stopped | unknown (log ends while starting)."""
+    ready_line: int | None = None
+    ready_timestamp: str | None = None
+    startup_seconds: float | None = None
+    phases: list[StartupPhase] = Field(default_factory=list)
+    engine_timings: dict[str, float] = Field(default_factory=dict)
+    fatal: str | None = None
+
+
+class CudaGraphOffPeriod(BaseModel):
+    start_line: int
+    end_line: int
+    start_timestamp: str | None = None
+    end_timestamp: str | None = None
+    decode_lines: int
+
+
+class BatchSummary(BaseModel):
+    prefill_lines: int = 0
+    decode_lines: int = 0
+    peak_gen_throughput: float | None = None
+    peak_gen_line: int | None = None
+    peak_gen_timestamp: str | None = None
+    mean_gen_throughput: float | None = None
+    """Mean over decode lines with at least one running request."""
+    peak_input_throughput: float | None = None
+    max_running_reqs: int | None = None
+    max_queue_reqs: int | None = None
+    max_token_usage: float | None = None
+    mean_accept_len: float | None = None
+    cuda_graph_off: list[CudaGraphOffPeriod] = Field(default_factory=list)
+
+
+class ScanReport(BaseModel):
+    source: str
+    lines: int = 0
+    events: int = 0
+    severity_counts: dict[str, int] = Field(default_factory=dict)
+    notable: list[NotableSummary] = Field(default_factory=list)
+    other: list[OtherSummary] = Field(default_factory=list)
+    launches: list[Launch] = Field(default_factory=list)
+    batches: BatchSummary = Field(default_factory=BatchSummary)
+
+
+class _LaunchState:
+    def __init__(self, index: int, event: LogEvent) -> None:
+        self.launch = Launch(index=index, start_line=event.seq + 1,
+                             start_timestamp=event.timestamp)
+        self.marks: dict[str, tuple[int, str | None]] = {}
+        self.elapsed: dict[str, float] = {}
+
+    def mark(self, key: str, event: LogEvent, *, last: bool = False) -> None:
+        if last or key not in self.marks:
+            self.marks[key] = (event.seq + 1, event.timestamp)
+
+
+class LogScanner:
+    """Feed events in file order, then call `report()`."""
+
+    def __init__(self, source: str, catalogue: Catalogue | None = None) -> None:
+        self.catalogue = catalogue if catalogue is not None else default_catalogue()
+        self.report_ = ScanReport(source=source)
+        self._notable: dict[str, NotableSummary] = {}
+        self._other: dict[str, OtherSummary] = {}
+        self._launches: list[_LaunchState] = []
+        self._gen_sum = 0.0
+        self._gen_n = 0
+        self._accept_sum = 0.0
+        self._accept_n = 0
+        self._graph_off: CudaGraphOffPeriod | None = None
+
+    def feed(self, events: Iterable[LogEvent]) -> None:
+        report = self.report_
+        counts = report.severity_counts
+        for event in events:
+            report.events += 1
+            report.lines += event.line_count
+            label = event.severity.label
+            counts[label] = counts.get(label, 0) + 1
+            if event.is_batch:
+                self._batch(event)
+                continue
+            self._launch_marks(event)
+            if event.catalogue_id is not None:
+                self._note(event, event.catalogue_id)
+                if event.cause_id is not None:
+                    self._note(event, event.cause_id, example=self._cause_line(event))
+            elif event.severity >= Severity.WARNING and event.kind != "access":
+                self._other_event(event)
+
+    def report(self) -> ScanReport:
+        report = self.report_
+        self._close_graph_off(None)
+        order = {sev.label: -int(sev) for sev in Severity}
+        report.notable = sorted(
+            self._notable.values(), key=lambda n: (order[n.severity], n.first_line)
+        )
+        report.other = sorted(self._other.values(), key=lambda o: (order[o.severity], -o.count))
+        report.launches = [self._finish_launch(state) for state in self._launches]
+        batches = report.batches
+        batches.mean_gen_throughput = (
+            round(self._gen_sum / self._gen_n, 2) if self._gen_n else None
+        )
+        batches.mean_accept_len = (
+            round(self._accept_sum / self._accept_n, 3) if self._accept_n else None
+        )
+        return report
+
+    # -- notable ----------------------------------------------------------------------------
+
+    def _cause_line(self, event: LogEvent) -> str:
+        for line in reversed(event.lines):
+            if self.catalogue.match_id(line) == event.cause_id:
+                return line
+        return event.message
+
+    def _note(self, event: LogEvent, entry_id: str, *, example: str | None = None) -> None:
+        entry = self.catalogue.by_id.get(entry_id)
+        if entry is None:
+            return
+        line = event.seq + 1
+        found = self._notable.get(entry_id)
+        if found is None:
+            self._notable[entry_id] = NotableSummary(
+                id=entry.id,
+                title=entry.title or entry.id,
+                severity=entry.severity.label,
+                count=1,
+                explanation=entry.explanation,
+                action=entry.action,
+                first_line=line,
+                last_line=line,
+                first_timestamp=event.timestamp,
+                last_timestamp=event.timestamp,
+                example=(example or event.message)[:_EXAMPLE_CHARS],
+            )
+            return
+        found.count += 1
+        found.last_line = line
+        found.last_timestamp = event.timestamp
+
+    def _other_event(self, event: LogEvent) -> None:
+        key = re.sub(r"\d+", "N", event.message[:160])
+        found = self._other.get(key)
+        if found is not None:
+            found.count += 1
+        elif len(self._other) < _MAX_OTHER:
+            self._other[key] = OtherSummary(
+                severity=event.severity.label,
+                count=1,
+                first_line=event.seq + 1,
+                example=event.message[:_EXAMPLE_CHARS],
+            )
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def _batch(self, event: LogEvent) -> None:
+        stats = batch_stats(event)
+        if stats is None:
+            return
+        summary = self.report_.batches
+        line = event.seq + 1
+        if stats.kind == "prefill":
+            summary.prefill_lines += 1
+            if stats.input_throughput is not None:
+                summary.peak_input_throughput = _max(summary.peak_input_throughput,
+                                                     stats.input_throughput)
+        else:
+            summary.decode_lines += 1
+            gen = stats.gen_throughput
+            if gen is not None:
+                if summary.peak_gen_throughput is None or gen > summary.peak_gen_throughput:
+                    summary.peak_gen_throughput = gen
+                    summary.peak_gen_line = line
+                    summary.peak_gen_timestamp = event.timestamp
+                if stats.running_reqs:
+                    self._gen_sum += gen
+                    self._gen_n += 1
+            if stats.accept_len is not None:
+                self._accept_sum += stats.accept_len
+                self._accept_n += 1
+            if stats.cuda_graph is False:
+                period = self._graph_off
+                if period is None:
+                    self._graph_off = CudaGraphOffPeriod(
+                        start_line=line, end_line=line, start_timestamp=event.timestamp,
+                        end_timestamp=event.timestamp, decode_lines=1,
+                    )
+                else:
+                    period.end_line = line
+                    period.end_timestamp = event.timestamp
+                    period.decode_lines += 1
+            elif stats.cuda_graph is True:
+                self._close_graph_off(event)
+        if stats.running_reqs is not None:
+            summary.max_running_reqs = _max(summary.max_running_reqs, stats.running_reqs)
+        if stats.queue_reqs is not None:
+            summary.max_queue_reqs = _max(summary.max_queue_reqs, stats.queue_reqs)
+        if stats.token_usage is not None:
+            summary.max_token_usage = _max(summary.max_token_usage, stats.token_usage)
+
+    def _close_graph_off(self, event: LogEvent | None) -> None:
+        del event
+        if self._graph_off is not None:
+            periods = self.report_.batches.cuda_graph_off
+            if len(periods) < _MAX_OTHER:
+                periods.append(self._graph_off)
+            self._graph_off = None
+
+    # -- launches and startup phases --------------------------------------------------------
+
+    def _launch_marks(self, event: LogEvent) -> None:
+        message = event.message
+        if message.startswith("server_args=") or not self._launches:
+            if message.startswith("server_args=") or event.timestamp is not None:
+                self._launches.append(_LaunchState(len(self._launches) + 1, event))
+            else:
+                return
+        state = self._launches[-1]
+        launch = state.launch
+        if message.startswith("Load weight begin"):
+            state.mark("weights_begin", event)
+        elif message.startswith("Load weight end"):
+            state.mark("weights_end", event)
+            found = _ELAPSED.search(message)
+            if found:
+                state.elapsed.setdefault("load weights", float(found.group(1)))
+        elif message.startswith("Memory pool end") or "KV Cache is allocated" in message:
+            state.mark("kv_end", event, last=True)
+        elif _GRAPH_BEGIN.match(message):
+            state.mark("graph_begin", event)
+        elif _GRAPH_END.match(message):
+            state.mark("graph_end", event, last=True)
+            found = _ELAPSED.search(message)
+            if found:
+                state.elapsed["CUDA graph capture"] = round(
+                    state.elapsed.get("CUDA graph capture", 0.0) + float(found.group(1)), 3
+                )
+        elif message.startswith("max_total_num_tokens="):
+            state.mark("scheduler_ready", event)
+        elif message.startswith("Engine startup timings (s):"):
+            body = message.split(":", 1)[1]
+            launch.engine_timings = {k: float(v) for k, v in _TIMINGS.findall(body)}
+        elif message.startswith("Uvicorn running on"):
+            state.mark("http_up", event)
+        elif event.catalogue_id == "server-ready" and launch.outcome == "unknown":
+            launch.outcome = "ready"
+            launch.ready_line = event.seq + 1
+            launch.ready_timestamp = event.timestamp
+        elif event.catalogue_id in _FATAL_IDS and launch.outcome in ("unknown", "ready"):
+            launch.outcome = "failed"
+            launch.fatal = event.catalogue_id
+        elif event.catalogue_id == "sigterm-draining" and launch.outcome in ("unknown", "ready"):
+            launch.outcome = "stopped"
+
+    def _finish_launch(self, state: _LaunchState) -> Launch:
+        launch = state.launch
+        marks = state.marks
+        start = (launch.start_line, launch.start_timestamp)
+        ready = (
+            (launch.ready_line, launch.ready_timestamp) if launch.ready_line is not None else None
+        )
+        spans = [
+            ("load weights", marks.get("weights_begin"), marks.get("weights_end")),
+            ("KV cache allocation", marks.get("weights_end"), marks.get("kv_end")),
+            ("CUDA graph capture", marks.get("graph_begin"), marks.get("graph_end")),
+            ("HTTP server start", marks.get("scheduler_ready") or marks.get("graph_end"),
+             marks.get("http_up")),
+            ("warmup", marks.get("http_up"), ready),
+            ("total", start, ready),
+        ]
+        for name, begin, end in spans:
+            if name in state.elapsed and begin is not None:
+                launch.phases.append(StartupPhase(name=name, seconds=state.elapsed[name],
+                                                  start_line=begin[0], source="elapsed"))
+                continue
+            seconds = _seconds_between(begin, end)
+            if seconds is not None and begin is not None:
+                launch.phases.append(StartupPhase(name=name, seconds=seconds,
+                                                  start_line=begin[0]))
+        total = next((p.seconds for p in launch.phases if p.name == "total"), None)
+        launch.startup_seconds = total
+        return launch
+
+
+def _seconds_between(
+    begin: tuple[int, str | None] | None, end: tuple[int | None, str | None] | None
+) -> float | None:
+    if begin is None or end is None or begin[1] is None or end[1] is None:
+        return None
+    a, b = _parse_ts(begin[1]), _parse_ts(end[1])
+    if a is None or b is None or b < a:
+        return None
+    return round((b - a).total_seconds(), 3)
+
+
+def _parse_ts(value: str) -> datetime | None:
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S,%f"):
+        try:
+            return datetime.strptime(value, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def _max(current: float | int | None, value: float | int) -> float | int:
+    return value if current is None or value > current else current

@@ -1,0 +1,146 @@
+"""Rolling server stats for the live strip, from batch lines and/or `/metrics` scrapes."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from console.logs.batch_stats import BatchStats, batch_stats
+from console.logs.metrics import MetricsSnapshot
+from console.logs.models import LogEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStats:
+    """What the server strip renders: latest values plus short histories (oldest first)."""
+
+    source: Literal["none", "log", "metrics"] = "none"
+    gen_throughput: float | None = None
+    input_throughput: float | None = None
+    running_reqs: float | None = None
+    queue_reqs: float | None = None
+    token_usage: float | None = None
+    num_tokens: int | None = None
+    cuda_graph: bool | None = None
+    accept_len: float | None = None
+    gen_history: tuple[float, ...] = ()
+    running_history: tuple[float, ...] = ()
+    queue_history: tuple[float, ...] = ()
+    usage_history: tuple[float, ...] = ()
+    cuda_graph_history: tuple[bool, ...] = ()
+    retractions: int = 0
+    """KV-pool-full retractions seen in the log since the aggregator started."""
+    last_timestamp: str | None = None
+    version: int = 0
+    """Increments on every change, so a widget can skip identical updates."""
+
+
+class StatsAggregator:
+    """Feed events (or BatchStats, or metrics snapshots); read `snapshot()` at 1-2 Hz."""
+
+    def __init__(self, history: int = 120) -> None:
+        self.history = history
+        self._gen: deque[float] = deque(maxlen=history)
+        self._running: deque[float] = deque(maxlen=history)
+        self._queue: deque[float] = deque(maxlen=history)
+        self._usage: deque[float] = deque(maxlen=history)
+        self._graph: deque[bool] = deque(maxlen=history)
+        self._latest: dict[str, object] = {}
+        self._source: Literal["none", "log", "metrics"] = "none"
+        self._retractions = 0
+        self._version = 0
+        self._snapshot: ServerStats | None = None
+
+    def add_events(self, events: Iterable[LogEvent]) -> int:
+        """Take the batch lines (and retraction warnings) out of `events`; returns how many
+        batch lines were used."""
+        used = 0
+        for event in events:
+            if event.is_batch:
+                stats = batch_stats(event)
+                if stats is not None:
+                    self.add(stats)
+                    used += 1
+            elif event.catalogue_id in ("kv-pool-full-retract", "decode-oom-retract-legacy"):
+                self._retractions += 1
+                self._changed()
+        return used
+
+    def add(self, stats: BatchStats) -> None:
+        latest = self._latest
+        if stats.running_reqs is not None:
+            self._running.append(float(stats.running_reqs))
+            latest["running_reqs"] = float(stats.running_reqs)
+        if stats.queue_reqs is not None:
+            self._queue.append(float(stats.queue_reqs))
+            latest["queue_reqs"] = float(stats.queue_reqs)
+        if stats.token_usage is not None:
+            self._usage.append(stats.token_usage)
+            latest["token_usage"] = stats.token_usage
+        if stats.cuda_graph is not None:
+            self._graph.append(stats.cuda_graph)
+            latest["cuda_graph"] = stats.cuda_graph
+        if stats.kind == "decode":
+            if stats.gen_throughput is not None:
+                self._gen.append(stats.gen_throughput)
+                latest["gen_throughput"] = stats.gen_throughput
+            if stats.num_tokens is not None:
+                latest["num_tokens"] = stats.num_tokens
+            latest["accept_len"] = stats.accept_len
+        elif stats.input_throughput is not None:
+            latest["input_throughput"] = stats.input_throughput
+        if stats.timestamp is not None:
+            latest["last_timestamp"] = stats.timestamp
+        self._source = "log"
+        self._changed()
+
+    def add_metrics(self, snapshot: MetricsSnapshot) -> None:
+        """A `/metrics` scrape; it is authoritative over batch lines when both arrive."""
+        latest = self._latest
+        pairs = (
+            ("gen_throughput", snapshot.gen_throughput, self._gen),
+            ("running_reqs", snapshot.running_reqs, self._running),
+            ("queue_reqs", snapshot.queue_reqs, self._queue),
+            ("token_usage", snapshot.token_usage, self._usage),
+        )
+        for key, value, series in pairs:
+            if value is not None:
+                series.append(value)
+                latest[key] = value
+        if snapshot.cuda_graph is not None:
+            self._graph.append(snapshot.cuda_graph)
+            latest["cuda_graph"] = snapshot.cuda_graph
+        if snapshot.spec_accept_length is not None:
+            latest["accept_len"] = snapshot.spec_accept_length
+        self._source = "metrics"
+        self._changed()
+
+    def snapshot(self) -> ServerStats:
+        if self._snapshot is None:
+            latest = self._latest
+            self._snapshot = ServerStats(
+                source=self._source,
+                gen_throughput=latest.get("gen_throughput"),  # type: ignore[arg-type]
+                input_throughput=latest.get("input_throughput"),  # type: ignore[arg-type]
+                running_reqs=latest.get("running_reqs"),  # type: ignore[arg-type]
+                queue_reqs=latest.get("queue_reqs"),  # type: ignore[arg-type]
+                token_usage=latest.get("token_usage"),  # type: ignore[arg-type]
+                num_tokens=latest.get("num_tokens"),  # type: ignore[arg-type]
+                cuda_graph=latest.get("cuda_graph"),  # type: ignore[arg-type]
+                accept_len=latest.get("accept_len"),  # type: ignore[arg-type]
+                gen_history=tuple(self._gen),
+                running_history=tuple(self._running),
+                queue_history=tuple(self._queue),
+                usage_history=tuple(self._usage),
+                cuda_graph_history=tuple(self._graph),
+                retractions=self._retractions,
+                last_timestamp=latest.get("last_timestamp"),  # type: ignore[arg-type]
+                version=self._version,
+            )
+        return self._snapshot
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._snapshot = None
