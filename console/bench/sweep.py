@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -36,7 +37,7 @@ from console.store.db import RunStore
 from console.store.models import RunMeta
 from console.text import sanitize
 
-LogTail = Callable[[], Sequence[str]]
+LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
 
 # A step is failed (not just "had errors") when at least this share of its requests failed.
 FAILED_ERROR_SHARE = 0.5
@@ -55,13 +56,17 @@ def failure_reason(result_metrics: Any) -> str | None:
     return None
 
 
-def _tail(log_tail: LogTail | None) -> list[str]:
+async def _tail(log_tail: LogTail | None) -> list[str]:
+    """The server's last log lines (the callable may be sync or async)."""
     if log_tail is None:
         return []
     try:
-        return [sanitize(line) for line in list(log_tail())[-LOG_TAIL_LINES:]]
+        lines = log_tail()
+        if inspect.isawaitable(lines):
+            lines = await asyncio.wait_for(lines, timeout=15)
+        return [sanitize(line) for line in list(lines)[-LOG_TAIL_LINES:]]
     except Exception as exc:  # the log source is someone else's; never lose the step for it
-        return [f"(could not read the log: {exc})"]
+        return [f"(could not read the log: {type(exc).__name__}: {exc})"]
 
 
 async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> dict | None:
@@ -147,7 +152,7 @@ async def run_sweep(
                 status="failed" if error else "ok",
                 metrics=metrics,
                 error=sanitize(error) if error else None,
-                log_tail=_tail(log_tail) if error else [],
+                log_tail=await _tail(log_tail) if error else [],
                 started_at=started,
                 finished_at=time.time(),
                 raw=raw,

@@ -1,0 +1,61 @@
+"""`plateau history [--json] [--show RUN] [--export RUN --format csv|json|md] [--delete RUN]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from console.bench.report import history_table, steps_table
+from console.errors import UsageError
+from console.store.db import RunStore
+from console.store.export import EXPORTERS, _finite
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="list stored sweep runs (show, export, delete)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--show", type=int, metavar="RUN", help="print one run's steps")
+    p.add_argument("--export", type=int, metavar="RUN", help="export one run")
+    p.add_argument("--format", choices=sorted(EXPORTERS), default="md")
+    p.add_argument("--output", "-o", help="write the export here (default: stdout)")
+    p.add_argument("--delete", type=int, metavar="RUN", help="delete one run")
+    p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
+    p.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    with RunStore(args.db) as store:
+        if args.delete is not None:
+            if not store.delete_run(args.delete):
+                raise UsageError(f"no run {args.delete} in {store.path}")
+            print(f"deleted run {args.delete}")
+            return 0
+        if args.export is not None or args.show is not None:
+            run_id = args.export if args.export is not None else args.show
+            try:
+                run = store.get_run(run_id)
+            except KeyError:
+                raise UsageError(f"no run {run_id} in {store.path}") from None
+            if args.show is not None:
+                if args.json:
+                    print(json.dumps(_finite(run.model_dump(mode="json"))))
+                else:
+                    print(steps_table(run.steps))
+                return 0
+            text = EXPORTERS[args.format](run)
+            if args.output:
+                with open(args.output, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            else:
+                sys.stdout.write(text)
+            return 0
+        runs = store.list_runs(args.limit)
+        if args.json:
+            print(json.dumps(_finite([r.model_dump(mode="json") for r in runs])))
+        elif not runs:
+            print(f"no runs yet in {store.path}")
+        else:
+            print(history_table(runs))
+    return 0
