@@ -1,4 +1,4 @@
-"""SGLang's own benchmark client, unmodified, against the simulator (through the Appendix C shim)."""
+"""SGLang's own benchmark client, unmodified, against the simulator (Appendix C shim)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,9 @@ def register(subparsers: Any) -> None:
         description="Accepts `sglang serve` flags (see `plateau sim --help`) plus --sim-* "
         "options (see `plateau sim --sim-help`). Logs go to stdout/stderr like SGLang.",
         add_help=False,
+        # No option prefix here: every argument (flags included) is handed to the sim's own
+        # SGLang-compatible parser untouched; `plateau sim --help` shows SGLang's help.
+        prefix_chars="\0",
     )
     parser.add_argument("args", nargs=argparse.REMAINDER)
     parser.set_defaults(handler=_run)
