@@ -1,0 +1,182 @@
+"""Flag schema from argparse --help, and profile validation against it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from console.config_models import ServerProfile
+from console.server.flags import parse_help
+from console.server.known import TYPE_HINTS
+from console.server.records import display_command, redact_argv
+from console.server.validate import check_safety, validate_profile
+
+
+@pytest.fixture(scope="module")
+def sglang_help() -> str:
+    """The simulator's rebuilt SGLang 0.5.23 parser, formatted at 100 columns."""
+    from console.sim.args import build_sglang_parser
+
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        return build_sglang_parser().format_help()
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+
+
+@pytest.fixture(scope="module")
+def schema(sglang_help: str):
+    return parse_help(sglang_help, version="0.5.23").with_hints(TYPE_HINTS)
+
+
+def profile(**flags) -> ServerProfile:
+    extra = flags.pop("_extra", [])
+    return ServerProfile(model_path="m", flags=flags, extra_args=extra)
+
+
+def codes(report) -> list[tuple[str, str | None]]:
+    return [(i.code, i.flag) for i in report.issues]
+
+
+def test_parses_every_option_with_choices_and_aliases(schema) -> None:
+    assert len(schema.flags) == 531  # reference Appendix A: 531 options besides -h/--help
+    moe = schema.get("moe-runner-backend")
+    assert moe is not None and "flashinfer_cutlass" in moe.choices and "cutlass" in moe.choices
+    assert schema.get("tensor-parallel-size").name == "tp-size"
+    assert schema.get("ep").name == "ep-size"
+    assert schema.get("trust-remote-code").takes_value is False
+    assert schema.get("cuda-graph-bs-decode").nargs == "+"
+    assert schema.get("uvicorn-access-log-exclude-prefixes").nargs == "*"
+    assert schema.get("no-enable-tf32-matmul").name == "enable-tf32-matmul"
+    assert schema.get("disable-cuda-graph").deprecated
+    assert schema.get("tp-size").value_type == "int"
+    assert schema.get("mem-fraction-static").value_type == "float"
+    assert schema.get("nsa-decode-backend") is None  # gone in 0.5.23
+
+
+def test_python_313_metavar_once_and_foreign_banner() -> None:
+    text = (
+        "usage: sglang serve [-h]\n\noptions:\n"
+        "  -h, --help            show this help message and exit\n"
+        "  --tp-size, --tensor-parallel-size TP_SIZE\n"
+        "                        The tensor parallelism size.\n"
+        "  --attention-backend {triton,fa3}\n"
+        "  --x-flag              A switch.\n"
+        "--- Help for Diffusion Model Server ---\n"
+        "options:\n  --diffusion-only DIFFUSION_ONLY\n"
+    )
+    schema = parse_help(text)
+    assert schema.get("tensor-parallel-size").metavar == "TP_SIZE"
+    assert schema.get("attention-backend").choices == ("triton", "fa3")
+    assert schema.get("x-flag").takes_value is False
+    assert schema.get("diffusion-only") is None
+
+
+def test_renamed_flags_suggest_the_new_name(schema) -> None:
+    report = validate_profile(
+        profile(**{"nsa-decode-backend": "fa3", "nsa-prefill-backend": "fa3",
+                   "cuda-graph-max-bs": 64}),
+        schema,
+    )
+    assert not report.ok
+    by_flag = {i.flag: i for i in report.errors}
+    assert "--dsa-decode-backend" in by_flag["nsa-decode-backend"].suggestion
+    assert "--dsa-prefill-backend" in by_flag["nsa-prefill-backend"].suggestion
+    assert by_flag["cuda-graph-max-bs"].code == "ambiguous"
+    assert "--cuda-graph-max-bs-decode" in by_flag["cuda-graph-max-bs"].suggestion
+
+
+def test_rename_not_suggested_when_the_host_still_has_the_old_flag() -> None:
+    old = parse_help("options:\n  --nsa-decode-backend {fa3,flashmla_kv}\n")
+    report = validate_profile(profile(**{"nsa-decode-backend": "fa3"}), old)
+    assert report.ok, report.summary()
+
+
+def test_near_misses_choices_numbers_switches(schema) -> None:
+    report = validate_profile(
+        profile(**{
+            "atention-backend": "triton",
+            "moe-runner-backend": "cutlas",
+            "mem-fraction-static": "0.9x",
+            "tp-size": 2.5,
+            "trust-remote-code": "yes",
+            "max-total-tokens": "64k",
+            "dtype": "bfloat16",
+        }),
+        schema,
+    )
+    errors = {i.flag: i for i in report.errors}
+    assert "--attention-backend" in errors["atention-backend"].suggestion
+    assert errors["moe-runner-backend"].code == "bad-choice"
+    assert "cutlass" in errors["moe-runner-backend"].suggestion
+    assert errors["mem-fraction-static"].code == "bad-number"
+    assert errors["tp-size"].code == "bad-number"
+    assert errors["trust-remote-code"].code == "switch-value"
+    assert "max-total-tokens" not in errors and "dtype" not in errors
+
+
+def test_range_abbreviation_duplicate_and_profile_fields(schema) -> None:
+    report = validate_profile(
+        profile(**{"mem-fraction-static": 1.5, "tp": 8, "port": 1234,
+                   "_extra": ["--tp-size", "4", "--served-model-name", "x"]}),
+        schema,
+    )
+    got = codes(report)
+    assert ("out-of-range", "mem-fraction-static") in got
+    assert ("abbreviation", "tp") in got  # a warning: argparse accepts it
+    assert ("duplicate", "tp-size") in got
+    assert ("profile-field", "port") in got
+    assert [i.code for i in report.warnings] == ["abbreviation"]
+
+
+def test_extra_args_grouping_and_stray_values(schema) -> None:
+    ok = validate_profile(
+        profile(_extra=["--cuda-graph-bs-decode", "1", "2", "4", "--enable-metrics",
+                        "--kv-cache-dtype=fp8_e4m3"]),
+        schema,
+    )
+    assert ok.ok, ok.summary()
+    bad = validate_profile(profile(_extra=["--enable-metrics", "oops"]), schema)
+    assert ("stray", None) in codes(bad)
+
+
+@pytest.mark.parametrize(
+    "flags, extra, env",
+    [
+        ({"served-model-name": "a\nb"}, [], {}),
+        ({"bad name": 1}, [], {}),
+        ({"--leading": 1}, [], {}),
+        ({}, ["--x\x00y"], {}),
+        ({}, ["-x"], {}),
+        ({}, ["--Upper"], {}),
+        ({}, [], {"lower_case": "1"}),
+        ({}, [], {"OK": "multi\nline"}),
+    ],
+)
+def test_safety_rejects_hostile_names_and_control_characters(flags, extra, env) -> None:
+    hostile = ServerProfile.model_construct(
+        launch=["python", "-m", "sglang.launch_server"], model_path="m", host="127.0.0.1",
+        port=30000, flags=flags, extra_args=extra, env=env, log_dir=None, api_key_env=None,
+        description="",
+    )
+    assert not check_safety(hostile).ok
+
+
+def test_shell_metacharacters_are_plain_values(schema) -> None:
+    values = profile(**{"served-model-name": "; touch /tmp/x", "chat-template": "$(id)`id`"})
+    assert validate_profile(values, schema).ok
+    assert validate_profile(profile(**{"attention-backend": "; touch /tmp/x"}), schema).errors
+
+
+def test_secrets_are_redacted_in_commands() -> None:
+    argv = ["sglang", "serve", "--api-key", "s3cret", "--admin-api-key=t0p", "--port", "1"]
+    assert "s3cret" not in " ".join(redact_argv(argv))
+    assert "t0p" not in " ".join(redact_argv(argv))
+    shown = display_command(argv, {"NCCL_P2P_DISABLE": "1", "HF_TOKEN": "hf_x"})
+    assert shown.startswith("env NCCL_P2P_DISABLE=1 'HF_TOKEN=<redacted>' sglang serve")
+    assert "hf_x" not in shown and "s3cret" not in shown
