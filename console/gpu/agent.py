@@ -936,10 +936,9 @@ class SimBackend:
                   for j in range(n)] for i in range(n)]
         p2p = dict((name, [["X" if i == j else ("NS" if name in ("nvlink", "atomics") else "OK")
                             for j in range(n)] for i in range(n)]) for name, _ in P2P_INDICES)
-        cpus = os.cpu_count() or 2
-        per = max(1, cpus // 2)
-        affinity = ["%d-%d" % ((i // half) * per, (i // half) * per + per - 1) if n > 1
-                    else "0-%d" % (cpus - 1) for i in range(n)]
+        # A fictional two-socket, 64-cores-per-socket server (the sim's, not this machine's).
+        affinity = ["%d-%d" % ((i // half) * 64, (i // half) * 64 + 63) if n > 1 else "0-63"
+                    for i in range(n)]
         return {
             "driver_version": "580.95.05 (sim)", "nvml_version": None, "cuda_version": "13.0",
             "gpus": [g.identity() for g in self.gpus],

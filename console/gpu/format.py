@@ -42,8 +42,8 @@ def watts(reading: GpuReading) -> str:
     return f"{draw}/{limit}W"
 
 
-def temp(reading: GpuReading) -> str:
-    return NA if reading.temp_c is None else f"{reading.temp_c:.0f}°C"
+def temp(reading: GpuReading, *, ascii_only: bool = False) -> str:
+    return NA if reading.temp_c is None else f"{reading.temp_c:.0f}{'C' if ascii_only else '°C'}"
 
 
 def mhz(value: float | None) -> str:
@@ -83,10 +83,20 @@ def pcie_link(reading: GpuReading) -> str:
     )
 
 
-def pcie_rates(reading: GpuReading) -> str:
+def pcie_rates(reading: GpuReading, *, ascii_only: bool = False) -> str:
     if reading.pcie_rx_bytes_s is None and reading.pcie_tx_bytes_s is None:
         return NA
-    return f"↓{rate(reading.pcie_rx_bytes_s)} ↑{rate(reading.pcie_tx_bytes_s)}"
+    down, up = ("r", "t") if ascii_only else ("↓", "↑")
+    return f"{down}{rate(reading.pcie_rx_bytes_s)} {up}{rate(reading.pcie_tx_bytes_s)}"
+
+
+def throttle_words(reading: GpuReading) -> str:
+    """Reasons the clocks are held down, in words ("idle", "none", N/A when unknown)."""
+    if reading.throttled:
+        return ", ".join(reading.throttled)
+    if reading.clock_reasons is None:
+        return NA
+    return "idle" if "idle" in reading.clock_reasons else "none"
 
 
 THROTTLE_SHORT = {

@@ -1,0 +1,348 @@
+"""Per-GPU panel: one row per GPU with util/memory/power bars, temperature, clocks, throttle
+badge, PCIe link and rate, and a history sparkline of a metric the user picks.
+
+The widget does no I/O: the app feeds it `update_header(header)` once per connection and
+`update_sample(sample)` per tick. Rows are mounted once and re-rendered in place.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar, Literal
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+from console.gpu import format as fmt
+from console.gpu.models import NA, GpuHeader, GpuReading, GpuSample
+from widgets.gpu_render import THRESHOLDS, bar, level, load_style, sparkline
+
+HistoryMetric = Literal["util", "power", "memory", "pcie"]
+HISTORY_METRICS: tuple[HistoryMetric, ...] = ("util", "power", "memory", "pcie")
+HISTORY_LEN = 240
+
+
+class GpuHistory:
+    """Ring buffers of the pickable metrics for one GPU."""
+
+    def __init__(self, length: int = HISTORY_LEN) -> None:
+        self.series: dict[HistoryMetric, deque[float | None]] = {
+            m: deque(maxlen=length) for m in HISTORY_METRICS
+        }
+
+    def add(self, r: GpuReading) -> None:
+        self.series["util"].append(r.util_gpu)
+        self.series["power"].append(r.power_pct)
+        self.series["memory"].append(r.mem_pct)
+        self.series["pcie"].append(r.pcie_bytes_s)
+
+
+class GpuRow(Widget):
+    """One GPU. Height 1 (compact) or 3 (full); rendered from its latest reading."""
+
+    DEFAULT_CSS = """
+    GpuRow { height: 1; width: 1fr; }
+    GpuRow.-full { height: 3; }
+    """
+
+    def __init__(self, panel: GpuPanel, index: int) -> None:
+        super().__init__(classes="gpu-row")
+        self.panel = panel
+        self.index = index
+        self.reading: GpuReading | None = None
+
+    def show(self, reading: GpuReading) -> None:
+        self.reading = reading
+        self.refresh()
+
+    def render(self) -> Content:
+        if self.reading is None:
+            return Content(f"{self.index:>2} waiting for the first sample…")
+        width = self.size.width or 80
+        if self.panel.compact:
+            return compact_line(self.reading, self.panel, width)
+        return full_lines(self.reading, self.panel, width)
+
+
+def _variables(widget: Widget) -> dict[str, str]:
+    try:
+        return widget.app.theme_variables
+    except Exception:  # not mounted yet
+        return {}
+
+
+def _num_style(kind: str, value: float | None, variables: dict[str, str]) -> str:
+    return load_style(level(kind, value), variables)
+
+
+def _history(panel: GpuPanel, r: GpuReading, width: int) -> str:
+    hist = panel.histories.get(r.index)
+    if hist is None or width <= 0:
+        return ""
+    metric = panel.history_metric
+    top = None if metric == "pcie" else 100.0
+    return sparkline(hist.series[metric], width, top, ascii_only=panel.ascii_only)
+
+
+def compact_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
+    v = _variables(panel)
+    a = panel.ascii_only
+    wide = width >= 110
+    name_w = 18 if wide else 0
+    mem_text = fmt.mem(r).rjust(12) if wide else fmt.pct(r.mem_pct).rjust(4)
+    power_text = (fmt.watts(r) if wide else (NA if r.power_w is None else f"{r.power_w:.0f}W"))
+    power_text = power_text.rjust(9 if wide else 5)
+    temp_text = NA if r.temp_c is None else f"{r.temp_c:.0f}{'C' if a else '°'}"
+    temp_text = temp_text.rjust(4)
+    clock_text = fmt.mhz(r.sm_clock_mhz).rjust(4) + ("MHz" if wide else "")
+    badge = fmt.throttle_badge(r)
+    badge_text = (badge or "").ljust(5)[:5]
+    rates = fmt.pcie_rates(r, ascii_only=a)
+    pcie_text = (rates if rates != NA else "PCIe N/A").ljust(13)
+    fixed = 2 + 1 + (name_w + 1 if name_w else 0) + 5 + 1 + len(mem_text) + 1
+    fixed += len(power_text) + 1 + len(temp_text) + 1 + len(clock_text) + 1 + 5 + 1 + 13 + 1
+    free = max(9, width - fixed)
+    # Leave the sparkline at least ~10 cells before growing the bars.
+    bar_w = max(3, min(20, (free - 12) // 3))
+    spark_w = max(0, width - fixed - 3 * bar_w - 3)
+    util_l = level("util", r.util_gpu)
+    parts: list[Content | str | tuple[str, str]] = [f"{r.index:>2} "]
+    if name_w:
+        parts.append((fmt.short_name(r.name)[:name_w].ljust(name_w) + " ", "bold"))
+    parts += [
+        bar(_frac(r.util_gpu), bar_w, load_style(util_l, v), ascii_only=a),
+        (fmt.pct(r.util_gpu).rjust(5) + " ", load_style(util_l, v)),
+        bar(_frac(r.mem_pct), bar_w, _num_style("mem", r.mem_pct, v), ascii_only=a),
+        " " + mem_text + " ",
+        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v), ascii_only=a),
+        " " + power_text + " ",
+        (temp_text, _num_style("temp", r.temp_c, v)),
+        " " + clock_text + " ",
+        (badge_text, "bold $error" if badge and badge != NA else "$text-muted"),
+        " " + pcie_text + " ",
+    ]
+    if spark_w > 0:
+        parts.append((_history(panel, r, spark_w), "$accent"))
+    return Content.assemble(*parts).truncate(width)
+
+
+def _frac(pct_value: float | None) -> float | None:
+    return None if pct_value is None else pct_value / 100.0
+
+
+def full_lines(r: GpuReading, panel: GpuPanel, width: int) -> Content:
+    v = _variables(panel)
+    a = panel.ascii_only
+    name = fmt.short_name(r.name)
+    head_w = 3 + min(22, len(name)) + 1
+    label_w = 4 + 1 + 5 + 1  # "util " + "100% "
+    fixed = head_w + 3 * label_w + 12 + 10 + 4
+    bar_w = max(4, min(30, (width - fixed) // 3))
+    util_s = _num_style("util", r.util_gpu, v)
+    line1 = Content.assemble(
+        f"{r.index:>2} ", (name[:22] + " ", "bold"),
+        "util ", bar(_frac(r.util_gpu), bar_w, util_s, ascii_only=a),
+        (fmt.pct(r.util_gpu).rjust(5), util_s),
+        "  mem ", bar(_frac(r.mem_pct), bar_w, _num_style("mem", r.mem_pct, v), ascii_only=a),
+        " " + fmt.mem(r),
+        "  pwr ",
+        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v), ascii_only=a),
+        " " + fmt.watts(r),
+    ).truncate(width)
+    badge = fmt.throttle_badge(r)
+    # Most telling first: at 80 columns the tail of this line is cut off.
+    bits: list[Content | str | tuple[str, str]] = [
+        "   ", (fmt.temp(r, ascii_only=a), _num_style("temp", r.temp_c, v)),
+        f"  SM {fmt.clocks(r)}  ",
+        (f"throttle: {fmt.throttle_words(r)}",
+         "bold $error" if badge and badge != NA else "$text-muted"),
+        "  PCIe ",
+        (fmt.pcie_link(r), "bold $warning" if r.pcie_downtrained else ""),
+        f" {fmt.pcie_rates(r, ascii_only=a)}",
+    ]
+    if r.nvlink_tx_bytes_s is not None or r.nvlink_rx_bytes_s is not None:
+        rx, tx = fmt.rate(r.nvlink_rx_bytes_s), fmt.rate(r.nvlink_tx_bytes_s)
+        bits.append(f"  NVLink rx {rx} tx {tx}")
+    if r.gpm is not None:
+        g = r.gpm
+        bits.append(
+            f"  SM occ {fmt.pct(g.sm_occupancy)} tensor {fmt.pct(g.tensor_util)} "
+            f"DRAM {fmt.pct(g.dram_bw_util)}"
+        )
+    bits.append(f"  mem {fmt.mhz(r.mem_clock_mhz)}/{fmt.mhz(r.mem_clock_max_mhz)}MHz")
+    if r.mem_temp_c is not None:
+        bits.append(f" {r.mem_temp_c:.0f}{'C' if a else '°C'}")
+    bits.append(f"  {r.pstate or NA}")
+    procs = "N/A" if r.processes is None else str(len(r.processes))
+    ecc = NA if r.ecc_uncorrected is None else str(r.ecc_uncorrected)
+    bits.append(f"  procs {procs}  ECC unc {ecc}")
+    if r.xid_count:
+        bits.append(("  XID " + ",".join(str(x) for x in r.xid_new[-3:]) or "  XID", "$error"))
+    bits.append(f"  fan {fmt.pct(r.fan_pct)}")
+    line2 = Content.assemble(*bits).truncate(width)
+    label = f"   {panel.history_metric:<6} "
+    spark = _history(panel, r, max(0, width - len(label)))
+    line3 = Content.assemble(label, (spark, "$accent"))
+    return Content("\n").join([line1, line2, line3])
+
+
+class GpuPanel(Widget, can_focus=True):
+    """All GPUs of one host."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "cycle_metric", "History metric"),
+        Binding("v", "toggle_compact", "Compact/full"),
+        Binding("t", "topology", "Topology"),
+    ]
+
+    DEFAULT_CSS = """
+    GpuPanel { height: auto; max-height: 100%; width: 1fr; }
+    GpuPanel > #gpu-summary { height: 1; color: $text-muted; }
+    GpuPanel > VerticalScroll { height: auto; max-height: 100%; }
+    """
+
+    compact: reactive[bool] = reactive(True)
+    ascii_only: reactive[bool] = reactive(False)
+    history_metric: reactive[HistoryMetric] = reactive("util")
+
+    class TopologyRequested(Message):
+        """The user pressed the topology key; the app shows a TopologyView."""
+
+    def __init__(
+        self,
+        *,
+        compact: bool = True,
+        ascii_only: bool = False,
+        history_metric: HistoryMetric = "util",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.set_reactive(GpuPanel.compact, compact)
+        self.set_reactive(GpuPanel.ascii_only, ascii_only)
+        self.set_reactive(GpuPanel.history_metric, history_metric)
+        self.header: GpuHeader | None = None
+        self.sample: GpuSample | None = None
+        self.histories: dict[int, GpuHistory] = {}
+        self.rows: dict[int, GpuRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("GPUs: waiting for the agent…", id="gpu-summary", markup=False)
+        yield VerticalScroll(id="gpu-rows")
+
+    # -- data in ---------------------------------------------------------------------------
+
+    def update_header(self, header: GpuHeader) -> None:
+        self.header = header
+        self._refresh_summary()
+
+    def update_sample(self, sample: GpuSample) -> None:
+        """Show one tick. Rows are mounted only when the set of GPUs changes."""
+        self.sample = sample
+        for r in sample.gpus:
+            self.histories.setdefault(r.index, GpuHistory()).add(r)
+        indices = [r.index for r in sample.gpus]
+        if list(self.rows) != indices and self.is_mounted:
+            self._remount(indices)
+        for r in sample.gpus:
+            row = self.rows.get(r.index)
+            if row is not None:
+                row.show(r)
+        self._refresh_summary()
+
+    update_samples = update_sample  # the name the brief uses
+
+    def _remount(self, indices: list[int]) -> None:
+        container = self.query_one("#gpu-rows", VerticalScroll)
+        for row in self.rows.values():
+            row.remove()
+        self.rows = {i: GpuRow(self, i) for i in indices}
+        for row in self.rows.values():
+            row.set_class(not self.compact, "-full")
+        container.mount_all(self.rows.values())
+
+    def on_mount(self) -> None:
+        if self.sample is not None:
+            self.update_sample(self.sample)
+
+    # -- summary line ----------------------------------------------------------------------
+
+    def summary(self) -> Content:
+        s = self.sample
+        h = self.header
+        parts: list[str] = []
+        gpus = s.gpus if s else []
+        if gpus:
+            names = {fmt.short_name(g.name) for g in gpus}
+            label = names.pop() if len(names) == 1 else "mixed"
+            parts.append(f"{len(gpus)} {'x' if self.ascii_only else '×'} {label}")  # noqa: RUF001
+            power = [g.power_w for g in gpus if g.power_w is not None]
+            limit = [g.power_limit_w for g in gpus if g.power_limit_w is not None]
+            if power:
+                cap = f"/{sum(limit) / 1000:.1f}" if limit else ""
+                parts.append(f"Σ {sum(power) / 1000:.2f}{cap} kW")
+            used = [g.mem_used_mib for g in gpus if g.mem_used_mib is not None]
+            total = [g.mem_total_mib for g in gpus if g.mem_total_mib is not None]
+            if used and total:
+                parts.append(f"mem {sum(used) / 1024:.0f}/{sum(total) / 1024:.0f}G")
+            throttled = [g.index for g in gpus if g.throttled]
+            if throttled:
+                parts.append(f"throttled: {len(throttled)}")
+        elif h is not None:
+            parts.append(f"{len(h.gpus)} GPUs")
+        if h is not None:
+            parts.append(h.backend)
+        parts.append(f"history: {self.history_metric} [m]")
+        if s is not None and s.cost_ms is not None:
+            parts.append(f"{s.cost_ms:.1f} ms/sample")
+        return Content((" | " if self.ascii_only else " · ").join(parts) if parts else "GPUs")
+
+    def _refresh_summary(self) -> None:
+        if self.is_mounted:
+            self.query_one("#gpu-summary", Static).update(self.summary())
+
+    # -- reactives and actions -------------------------------------------------------------
+
+    def watch_compact(self, compact: bool) -> None:
+        for row in self.rows.values():
+            row.set_class(not compact, "-full")
+            row.refresh()
+
+    def watch_ascii_only(self) -> None:
+        self._refresh_rows()
+        self._refresh_summary()
+
+    def watch_history_metric(self) -> None:
+        self._refresh_rows()
+        self._refresh_summary()
+
+    def _refresh_rows(self) -> None:
+        for row in self.rows.values():
+            row.refresh()
+
+    def action_cycle_metric(self) -> None:
+        i = HISTORY_METRICS.index(self.history_metric)
+        self.history_metric = HISTORY_METRICS[(i + 1) % len(HISTORY_METRICS)]
+
+    def action_toggle_compact(self) -> None:
+        self.compact = not self.compact
+
+    def action_topology(self) -> None:
+        self.post_message(self.TopologyRequested())
+
+    @staticmethod
+    def help_text() -> str:
+        lines = ["Loading-intensity colours (low / mid / high):"]
+        for kind, (low, high) in THRESHOLDS.items():
+            unit = "°C" if kind == "temp" else "%"
+            lines.append(f"  {kind:<6} < {low:g}{unit} / < {high:g}{unit} / above")
+        lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full · "
+                     "t: topology")
+        return "\n".join(lines)
