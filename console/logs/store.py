@@ -1,0 +1,199 @@
+"""A bounded, indexed store of log events for the log view (no Textual here).
+
+Rows are physical lines (a traceback event has several rows); every row has an absolute id
+that never changes, so a view can keep its place while old rows fall off the front.
+Memory bound: at most `max_lines` rows and `max_chars` characters of line text are retained
+(whole events are dropped from the front); plus one small tuple per row of index.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from console.logs.models import LogEvent, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class LogFilter:
+    """Show only events matching all the given conditions (not just highlight them)."""
+
+    min_severity: Severity | None = None
+    ranks: frozenset[str] | None = None
+    """Rank labels such as "TP0", "DP1 TP5"; "" selects lines without a rank prefix."""
+    pattern: re.Pattern[str] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.min_severity is not None or self.ranks is not None or self.pattern is not None
+
+    def matches(self, event: LogEvent) -> bool:
+        if self.min_severity is not None and event.severity < self.min_severity:
+            return False
+        if self.ranks is not None and event.ranks not in self.ranks:
+            return False
+        if self.pattern is not None:
+            return any(self.pattern.search(line) for line in event.lines)
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        if self.min_severity is not None:
+            parts.append(f"severity>={self.min_severity.label}")
+        if self.ranks is not None:
+            parts.append("rank=" + ",".join(sorted(r or "main" for r in self.ranks)))
+        if self.pattern is not None:
+            parts.append(f"/{self.pattern.pattern}/")
+        return " ".join(parts) or "none"
+
+
+class LogStore:
+    """Append batches of events; read visible rows by index (through the current filter)."""
+
+    def __init__(self, max_lines: int = 50_000, max_chars: int = 32 << 20) -> None:
+        if max_lines < 1 or max_chars < 1:
+            raise ValueError("max_lines and max_chars must be positive")
+        self.max_lines = max_lines
+        self.max_chars = max_chars
+        self._events: deque[tuple[int, LogEvent, int]] = deque()  # (first row id, event, chars)
+        self._rows: list[tuple[LogEvent, int]] = []
+        self._rows_base = 0  # absolute id of _rows[0]
+        self._first_live = 0  # absolute id of the oldest retained row
+        self._next_id = 0
+        self._chars = 0
+        self.filter = LogFilter()
+        self._view: list[int] | None = None  # absolute row ids when a filter is active
+        self._view_start = 0
+        self.ranks_seen: set[str] = set()
+        self.dropped_lines = 0
+
+    # -- size -------------------------------------------------------------------------------
+
+    @property
+    def line_count(self) -> int:
+        return self._next_id - self._first_live
+
+    @property
+    def char_count(self) -> int:
+        return self._chars
+
+    @property
+    def visible_count(self) -> int:
+        if self._view is None:
+            return self.line_count
+        return len(self._view) - self._view_start
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(self, events: Iterable[LogEvent]) -> int:
+        """Add events; returns how many visible rows were added (before any trimming)."""
+        added_visible = 0
+        view = self._view
+        flt = self.filter
+        rows = self._rows
+        for event in events:
+            first = self._next_id
+            count = len(event.lines)
+            chars = sum(len(line) for line in event.lines)
+            for index in range(count):
+                rows.append((event, index))
+            self._next_id = first + count
+            self._events.append((first, event, chars))
+            self._chars += chars
+            if event.ranks not in self.ranks_seen:
+                self.ranks_seen.add(event.ranks)
+            if view is None:
+                added_visible += count
+            elif flt.matches(event):
+                view.extend(range(first, first + count))
+                added_visible += count
+        self._trim()
+        return added_visible
+
+    def clear(self) -> None:
+        self._events.clear()
+        self._rows.clear()
+        self._rows_base = self._first_live = self._next_id
+        self._chars = 0
+        if self._view is not None:
+            self._view = []
+            self._view_start = 0
+
+    def _trim(self) -> None:
+        events = self._events
+        while events and (
+            self._next_id - self._first_live > self.max_lines or self._chars > self.max_chars
+        ) and len(events) > 1:
+            first, event, chars = events.popleft()
+            self._first_live = first + len(event.lines)
+            self._chars -= chars
+            self.dropped_lines += len(event.lines)
+        # Compact the row index once half of it is dead (amortised O(1) per row).
+        dead = self._first_live - self._rows_base
+        if dead and dead * 2 >= len(self._rows):
+            del self._rows[:dead]
+            self._rows_base = self._first_live
+        if self._view is not None:
+            start = bisect_left(self._view, self._first_live, lo=self._view_start)
+            self._view_start = start
+            if start and start * 2 >= len(self._view):
+                del self._view[:start]
+                self._view_start = 0
+
+    # -- filtering --------------------------------------------------------------------------
+
+    def set_filter(self, flt: LogFilter) -> None:
+        self.filter = flt
+        if not flt.active:
+            self._view = None
+            self._view_start = 0
+            return
+        view: list[int] = []
+        for first, event, _chars in self._events:
+            if flt.matches(event):
+                view.extend(range(first, first + len(event.lines)))
+        self._view = view
+        self._view_start = 0
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def row_id(self, visible_index: int) -> int:
+        if self._view is None:
+            return self._first_live + visible_index
+        return self._view[self._view_start + visible_index]
+
+    def row(self, visible_index: int) -> tuple[LogEvent, int]:
+        """(event, line index within the event) of a visible row; IndexError when out of range."""
+        if not 0 <= visible_index < self.visible_count:
+            raise IndexError(visible_index)
+        return self._rows[self.row_id(visible_index) - self._rows_base]
+
+    def line(self, visible_index: int) -> str:
+        event, index = self.row(visible_index)
+        return event.lines[index]
+
+    def visible_index_of(self, row_id: int) -> int | None:
+        """Where an absolute row id is in the current view (None if hidden or dropped)."""
+        if row_id < self._first_live or row_id >= self._next_id:
+            return None
+        if self._view is None:
+            return row_id - self._first_live
+        pos = bisect_left(self._view, row_id, lo=self._view_start)
+        if pos < len(self._view) and self._view[pos] == row_id:
+            return pos - self._view_start
+        return None
+
+    def search(self, pattern: re.Pattern[str], start: int, *, forward: bool = True) -> int | None:
+        """Visible index of the next row (after/before `start`, wrapping) whose line matches."""
+        total = self.visible_count
+        if total == 0:
+            return None
+        step = 1 if forward else -1
+        for offset in range(1, total + 1):
+            index = (start + step * offset) % total
+            if pattern.search(self.line(index)):
+                return index
+        return None

@@ -1,0 +1,89 @@
+"""ServerStrip: live server stats with sparklines. Renders a `ServerStats`; does no I/O."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Sparkline, Static
+
+from console.logs.server_stats import ServerStats
+
+_ROWS = (
+    ("gen", "gen_history"),
+    ("running", "running_history"),
+    ("queued", "queue_history"),
+    ("usage", "usage_history"),
+)
+
+
+class ServerStrip(Vertical):
+    """Call `update_stats(stats)` at 1-2 Hz; identical snapshots are skipped."""
+
+    DEFAULT_CSS = """
+    ServerStrip { height: auto; }
+    ServerStrip > Horizontal { height: 1; }
+    ServerStrip .strip-label { width: 24; }
+    ServerStrip Sparkline { width: 1fr; height: 1; }
+    ServerStrip #strip-graph { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._version: int | None = None
+        self.stats = ServerStats()
+
+    def compose(self) -> ComposeResult:
+        for key, _history in _ROWS:
+            with Horizontal():
+                yield Static(id=f"strip-{key}-label", classes="strip-label", markup=False)
+                yield Sparkline([], id=f"strip-{key}-spark")
+        yield Static(id="strip-graph", markup=False)
+
+    def on_mount(self) -> None:
+        self._render_stats(self.stats)
+
+    def update_stats(self, stats: ServerStats) -> None:
+        if stats.version == self._version and stats.source == self.stats.source:
+            return
+        self._version = stats.version
+        self.stats = stats
+        if self.is_mounted:
+            self._render_stats(stats)
+
+    def _render_stats(self, stats: ServerStats) -> None:
+        labels = {
+            "gen": f"gen {_num(stats.gen_throughput, '.0f')} tok/s",
+            "running": f"running {_num(stats.running_reqs, '.0f')}",
+            "queued": f"queued {_num(stats.queue_reqs, '.0f')}",
+            "usage": f"token usage {_num(stats.token_usage, '.2f')}",
+        }
+        for key, history in _ROWS:
+            self.query_one(f"#strip-{key}-label", Static).update(Text(labels[key]))
+            self.query_one(f"#strip-{key}-spark", Sparkline).data = list(getattr(stats, history))
+        self.query_one("#strip-graph", Static).update(self._graph_text(stats))
+
+    @staticmethod
+    def _graph_text(stats: ServerStats) -> Text:
+        text = Text("cuda graph ")
+        if stats.cuda_graph is None:
+            text.append("n/a", style="dim")
+        elif stats.cuda_graph:
+            text.append("on ✓", style="bold green")
+        else:
+            text.append("OFF ✗", style="bold red")
+        history = stats.cuda_graph_history[-40:]
+        if history:
+            text.append("  ")
+            for state in history:
+                text.append("▮" if state else "▯", style="green" if state else "red")
+        if stats.accept_len is not None:
+            text.append(f"  accept len {stats.accept_len:.2f}")
+        if stats.retractions:
+            text.append(f"  retractions {stats.retractions}", style="bold yellow")
+        text.append(f"  [{stats.source}]", style="dim")
+        return text
+
+
+def _num(value: float | int | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
