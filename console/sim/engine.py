@@ -105,7 +105,7 @@ class BaseEngine:
                   ordinal=ordinal, created=time.monotonic())
         if not ignore_eos:
             # A real model samples EOS somewhere; most benchmark-length requests run to length.
-            draw = (ordinal * 2654435761) % 1000
+            draw = ((ordinal + 1) * 2654435761) % 1000
             if draw < 150:
                 req.eos_at = 1 + (ordinal * 40503) % max(1, req.max_new)
         return req

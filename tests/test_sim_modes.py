@@ -1,0 +1,80 @@
+"""Determinism (--sim-seed), ideal-timing mode and /metrics gating."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+import httpx
+
+from tests.support.sim_fixtures import SimProcess
+
+
+def _gen(sim: SimProcess, n: int = 12) -> list[int]:
+    body = {"input_ids": [9] * 10, "sampling_params": {"max_new_tokens": n, "ignore_eos": True}}
+    return list(httpx.post(f"{sim.base_url}/generate", json=body, timeout=10).json()["output_ids"])
+
+
+def test_seed_makes_outputs_deterministic(sim_factory) -> None:
+    a = sim_factory("--sim-seed", "11")
+    b = sim_factory("--sim-seed", "11")
+    c = sim_factory("--sim-seed", "12")
+    first = [_gen(a), _gen(a)]
+    assert first == [_gen(b), _gen(b)]
+    assert first[0] != _gen(c)
+    assert first[0] != first[1]  # each request gets its own stream
+
+
+def test_ideal_timing_mode_is_exact(sim_factory) -> None:
+    sim = sim_factory("--sim-ideal-ttft-ms", "80", "--sim-ideal-itl-ms", "20")
+    body = {"input_ids": [9] * 10, "stream": True,
+            "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}}
+    arrivals: list[float] = []
+    with httpx.Client(timeout=10) as client:
+        client.get(f"{sim.base_url}/ready")  # warm the connection
+        start = time.perf_counter()
+        with client.stream("POST", f"{sim.base_url}/generate", json=body) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data: {"):
+                    arrivals.append(time.perf_counter())
+    assert len(arrivals) == 10
+    ttft = arrivals[0] - start
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert 0.075 <= ttft <= 0.11, ttft
+    assert abs(sum(gaps) / len(gaps) - 0.020) < 0.003, gaps
+    assert all(0.012 <= g <= 0.03 for g in gaps), gaps
+
+
+def test_metrics_only_with_enable_metrics(sim_factory) -> None:
+    sim = sim_factory("--enable-metrics")
+    _gen(sim, 6)
+    text = httpx.get(f"{sim.base_url}/metrics").text
+    for name in ("sglang:num_running_reqs{", "sglang:gen_throughput{", "sglang:token_usage{",
+                 "sglang:max_total_num_tokens{", "sglang:time_to_first_token_seconds_bucket{",
+                 "sglang:inter_token_latency_seconds_bucket{", "sglang:prompt_tokens_total{",
+                 "sglang:startup_time_seconds{", "sglang:e2e_request_latency_seconds_count{"):
+        assert name in text, name
+    assert 'engine_type="unified"' in text and 'model_name="test-model"' in text
+    generated = [line for line in text.splitlines()
+                 if line.startswith("sglang:generation_tokens_total{")]
+    assert float(generated[0].split()[-1]) >= 6 + 8  # ours + the 8-token warmup
+    names = {line.split("{")[0].split(" ")[0] for line in text.splitlines()
+             if line and not line.startswith("#")}
+    assert all(n.startswith("sglang:") for n in names), names
+
+
+def test_state_file_follows_load(sim_factory) -> None:
+    sim = sim_factory("--tp", "4", "--sim-speed", "2")
+    body = {"input_ids": [9] * 200, "sampling_params": {"max_new_tokens": 200,
+            "ignore_eos": True}}
+    url = f"{sim.base_url}/generate"
+    with httpx.Client(timeout=20) as client, client.stream("POST", url, json={**body,
+                                                                             "stream": True}):
+        time.sleep(0.8)
+        busy = json.loads(sim.state_file.read_text())
+    assert busy["phase"] == "ready" and busy["running"] == 1
+    used = [g for g in busy["gpus"] if g["in_use"]]
+    assert len(used) == 4 and busy["num_gpus"] == 8
+    assert used[0]["activity"] > 0.5 and used[0]["pcie_tx_bytes_per_s"] > 0
+    assert busy["tokens_per_s"] > 0
