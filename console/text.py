@@ -12,7 +12,11 @@ _ESCAPES = re.compile(
     r"|\x1b[@-Z\\-_]?"  # lone ESC or 2-byte Fe sequences
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Also lone surrogates (from surrogateescape decoding: they crash terminal output) and the
+# bidi/line-separator format characters that can reorder or break what the operator sees.
+_CONTROLS = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def sanitize(text: str) -> str:
