@@ -1,0 +1,226 @@
+"""Sweeps against the real simulator: direct URL, real-sshd port forward, several worker
+processes, failed steps, cancel, SGLang's own client, and a sweep killed mid-way."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from console.bench.bench_serving import BenchServingEngine
+from console.bench.engines import NativeEngine
+from console.bench.models import StepFailed, StepFinished, StepStarted, SweepEvent
+from console.bench.sweep import run_sweep, server_url
+from console.config_models import SweepPreset
+from console.store.db import RunStore
+from console.store.models import RunMeta
+from tests.support.bench_fixtures import IDEAL_ITL_MS, IDEAL_TTFT_MS
+from tests.support.sglang_bench import SHIM_PATH
+from tests.support.tokenizer import build_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = SweepPreset(concurrency=[1, 4], input_len=32, output_len=12, prompts_per_concurrency=2)
+
+
+def _close_to(value: float | None, truth: float, rel: float) -> bool:
+    return value is not None and abs(value - truth) <= truth * rel
+
+
+async def test_native_sweep_direct_url_measures_the_ideal_timing(ideal_sim, bench_db) -> None:
+    events: list[SweepEvent] = []
+    with RunStore(bench_db) as store:
+        outcome = await run_sweep(
+            QUICK, ideal_sim.base_url, engine=NativeEngine(), store=store,
+            meta=RunMeta(host="local", profile="ideal"), on_event=events.append,
+        )  # fmt: skip
+        run = store.get_run(outcome.run_id or 0)
+    assert outcome.status == "finished"
+    assert [s.status for s in outcome.steps] == ["ok", "ok"]
+    assert [e.concurrency for e in events if isinstance(e, StepStarted)] == [1, 4]
+    assert sum(isinstance(e, StepFinished) for e in events) == 2
+    for step in outcome.steps:
+        m = step.metrics
+        assert m is not None
+        assert m.completed == step.concurrency * 2 and m.errors == 0
+        assert m.output_tokens == m.completed * 12  # server counts, ignore_eos honoured
+        assert m.input_tokens == m.completed * 32  # input_ids: exact lengths
+        assert m.output_len_mismatches == 0
+        assert IDEAL_TTFT_MS <= (m.ttft_ms.p50 or 0) < IDEAL_TTFT_MS + 40
+        assert _close_to(m.tpot_ms.p50, IDEAL_ITL_MS, 0.3)
+        assert m.total_tok_s > m.output_tok_s > 0
+    assert 3.0 < (outcome.steps[1].metrics.measured_concurrency or 0) <= 4.05  # type: ignore[union-attr]
+    assert run.summary.meta.server_version == "0.5.23"  # /server_info snapshot stored
+    assert run.summary.meta.server_info and run.summary.meta.spec["output_len"] == 12
+    assert [s.concurrency for s in run.steps] == [1, 4]
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+async def test_openai_endpoints_use_usage_counts(ideal_sim, endpoint: str) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [2], "endpoint": endpoint})
+    outcome = await run_sweep(spec, ideal_sim.base_url, engine=NativeEngine())
+    (step,) = outcome.steps
+    assert step.status == "ok", step.error
+    m = step.metrics
+    assert m is not None and m.completed == 4
+    assert m.output_tokens == 4 * 12
+    assert m.input_tokens > 0  # from usage.prompt_tokens
+    assert _close_to(m.tpot_ms.p50, IDEAL_ITL_MS, 0.3)
+
+
+async def test_several_worker_processes_share_a_step(ideal_sim) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [6], "prompts_per_concurrency": 2})
+    engine = NativeEngine(streams_per_worker=3, max_workers=2)
+    outcome = await run_sweep(spec, ideal_sim.base_url, engine=engine)
+    m = outcome.steps[0].metrics
+    assert m is not None and m.workers == 2
+    assert m.completed == 12 and m.errors == 0
+    assert 4.5 < m.measured_concurrency <= 6.05  # both processes really ran streams at once
+
+
+@pytest.mark.sshd
+async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [2]})
+    async with server_url(transport=ssh_transport, port=ideal_sim.port) as url:
+        assert url != ideal_sim.base_url
+        outcome = await run_sweep(spec, url, engine=NativeEngine())
+    (step,) = outcome.steps
+    assert step.status == "ok", step.error
+    assert step.metrics is not None and step.metrics.completed == 4
+    assert step.metrics.output_tokens == 48
+
+
+async def test_failed_step_records_error_and_log_tail_and_goes_on(ideal_sim, bench_db) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [1, 2, 4], "request_timeout_s": 5})
+    events: list[SweepEvent] = []
+
+    def on_event(event: SweepEvent) -> None:
+        events.append(event)
+        if isinstance(event, StepFinished) and event.result.concurrency == 1:
+            ideal_sim.process.kill()  # the server dies after the first step
+            ideal_sim.process.wait()
+
+    with RunStore(bench_db) as store:
+        outcome = await run_sweep(
+            spec, ideal_sim.base_url, engine=NativeEngine(), store=store, on_event=on_event,
+            log_tail=lambda: ideal_sim.log_text().splitlines(),
+        )  # fmt: skip
+        stored = store.get_run(outcome.run_id or 0)
+    assert [s.status for s in outcome.steps] == ["ok", "failed", "failed"]
+    failed = outcome.steps[1]
+    assert failed.error and ("flush_cache failed" in failed.error or "Connect" in failed.error)
+    assert failed.log_tail and any("ready to roll" in line for line in failed.log_tail)
+    assert sum(isinstance(e, StepFailed) for e in events) == 2
+    assert [s.status for s in stored.steps] == ["ok", "failed", "failed"]
+    assert stored.steps[1].log_tail == failed.log_tail
+
+
+async def test_stop_on_failure_stops(ideal_sim) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [1, 2, 4], "stop_on_failure": True})
+    ideal_sim.process.kill()
+    ideal_sim.process.wait()
+    outcome = await run_sweep(spec, ideal_sim.base_url, engine=NativeEngine())
+    assert outcome.status == "failed" and len(outcome.steps) == 1
+
+
+async def test_cancel_mid_step_is_quick_and_recorded(ideal_sim, bench_db) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [2, 4], "step_seconds": 60.0})
+    cancel = asyncio.Event()
+
+    def on_event(event: SweepEvent) -> None:
+        if getattr(event, "phase", None) == "measure":
+            asyncio.get_running_loop().call_later(1.0, cancel.set)
+
+    with RunStore(bench_db) as store:
+        started = time.monotonic()
+        outcome = await run_sweep(
+            spec, ideal_sim.base_url, engine=NativeEngine(), store=store,
+            on_event=on_event, cancel_event=cancel,
+        )  # fmt: skip
+        assert time.monotonic() - started < 15
+        assert outcome.status == "cancelled"
+        assert store.get_run(outcome.run_id or 0).summary.status == "cancelled"
+
+
+async def test_task_cancel_marks_the_run_cancelled(ideal_sim, bench_db) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [2], "step_seconds": 60.0})
+    with RunStore(bench_db) as store:
+        task = asyncio.create_task(run_sweep(spec, ideal_sim.base_url, engine=NativeEngine(),
+                                             store=store))  # fmt: skip
+        await asyncio.sleep(2.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=15)
+        (summary,) = store.list_runs()
+        assert summary.status == "cancelled"
+
+
+async def test_bench_serving_engine_runs_sglangs_client(
+    ideal_sim, local_transport, tmp_path
+) -> None:
+    tokenizer = build_tokenizer(tmp_path / "tok")
+    engine = BenchServingEngine(
+        local_transport,
+        host_base_url=ideal_sim.base_url,
+        command=[sys.executable, str(SHIM_PATH)],
+        tokenizer=str(tokenizer),
+        workdir=str(tmp_path),
+    )
+    spec = QUICK.model_copy(update={"concurrency": [2], "engine": "bench-serving",
+                                    "warmup_prompts": 1})  # fmt: skip
+    lines: list[str] = []
+    outcome = await run_sweep(
+        spec, ideal_sim.base_url, engine=engine,
+        on_event=lambda e: lines.append(e.detail) if getattr(e, "phase", "") == "output" else None,
+    )  # fmt: skip
+    (step,) = outcome.steps
+    assert step.status == "ok", (step.error, lines[-10:])
+    m = step.metrics
+    assert m is not None and m.engine == "bench-serving"
+    assert m.completed == 4 and m.output_tokens == 48
+    assert _close_to(m.tpot_ms.p50, IDEAL_ITL_MS, 0.3)
+    assert step.raw is not None and step.raw["max_concurrency"] == 2
+    assert any("Serving Benchmark Result" in line for line in lines)  # progress was streamed
+
+
+def test_killed_sweep_keeps_completed_steps(ideal_sim, tmp_path) -> None:
+    db = tmp_path / "kill.db"
+    argv = [
+        sys.executable, "-m", "console.cli", "sweep", "--url", ideal_sim.base_url,
+        "--concurrency", "1,2,4,8,16", "--input-len", "16", "--output-len", "40",
+        "--num-prompts", "8", "--db", str(db), "--json",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PLATEAU_DB": str(db)})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        done = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            if db.exists():
+                try:
+                    with sqlite3.connect(db) as raw:
+                        done = raw.execute("SELECT COUNT(*) FROM steps").fetchone()[0]
+                except sqlite3.OperationalError:
+                    done = 0
+            if done >= 2:
+                break
+            time.sleep(0.05)
+        assert done >= 2, proc.stderr.read() if proc.stderr else ""
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with RunStore(db) as store:
+        (summary,) = store.list_runs()
+        assert summary.status == "interrupted"
+        run = store.get_run(summary.id)
+    assert len(run.steps) >= 2 and len(run.steps) < 5
+    assert [s.concurrency for s in run.steps[:2]] == [1, 2]
+    assert all(s.status == "ok" and s.metrics and s.metrics.completed == 8 for s in run.steps)
