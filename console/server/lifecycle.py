@@ -575,13 +575,19 @@ class ServerLifecycle:
         run.start(Phase.STARTUP)
         opts = self.options
         lines: deque[str] = deque(maxlen=2000)
+
+        def scrub(line: str) -> str:
+            # The server may print its own args (SGLang's `server_args=` line): never pass the
+            # key on in an event or an error.
+            return line.replace(key, "<redacted>") if key else line
+
         state: dict[str, Any] = {"step": StartupStep.LAUNCHED, "ready_line": False}
 
         async def follow() -> None:
             stream = await self.transport.stream_lines(["tail", "-n", "+1", "-F", log_path])
             async with stream:
                 async for raw in stream:
-                    line = sanitize(raw)
+                    line = scrub(sanitize(raw))
                     lines.append(line)
                     run.emit(LogLine(line))
                     step = step_of(line)
@@ -601,7 +607,7 @@ class ServerLifecycle:
                         run.progress(Phase.STARTUP, f"log follower stopped: {follower.exception()}")
                     if not await self.transport.is_alive(process.pid):
                         await asyncio.sleep(0.3)  # let the last lines reach the log
-                        tail = await self.read_log_tail(log_path)
+                        tail = [scrub(x) for x in await self.read_log_tail(log_path)]
                         diagnosis = diagnose(tail)
                         run.fail(Phase.STARTUP, f"{diagnosis.reason} ({diagnosis.kind})",
                                  diagnosis.lines)
@@ -609,7 +615,7 @@ class ServerLifecycle:
                     if code == 200 or (state["ready_line"] and code is None):
                         break
                     if time.monotonic() >= deadline:
-                        tail = await self.read_log_tail(log_path)
+                        tail = [scrub(x) for x in await self.read_log_tail(log_path)]
                         run.fail(Phase.STARTUP, f"not ready after {opts.startup_timeout_s:g} s "
                                  f"(last step: {state['step'].value})", tail[-12:])
                     await asyncio.sleep(opts.poll_interval_s)

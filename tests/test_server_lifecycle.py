@@ -1,0 +1,282 @@
+"""The restart state machine against the simulator, through LocalTransport and a real sshd."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from console.server.events import (
+    CommandShown,
+    LifecycleDone,
+    LifecycleFailed,
+    Phase,
+    PhaseFinished,
+    PhaseProgress,
+    StartupStep,
+)
+from console.server.lease import HostBusy, host_lease
+from console.server.lifecycle import LifecycleError
+from tests.support.server_fixtures import SIM_LAUNCH, ServerEnv
+
+
+def server_info(port: int) -> dict:
+    return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5, trust_env=False).json()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def phases_finished(events) -> list[str]:
+    return [e.phase.value for e in events if isinstance(e, PhaseFinished)]
+
+
+@pytest.mark.sshd
+async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, any_transport):
+    life = server_env.lifecycle(any_transport)
+    first = await life.restart(
+        "triton", server_env.profile(**{"moe-runner-backend": "triton"}), server_env.record_event
+    )
+    assert server_info(server_env.port)["moe_runner_backend"] == "triton"
+    events = server_env.events
+    server_env.events = []
+    second = await life.restart(
+        "cutlass", server_env.profile(**{"moe-runner-backend": "cutlass"}),
+        server_env.record_event,
+    )
+    info = server_info(server_env.port)
+    assert info["moe_runner_backend"] == "cutlass"
+    assert second.pid != first.pid and not pid_alive(first.pid)
+    assert second.sglang_version == info["version"] == "0.5.23"
+    # every phase ran, in order, and the startup steps came from the log
+    assert phases_finished(server_env.events) == [
+        "validate", "stop", "verify-stopped", "launch", "startup", "ready"
+    ]
+    steps = [e.step for e in events if isinstance(e, PhaseProgress) and e.step]
+    assert steps[-1] == StartupStep.READY and StartupStep.LOAD_WEIGHTS in steps
+    shown = [e for e in server_env.events if isinstance(e, CommandShown)]
+    assert "--moe-runner-backend cutlass" in shown[0].command
+    # old log kept, new one separate, current.log points at the new one
+    logs = server_env.logs()
+    assert len(logs) == 2 and "triton" in logs[0].read_text()
+    assert "cutlass" in logs[1].name
+    assert os.path.realpath(server_env.root / "run" / "current.log") == str(logs[1])
+    record = json.loads((server_env.root / "run" / "server.json").read_text())
+    assert record["pid"] == second.pid and record["state"] == "ready"
+    assert record["profile"] == "cutlass"
+    status = await life.status()
+    assert status.running and status.health == "ready" and status.version == "0.5.23"
+    stopped = await life.stop()
+    assert stopped is not None and not pid_alive(second.pid)
+    assert not (await life.status()).running
+
+
+@pytest.mark.sshd
+async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv, any_transport):
+    life = server_env.lifecycle(any_transport)
+    running = await life.start("a", server_env.profile())
+    bad = server_env.profile(**{"nsa-decode-backend": "flashmla_kv"})
+    with pytest.raises(LifecycleError) as caught:
+        await life.restart("bad", bad, server_env.record_event)
+    assert caught.value.phase is Phase.VALIDATE
+    assert "--dsa-decode-backend" in str(caught.value)
+    assert phases_finished(server_env.events) == []  # not even validate finished
+    assert pid_alive(running.pid)
+    assert len(server_env.logs()) == 1
+    assert (await life.status()).health == "ready"
+    await life.stop()
+
+
+@pytest.mark.sshd
+async def test_startup_crash_reported_with_log_lines(server_env: ServerEnv, any_transport):
+    life = server_env.lifecycle(any_transport)
+    oom = server_env.profile(**{"sim-weights-gb": 900.0})
+    with pytest.raises(LifecycleError) as caught:
+        await life.restart("huge", oom, server_env.record_event)
+    error = caught.value
+    assert error.phase is Phase.STARTUP
+    assert "out of GPU memory" in error.reason
+    assert any("CUDA out of memory" in line for line in error.log_lines)
+    failed = [e for e in server_env.events if isinstance(e, LifecycleFailed)]
+    assert failed and failed[0].log_lines == error.log_lines
+    record = json.loads((server_env.root / "run" / "server.json").read_text())
+    assert record["state"] == "failed" and not pid_alive(record["pid"])
+    assert not (await life.status()).running
+
+
+async def test_port_held_by_another_program_is_not_touched(server_env: ServerEnv,
+                                                            local_transport):
+    life = server_env.lifecycle(local_transport, port_free_timeout_s=0.5)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", server_env.port))
+    holder.listen()
+    try:
+        with pytest.raises(LifecycleError) as caught:
+            await life.restart("a", server_env.profile())
+        assert caught.value.phase is Phase.STOP
+        assert "does not look like an SGLang server" in caught.value.reason
+        assert server_env.logs() == []
+    finally:
+        holder.close()
+
+
+async def test_restart_refused_while_a_sweep_holds_the_lease(server_env: ServerEnv,
+                                                             local_transport):
+    life = server_env.lifecycle(local_transport)
+    await life.start("a", server_env.profile())
+    lease = host_lease(server_env.host.name)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def sweep() -> None:  # the sweep runner holds the lease in its own task
+        async with lease.hold("sweep quick on a"):
+            holding.set()
+            await release.wait()
+
+    sweeper = asyncio.create_task(sweep())
+    await holding.wait()
+    with pytest.raises(HostBusy) as caught:
+        await life.restart("b", server_env.profile(**{"moe-runner-backend": "triton"}))
+    assert "sweep quick on a" in str(caught.value)
+    assert len(server_env.logs()) == 1
+    # queued instead: waits until the sweep releases, then runs
+    queued = asyncio.create_task(
+        life.restart("b", server_env.profile(**{"moe-runner-backend": "triton"}), wait=True)
+    )
+    await asyncio.sleep(0.3)
+    assert not queued.done() and len(server_env.logs()) == 1
+    release.set()
+    await sweeper
+    record = await asyncio.wait_for(queued, 30)
+    assert record.profile == "b" and len(server_env.logs()) == 2
+    # and the other way round: a sweep cannot start while a restart holds the lease
+    restart = asyncio.create_task(life.restart("c", server_env.profile()))
+    await asyncio.sleep(0.05)
+    with pytest.raises(HostBusy):
+        async with lease.hold("sweep"):
+            pass
+    await restart
+    await life.stop()
+
+
+async def test_adopts_a_server_started_by_hand(server_env: ServerEnv, local_transport, tmp_path):
+    log = tmp_path / "by-hand.log"
+    argv = [*SIM_LAUNCH, "--model-path", "hand/Model", "--port", str(server_env.port),
+            "--sim-startup-seconds", "0", "--sim-state-file", str(tmp_path / "s.json")]
+    with log.open("ab") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{server_env.port}/ready", timeout=1,
+                             trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.05)
+        life = server_env.lifecycle(local_transport)
+        assert not (await life.status()).running  # no record yet
+        record = await life.adopt(server_env.port, launch=SIM_LAUNCH)
+        assert record.pid == process.pid and record.origin == "adopted"
+        assert record.log_path == str(log)
+        status = await life.status()
+        assert status.running and status.record.profile == "adopted"
+        # a restart stops the adopted server and launches ours
+        new = await life.restart("mine", server_env.profile())
+        assert process.wait(timeout=10) is not None
+        assert new.pid != process.pid and new.origin == "launched"
+        await life.stop()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+async def test_cancel_during_startup_leaves_host_clean(server_env: ServerEnv, local_transport):
+    life = server_env.lifecycle(local_transport)
+    task = asyncio.create_task(
+        life.restart("slow", server_env.profile(startup_seconds=20.0), server_env.record_event)
+    )
+    for _ in range(200):
+        if any(isinstance(e, PhaseFinished) and e.phase is Phase.LAUNCH
+               for e in server_env.events):
+            break
+        await asyncio.sleep(0.02)
+    record = await life.read_record()
+    assert record is not None and pid_alive(record.pid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not pid_alive(record.pid)
+    assert (await life.read_record()).state == "failed"
+    assert not host_lease(server_env.host.name).busy
+
+
+async def test_api_key_reaches_server_but_no_record_or_event(server_env: ServerEnv,
+                                                             local_transport):
+    secret = "sk-test-0123456789"
+    life = server_env.lifecycle(local_transport)
+    life._local_env = {"PLATEAU_TEST_KEY": secret}
+    profile = server_env.profile().model_copy(update={"api_key_env": "PLATEAU_TEST_KEY"})
+    await life.restart("keyed", profile, server_env.record_event)
+    record_text = (server_env.root / "run" / "server.json").read_text()
+    assert secret not in record_text and "PLATEAU_TEST_KEY" in record_text
+    assert all(secret not in repr(e) for e in server_env.events)
+    # the server got it: its argv carries --api-key (SGLang has no other way to take it)
+    pid = json.loads(record_text)["pid"]
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert secret.encode() in cmdline
+    assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    done = [e for e in server_env.events if isinstance(e, LifecycleDone)]
+    assert done and done[0].action == "restart"
+    await life.stop()
+
+
+def test_missing_api_key_fails_before_stopping(server_env: ServerEnv) -> None:
+    from console.host.local import LocalTransport
+
+    async def scenario() -> None:
+        life = server_env.lifecycle(LocalTransport("x"))
+        life._local_env = {}
+        profile = server_env.profile().model_copy(update={"api_key_env": "NOPE_KEY"})
+        with pytest.raises(LifecycleError, match="NOPE_KEY is not set"):
+            await life.restart("k", profile)
+        assert server_env.logs() == []
+
+    asyncio.run(scenario())
+
+
+def test_plateau_server_demo_cli(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def plateau(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "console.cli", "server", *args, "--demo"],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    assert plateau("status").returncode == 3
+    started = plateau("start", "--profile", "triton-moe")
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "▸ startup" in started.stdout and "--moe-runner-backend triton" in started.stdout
+        again = plateau("start")
+        assert again.returncode != 0 and "already running" in again.stderr
+        status = plateau("status")
+        assert status.returncode == 0 and "READY" in status.stdout
+        assert "triton-moe" in status.stdout and "sglang 0.5.23" in status.stdout
+    finally:
+        stopped = plateau("stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    bad = plateau("restart", "--profile", "nope")
+    assert bad.returncode == 2 and "unknown profile" in bad.stderr
