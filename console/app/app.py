@@ -1,0 +1,454 @@
+"""PlateauApp: the Textual console. Sessions (one per host) do the work; the app renders.
+
+Data flow: a HostSession emits typed events, already folded into its HostState; a pump worker
+per host turns each into a coalescing `HostChanged` message; the handler redraws the aspects
+that changed on the visible screen, in place. Nothing here waits on the network: commands
+(restart, sweep) are handed to the session in workers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import App
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
+from console.app.commands import PlateauCommands
+from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
+from console.app.screens.dashboard import DashboardScreen, sweep_line
+from console.app.screens.modals import HelpScreen, HostPicker
+from console.app.screens.views import (
+    CompareScreen,
+    ConfigScreen,
+    EventsScreen,
+    HistoryScreen,
+    TopologyScreen,
+)
+from console.app.theming import (
+    DEFAULT_THEME,
+    THEME_DIR,
+    choose_theme,
+    fallback_theme,
+    load_themes,
+)
+from console.config import LoadedConfig
+from console.session.events import (
+    ConnectionChanged,
+    GpuUpdate,
+    LogBatch,
+    ServerStats,
+    ServerStatus,
+    SessionEvent,
+    SweepDone,
+    SweepPointDone,
+    SweepProgress,
+    TopologyUpdate,
+)
+from console.session.protocol import Session
+from console.session.state import Clock, EventRecord, HostState, utc_now
+from widgets.header import HeaderInfo
+from widgets.help_panel import HelpRow, Thresholds
+
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
+
+_ASPECTS: dict[type, tuple[str, ...]] = {
+    GpuUpdate: ("gpus",),
+    LogBatch: ("log",),
+    ServerStats: ("stats",),
+    TopologyUpdate: ("topology",),
+    ConnectionChanged: ("connection",),
+    ServerStatus: ("server",),
+    SweepProgress: ("sweep",),
+    SweepPointDone: ("sweep",),
+    SweepDone: ("sweep",),
+}
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before anything destructive (restart)."""
+
+    BINDINGS = [
+        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        with Vertical(id="confirm-box"):
+            yield Static(self.question, markup=False)
+            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)
+
+
+class PlateauApp(App[int]):
+    TITLE = "plateau"
+    CSS_PATH = str(THEME_DIR / "app.tcss")
+    BINDINGS: ClassVar = app_bindings()
+    COMMANDS = App.COMMANDS | {PlateauCommands}
+    MODES: ClassVar = {
+        "dashboard": DashboardScreen,
+        "history": HistoryScreen,
+        "compare": CompareScreen,
+        "topology": TopologyScreen,
+        "events": EventsScreen,
+        "config": ConfigScreen,
+    }
+    DEFAULT_MODE = "dashboard"
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        sessions: Sequence[Session],
+        *,
+        active_host: str | None = None,
+        clock: Clock = utc_now,
+        store_path: Path | None = None,
+        start_screen: str = "dashboard",
+        theme: str | None = None,
+        theme_dirs: Sequence[Path] = (THEME_DIR,),
+        tick_seconds: float | None = 1.0,
+    ) -> None:
+        super().__init__()
+        self.loaded = loaded
+        self.config = loaded.config
+        self.clock = clock
+        self.store_path = store_path
+        self.tick_seconds = tick_seconds
+        self.sessions: dict[str, Session] = {s.host.name: s for s in sessions}
+        if not self.sessions:
+            raise ValueError("the console needs at least one host session")
+        self.host_names = list(self.sessions)
+        self.active_host = active_host if active_host in self.sessions else self.host_names[0]
+        if start_screen not in SCREENS:
+            raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
+        self.start_screen = start_screen
+        self.hidden_panels: set[str] = set()
+        self.app_events: deque[EventRecord] = deque(maxlen=500)
+        self._notified: dict[str, int] = {}
+        self._setup_themes(theme or self.config.theme, theme_dirs)
+        self._setup_keymap()
+
+    # -- setup --------------------------------------------------------------------------------
+
+    def _setup_themes(self, wanted: str, theme_dirs: Sequence[Path]) -> None:
+        result = load_themes(*theme_dirs)
+        if DEFAULT_THEME not in result.themes:
+            result.themes[DEFAULT_THEME] = fallback_theme()
+        for theme in result.themes.values():
+            self.register_theme(theme)
+        self.plateau_theme_names = sorted(result.themes)
+        for problem in result.problems:
+            self.app_note("theme", problem, "warning")
+        chosen, why = choose_theme(wanted, result.themes)
+        if why:
+            self.app_note("theme", why, "warning")
+        self.theme = chosen
+
+    def _setup_keymap(self) -> None:
+        unknown = unknown_keymap_ids(self.config.keymap)
+        if unknown:
+            known = ", ".join(spec.id for spec in ACTIONS)
+            self.app_note(
+                "keymap", f"unknown binding id(s) in [keymap]: {', '.join(unknown)} "
+                f"(known: {known})", "warning"
+            )
+        self.set_keymap(dict(self.config.keymap))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # Built-in Textual themes lack our variables; widgets' CSS must still parse under them.
+        return dict(fallback_theme().variables)
+
+    def app_note(self, source: str, message: str, level: str = "info") -> None:
+        self.app_events.append(
+            EventRecord(self.clock(), "console", source, level, message)  # type: ignore[arg-type]
+        )
+        if level != "info" and self.is_running:
+            self.notify(message, title=source, severity=_severity(level), markup=False)
+
+    def on_mount(self) -> None:
+        for record in self.app_events:
+            if record.level != "info":
+                self.notify(
+                    record.message, title=record.source, severity=_severity(record.level),
+                    markup=False,
+                )
+        for session in self.sessions.values():
+            self.run_worker(
+                self._pump(session),
+                name=f"pump:{session.host.name}",
+                group="pumps",
+                exit_on_error=False,
+                description=f"events of host {session.host.name}",
+            )
+        if self.tick_seconds:
+            self.set_interval(self.tick_seconds, self._tick)
+        if self.start_screen != "dashboard":
+            self.switch_mode(self.start_screen)
+
+    async def _pump(self, session: Session) -> None:
+        await session.start()
+        name = session.host.name
+        events_rev = session.state.revision.get("events", 0)
+        async for event in session.events():
+            aspects = _aspects_of(event)
+            rev = session.state.revision.get("events", 0)
+            if rev != events_rev:
+                events_rev = rev
+                aspects = (*aspects, "events")
+            if aspects:
+                self.post_message(HostChanged(name, aspects))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.app_note(
+                "worker", f"{event.worker.description or event.worker.name} failed: {error}",
+                "error",
+            )
+
+    def on_gpu_panel_topology_requested(self) -> None:
+        self.switch_mode("topology")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def active_session(self) -> Session:
+        return self.sessions[self.active_host]
+
+    @property
+    def active_state(self) -> HostState:
+        return self.active_session.state
+
+    def header_info(self, state: HostState) -> HeaderInfo:
+        return HeaderInfo(
+            host=state.host,
+            host_index=self.host_names.index(state.host),
+            host_count=len(self.host_names),
+            connection=state.connection,
+            version=state.server_version,
+            profile=state.profile or self.sessions[state.host].host.profile,
+            server_state=state.server_state,
+            uptime_s=state.uptime_seconds(),
+            sweep=sweep_line(state) if state.sweep.running else "",
+        )
+
+    def all_events(self) -> list[EventRecord]:
+        records = list(self.app_events)
+        for session in self.sessions.values():
+            records.extend(session.state.events)
+        return sorted(records, key=lambda r: r.at)
+
+    def effective_keys(self) -> dict[str, str]:
+        return effective_keys(dict(self.config.keymap))
+
+    def on_host_changed(self, message: HostChanged) -> None:
+        state = self.sessions[message.host].state
+        if "events" in message.aspects:
+            self._notify_new(state)
+        screen: Any = self.screen
+        if message.host == self.active_host or isinstance(screen, EventsScreen):
+            render = getattr(screen, "render_host", None)
+            if callable(render):
+                render(self.active_state, message.aspects)
+        if message.host == self.active_host and {"server", "sweep", "connection"} & set(
+            message.aspects
+        ):
+            self.refresh_bindings()
+
+    def _notify_new(self, state: HostState) -> None:
+        rev = state.revision.get("events", 0)
+        seen = self._notified.get(state.host, 0)
+        self._notified[state.host] = rev
+        new = min(rev - seen, len(state.events))
+        if new <= 0:
+            return
+        for record in list(state.events)[-new:]:
+            if record.level in ("warning", "error"):
+                self.notify(
+                    record.message,
+                    title=f"{record.host}: {record.source}",
+                    severity=_severity(record.level),
+                    markup=False,
+                    timeout=8 if record.level == "error" else 5,
+                )
+
+    def _tick(self) -> None:
+        refresh = getattr(self.screen, "refresh_header", None)
+        if callable(refresh):
+            refresh(self.active_state)
+
+    # -- availability (footer, palette) ---------------------------------------------------------
+
+    def unavailable_reason(self, action_id: str) -> str | None:
+        state = self.active_state
+        busy_server = state.server_state in ("starting", "stopping")
+        if action_id == "restart" or action_id == "sweep":
+            if state.sweep.running:
+                return "a sweep is running"
+            if busy_server:
+                return f"server is {state.server_state}"
+            if state.connection != "connected":
+                return f"host {state.connection}"
+        elif action_id == "cancel-sweep":
+            if not state.sweep.running:
+                return "no sweep is running"
+        elif action_id in ("next-host", "prev-host", "hosts") and len(self.host_names) < 2:
+            return "only one host configured"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        action_id = {
+            "restart": "restart",
+            "sweep": "sweep",
+            "cancel_sweep": "cancel-sweep",
+            "next_host": "next-host",
+            "pick_host": "hosts",
+        }.get(action)
+        if action_id is None or self.unavailable_reason(action_id) is None:
+            return True
+        if action_id in ("cancel-sweep", "next-host", "hosts"):
+            return False  # hidden: irrelevant now
+        return None  # shown greyed out: relevant, but not now
+
+    def run_action_id(self, action_id: str) -> None:
+        self.call_later(self.run_action, BY_ID[action_id].action)
+
+    # -- actions ----------------------------------------------------------------------------------
+
+    def _refuse(self, action_id: str) -> bool:
+        why = self.unavailable_reason(action_id)
+        if why is None:
+            return False
+        self.notify(f"{BY_ID[action_id].description}: {why}", severity="warning", markup=False)
+        return True
+
+    def action_restart(self) -> None:
+        if self._refuse("restart"):
+            return
+        session = self.active_session
+        profile = session.state.profile or session.host.profile or "(none)"
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._send(session, "restart", session.state.profile or session.host.profile)
+
+        self.push_screen(
+            ConfirmScreen(f"Restart the server on {session.host.name} with profile {profile}?"),
+            confirmed,
+        )
+
+    def action_sweep(self) -> None:
+        if not self._refuse("sweep"):
+            self._send(self.active_session, "sweep", "default")
+
+    def action_cancel_sweep(self) -> None:
+        if not self._refuse("cancel-sweep"):
+            self._send(self.active_session, "cancel-sweep", None)
+
+    def _send(self, session: Session, command: str, argument: str | None) -> None:
+        self.post_message(CommandSent(session.host.name, command, argument))
+        if command == "restart":
+            work = session.restart(argument)
+        elif command == "sweep":
+            work = session.start_sweep(argument or "default")
+        else:
+            work = session.cancel_sweep()
+        self.run_worker(
+            work, group="commands", exit_on_error=False,
+            description=f"{command} on {session.host.name}",
+        )
+
+    def action_flags(self) -> None:
+        self.app_note("flags", "the flags editor is not wired into the console yet", "warning")
+
+    def action_show(self, name: str) -> None:
+        if name in SCREENS:
+            self.switch_mode(name)
+
+    def action_toggle(self, panel: str) -> None:
+        screen = self.get_screen_dashboard()
+        if screen is None:
+            return
+        if screen.toggle_panel(panel):
+            self.hidden_panels.discard(panel)
+        else:
+            self.hidden_panels.add(panel)
+
+    def action_maximize(self) -> None:
+        screen = self.get_screen_dashboard()
+        if screen is not None:
+            screen.toggle_maximize()
+
+    def action_filter(self) -> None:
+        screen = self.get_screen_dashboard()
+        if screen is None:
+            self.switch_mode("dashboard")
+            return
+        screen.focus_log()
+
+    def get_screen_dashboard(self) -> DashboardScreen | None:
+        screen = self.screen
+        return screen if isinstance(screen, DashboardScreen) else None
+
+    def action_next_host(self, step: int) -> None:
+        index = self.host_names.index(self.active_host)
+        self.switch_host(self.host_names[(index + step) % len(self.host_names)])
+
+    def action_pick_host(self) -> None:
+        hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
+
+        def picked(name: str | None) -> None:
+            if name:
+                self.switch_host(name)
+
+        self.push_screen(HostPicker(hosts, self.active_host), picked)
+
+    def switch_host(self, name: str) -> None:
+        if name not in self.sessions or name == self.active_host:
+            return
+        self.active_host = name
+        render = getattr(self.screen, "render_host", None)
+        if callable(render):
+            render(self.active_state, None)
+        self.refresh_bindings()
+        self.post_message(ActiveHostChanged(name))
+
+    def use_theme(self, name: str) -> None:
+        self.theme = name
+
+    def action_cycle_theme(self) -> None:
+        names = self.plateau_theme_names
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", markup=False, timeout=2)
+
+    def action_help(self) -> None:
+        keys = self.effective_keys()
+        rows = [HelpRow(spec.id, keys[spec.id], spec.help) for spec in ACTIONS]
+        ui = self.config.ui
+        self.push_screen(
+            HelpScreen(
+                rows, Thresholds(ui.gpu_load_mid, ui.gpu_load_high, ui.gpu_interval_s,
+                                 ui.log_max_lines),
+            )
+        )
+
+
+def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
+    return _ASPECTS.get(type(event), ())
+
+
+def _severity(level: str) -> Any:
+    return {"error": "error", "warning": "warning"}.get(level, "information")

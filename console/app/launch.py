@@ -1,0 +1,170 @@
+"""Running the console: interactively (`plateau [HOST]`, `plateau demo`) or headless
+(`plateau snapshot`). Builds one HostSession per configured host; closes them on exit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from console.app.app import SCREENS, PlateauApp
+from console.app.screenshot import export_svg, export_text
+from console.config import LoadedConfig
+from console.errors import PlateauError, UsageError
+from console.session.service import HostSession
+
+
+@dataclass
+class Launch:
+    loaded: LoadedConfig
+    host: str | None = None
+    launch_profile: str | None = None
+    stop_on_exit: bool = False
+    store_path: Path | None = None
+    theme: str | None = None
+    screen: str = "dashboard"
+
+
+def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
+    config = launch.loaded.config
+    if not config.hosts:
+        raise UsageError("no hosts configured: add a [[hosts]] entry, or try `plateau demo`")
+    try:
+        active = config.host(launch.host).name
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    sessions = [
+        HostSession(
+            host,
+            config,
+            launch_profile=launch.launch_profile if host.name == active else None,
+        )
+        for host in config.hosts
+    ]
+    return sessions, active
+
+
+def _make_app(launch: Launch, sessions: list[HostSession], active: str) -> PlateauApp:
+    if launch.screen not in SCREENS:
+        raise UsageError(f"unknown screen {launch.screen!r} (have: {', '.join(SCREENS)})")
+    return PlateauApp(
+        launch.loaded,
+        sessions,
+        active_host=active,
+        store_path=launch.store_path,
+        start_screen=launch.screen,
+        theme=launch.theme,
+    )
+
+
+async def _shutdown(sessions: list[HostSession], active: str, stop_server: bool) -> None:
+    for session in sessions:
+        if stop_server and session.host.name == active:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.stop_server(), timeout=60)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(session.close(), timeout=10)
+
+
+async def run_console(launch: Launch) -> int:
+    sessions, active = build_sessions(launch)
+    app = _make_app(launch, sessions, active)
+    try:
+        await app.run_async()
+    finally:
+        await _shutdown(sessions, active, launch.stop_on_exit)
+    return int(app.return_code or 0)
+
+
+Condition = Callable[[PlateauApp], bool]
+
+
+@dataclass
+class SnapshotSpec:
+    out: Path
+    size: tuple[int, int] = (160, 48)
+    after_s: float | None = None
+    until: str | None = None  # "ready" | "sweep-done"
+    timeout_s: float = 180.0
+    preset: str = "quick"
+
+
+async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
+    """Run the real app headless, wait as asked, write the screen; returns a description."""
+    sessions, active = build_sessions(launch)
+    app = _make_app(launch, sessions, active)
+    app.tick_seconds = None  # no clock-driven redraws mid-capture
+    outcome: dict[str, object] = {}
+
+    async def pilot_body(pilot: Pilot[int]) -> None:
+        try:
+            await _wait(app, spec)
+            await pilot.pause()
+            await pilot.wait_for_scheduled_animations()
+            text = export_text(app) if spec.out.suffix == ".txt" else export_svg(app)
+            spec.out.write_text(text, encoding="utf-8")
+            outcome["ok"] = True
+        except Exception as exc:  # reported after the app has shut down
+            outcome["error"] = exc
+        finally:
+            app.exit(0)
+
+    try:
+        await app.run_async(headless=True, size=spec.size, auto_pilot=pilot_body)
+    finally:
+        await _shutdown(sessions, active, launch.stop_on_exit)
+    error = outcome.get("error")
+    if isinstance(error, PlateauError):
+        raise error
+    if error is not None:
+        raise PlateauError(f"snapshot failed: {error}")
+    if not outcome.get("ok"):
+        raise PlateauError("snapshot failed: the app exited before the capture")
+    state = app.active_state
+    width, height = spec.size
+    return f"{spec.out}: {width}x{height}, host {state.host}, server {state.server_state}"
+
+
+async def _wait(app: PlateauApp, spec: SnapshotSpec) -> None:
+    if spec.until is None:
+        await asyncio.sleep(spec.after_s if spec.after_s is not None else 1.0)
+        return
+    state = app.active_state
+    await _wait_for(lambda: state.server_state == "ready", spec.timeout_s, app, "server ready")
+    if spec.until == "sweep-done":
+        before = state.sweep.run_id, len(state.sweep.points)
+        await app.active_session.start_sweep(spec.preset)
+
+        def finished() -> bool:
+            sweep = state.sweep
+            return not sweep.running and (sweep.run_id, len(sweep.points)) != before
+
+        await _wait_for(finished, spec.timeout_s, app, "sweep done")
+        if state.sweep.last_ok is False:
+            raise PlateauError(f"sweep failed: {state.sweep.detail}")
+    # Let the last messages land on the screen.
+    await asyncio.sleep(0.5)
+
+
+async def _wait_for(
+    condition: Callable[[], bool], timeout_s: float, app: PlateauApp, what: str
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        state = app.active_state
+        if state.server_state == "failed" and what == "server ready":
+            raise PlateauError(f"server failed before {what}: {state.server_detail}")
+        if state.connection == "failed":
+            raise PlateauError(f"cannot reach host {state.host}: {state.connection_detail}")
+        if time.monotonic() > deadline:
+            raise PlateauError(
+                f"timed out after {timeout_s:.0f}s waiting for {what} "
+                f"(server {state.server_state}, connection {state.connection})"
+            )
+        await asyncio.sleep(0.1)
+

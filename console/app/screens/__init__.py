@@ -1,0 +1,1 @@
+"""The console's screens: the dashboard and the views reached from it."""

@@ -1,0 +1,170 @@
+"""Screens reached from the dashboard: events, config, history, compare, topology."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console.app import views_data
+from console.session.state import HostState
+from widgets.event_log import EventLogTable
+from widgets.header import PlateauHeader
+
+if TYPE_CHECKING:
+    from console.app.app import PlateauApp
+
+
+class HostScreen(Screen[None]):
+    """A screen with the host header on top and the footer below."""
+
+    TITLE_TEXT = ""
+
+    def compose(self) -> ComposeResult:
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
+        yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        self.render_host(app.active_state, None)
+
+    def on_screen_resume(self) -> None:
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        self.render_host(app.active_state, None)
+
+    def render_host(self, state: HostState | None, aspects: tuple[str, ...] | None) -> None:
+        if state is None:
+            return
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        self.query_one(PlateauHeader).show(app.header_info(state))
+        self.render_body(state, aspects)
+
+    def refresh_header(self, state: HostState | None) -> None:
+        if state is not None:
+            app: PlateauApp = self.app  # type: ignore[assignment]
+            self.query_one(PlateauHeader).show(app.header_info(state))
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        pass
+
+
+class EventsScreen(HostScreen):
+    TITLE_TEXT = "Event log — all hosts (newest last)"
+
+    def compose_body(self) -> ComposeResult:
+        yield EventLogTable(id="event-table")
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "events" not in aspects:
+            return
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        self.query_one(EventLogTable).show(app.all_events())
+
+
+class ConfigScreen(HostScreen):
+    TITLE_TEXT = "Effective config (secrets redacted) and where each value came from"
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="config-table", cursor_type="row", zebra_stripes=True)
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None:
+            return
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns("key", "value", "source")
+        for key, value, source in views_data.config_rows(app.loaded):
+            table.add_row(Content(key), Content(value), Content.styled(source, "$foreground-muted"))
+
+
+class HistoryScreen(HostScreen):
+    TITLE_TEXT = "Sweep history"
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="history-note")
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "sweep" not in aspects:
+            return
+        self._load(state.host)
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def _load(self, host: str) -> None:
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        rows, note = views_data.history_rows(app.store_path, host, app.active_state)
+        self.app.call_from_thread(self._show, rows, note)
+
+    def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(*views_data.HISTORY_COLUMNS)
+        for row in rows:
+            table.add_row(*(Content(cell) for cell in row))
+        self.query_one("#history-note", Static).update(Content(note))
+
+
+class CompareScreen(HostScreen):
+    TITLE_TEXT = "Compare: the two latest runs of this host (B vs A)"
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="compare-note")
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "sweep" not in aspects:
+            return
+        self._load(state.host)
+
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
+    def _load(self, host: str) -> None:
+        app: PlateauApp = self.app  # type: ignore[assignment]
+        rows, note = views_data.compare_rows(app.store_path, host)
+        self.app.call_from_thread(self._show, rows, note)
+
+    def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(*views_data.COMPARE_COLUMNS)
+        for row in rows:
+            table.add_row(*(Content(cell) for cell in row))
+        self.query_one("#compare-note", Static).update(Content(note))
+
+
+class TopologyScreen(HostScreen):
+    TITLE_TEXT = "GPU topology"
+
+    def compose_body(self) -> ComposeResult:
+        cls = views_data.optional("widgets.topology_view", "TopologyView")
+        if cls is not None:
+            try:
+                yield cls(id="topology-view")
+                return
+            except TypeError:
+                pass
+        yield Static("no topology yet", id="topology-view", markup=False)
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "topology" not in aspects:
+            return
+        view: Any = self.query_one("#topology-view")
+        if state.gpu_header is None:
+            if isinstance(view, Static):
+                view.update(Content(views_data.topology_text(None)))
+            return
+        fn = getattr(view, "update_topology", None)
+        if callable(fn):
+            fn(state.gpu_header)
+        elif isinstance(view, Static):
+            view.update(Content(views_data.topology_text(state.gpu_header.topology)))

@@ -1,0 +1,27 @@
+"""`plateau [HOST]`: the console on a configured host (the default or first one)."""
+
+from __future__ import annotations
+
+import argparse
+
+from console.config import load_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("console", help="open the console on HOST (default: the first host)")
+    parser.add_argument("host", nargs="?", help="host name from the config")
+    parser.add_argument("--theme", help="theme for this run (overrides the config)")
+    parser.add_argument(
+        "--screen", default="dashboard",
+        help="screen to open: dashboard, history, compare, topology, events, config",
+    )
+    parser.set_defaults(handler=_run)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from console.app.launch import Launch, run_console  # Textual only when the console runs
+
+    loaded = load_config(args.config)
+    return await run_console(
+        Launch(loaded, host=args.host, theme=args.theme, screen=args.screen)
+    )

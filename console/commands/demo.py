@@ -1,0 +1,37 @@
+"""`plateau demo`: the console on a simulated local host; no GPU, no SSH, no network.
+
+Launches the simulated SGLang server through the server lifecycle (like a real restart),
+and stops it when the console exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("demo", help="console on a simulated 8-GPU host (no GPU needed)")
+    parser.add_argument("--seed", type=int, default=None, help="simulator seed (deterministic)")
+    parser.add_argument(
+        "--startup-seconds", type=float, default=4.0, help="simulated server startup time"
+    )
+    parser.add_argument("--run-dir", type=Path, help="where logs go (default: a temp dir)")
+    parser.add_argument("--theme", help="theme for this run")
+    parser.add_argument("--keep-server", action="store_true", help="leave the server running")
+    parser.set_defaults(handler=_run)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from console.app.launch import Launch, run_console
+    from console.session.demo import demo_loaded_config, demo_profile
+
+    loaded, _run_dir = demo_loaded_config(args.seed, args.startup_seconds, args.run_dir)
+    launch = Launch(
+        loaded,
+        launch_profile=demo_profile(loaded.config),
+        stop_on_exit=not args.keep_server,
+        store_path=_run_dir / "history.sqlite",
+        theme=args.theme,
+    )
+    return await run_console(launch)

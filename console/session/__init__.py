@@ -1,0 +1,35 @@
+"""Per-host orchestration: one HostSession per configured host owns its transport, GPU collector,
+log follower, server state and sweeps, and publishes typed events. No Textual import here: the
+console app is one consumer, the headless commands are others."""
+
+from console.session.events import (
+    ConnectionChanged,
+    GpuUpdate,
+    LogBatch,
+    Problem,
+    ServerStats,
+    ServerStatus,
+    SessionEvent,
+    SweepDone,
+    SweepPointDone,
+    SweepProgress,
+    TopologyUpdate,
+)
+from console.session.state import EventRecord, HostState, ServerState
+
+__all__ = [
+    "ConnectionChanged",
+    "EventRecord",
+    "GpuUpdate",
+    "HostState",
+    "LogBatch",
+    "Problem",
+    "ServerState",
+    "ServerStats",
+    "ServerStatus",
+    "SessionEvent",
+    "SweepDone",
+    "SweepPointDone",
+    "SweepProgress",
+    "TopologyUpdate",
+]

@@ -1,0 +1,120 @@
+"""Typed events a HostSession publishes. Frozen dataclasses: cheap to build, safe to share.
+
+Payloads that belong to other areas (GPU samples, batch stats, sweep steps) are carried as
+those areas' own typed objects; the session never re-models them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from console.logs.models import LogEvent
+
+ConnectionStatus = Literal["connecting", "connected", "lost", "reconnecting", "failed", "closed"]
+ServerStateName = Literal["unknown", "stopped", "starting", "ready", "stopping", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionChanged:
+    host: str
+    status: ConnectionStatus
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUpdate:
+    """The newest tick of every GPU (a console.gpu.models.GpuSample)."""
+
+    host: str
+    sample: Any
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyUpdate:
+    """Sent once per agent connection: GPUs, topology, NVLink (a console.gpu GpuHeader)."""
+
+    host: str
+    header: Any
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    """New log events since the last batch (the session batches every ~150 ms)."""
+
+    host: str
+    events: tuple[LogEvent, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStats:
+    """The rolling server stats (console.logs.server_stats.ServerStats snapshot)."""
+
+    host: str
+    stats: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    host: str
+    state: ServerStateName
+    version: str | None = None
+    profile: str | None = None
+    since: datetime | None = None
+    detail: str = ""
+    pid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepProgress:
+    host: str
+    run_id: str
+    step: int
+    total: int
+    concurrency: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPointDone:
+    """One finished sweep step (a console.bench step result)."""
+
+    host: str
+    run_id: str
+    point: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SweepDone:
+    host: str
+    run_id: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A background failure or warning: shown in the event log and as a notification."""
+
+    host: str
+    source: str
+    message: str
+    level: Literal["info", "warning", "error"] = "error"
+    at: datetime | None = field(default=None)
+
+
+SessionEvent = (
+    ConnectionChanged
+    | GpuUpdate
+    | TopologyUpdate
+    | LogBatch
+    | ServerStats
+    | ServerStatus
+    | SweepProgress
+    | SweepPointDone
+    | SweepDone
+    | Problem
+)

@@ -1,0 +1,31 @@
+"""What the console app needs from a per-host session (live or replayed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from console.config_models import HostConfig
+from console.session.events import SessionEvent
+from console.session.state import HostState
+
+
+class Session(Protocol):
+    host: HostConfig
+    state: HostState
+
+    async def start(self) -> None:
+        """Begin connecting and collecting in the background; returns at once."""
+        ...
+
+    def events(self) -> AsyncIterator[SessionEvent]:
+        """Events in order, each already folded into `state`. One consumer."""
+        ...
+
+    async def restart(self, profile: str | None = None) -> None: ...
+
+    async def start_sweep(self, preset: str = "default") -> None: ...
+
+    async def cancel_sweep(self) -> None: ...
+
+    async def close(self) -> None: ...

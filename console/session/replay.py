@@ -1,0 +1,66 @@
+"""A session that plays a fixed list of events: recorded sessions, the deterministic data of
+snapshot tests, and looking at a host's state after the fact. Commands are recorded, not run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+
+from console.config_models import HostConfig
+from console.session.events import Problem, SessionEvent
+from console.session.state import Clock, HostState, utc_now
+
+
+@dataclass
+class ReplaySession:
+    host: HostConfig
+    script: list[SessionEvent] = field(default_factory=list)
+    clock: Clock = utc_now
+    state: HostState = field(init=False)
+    commands: list[tuple[str, str | None]] = field(default_factory=list)
+    _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.state = HostState(self.host.name, clock=self.clock)
+        self._queue = asyncio.Queue()
+
+    @classmethod
+    def from_events(
+        cls, host: HostConfig, events: Iterable[SessionEvent], clock: Clock = utc_now
+    ) -> ReplaySession:
+        return cls(host=host, script=list(events), clock=clock)
+
+    async def start(self) -> None:
+        for event in self.script:
+            self.feed(event)
+
+    def feed(self, event: SessionEvent) -> None:
+        """Fold an event into state and hand it to the consumer (tests push more this way)."""
+        self.state.apply(event)
+        self._queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        while True:
+            event = await self._queue.get()
+            if event is None:
+                return
+            yield event
+
+    async def restart(self, profile: str | None = None) -> None:
+        self._command("restart", profile)
+
+    async def start_sweep(self, preset: str = "default") -> None:
+        self._command("sweep", preset)
+
+    async def cancel_sweep(self) -> None:
+        self._command("cancel-sweep", None)
+
+    def _command(self, name: str, arg: str | None) -> None:
+        self.commands.append((name, arg))
+        self.feed(
+            Problem(self.host.name, "replay", f"{name} not run: this is a replay", level="info")
+        )
+
+    async def close(self) -> None:
+        self._queue.put_nowait(None)

@@ -1,0 +1,194 @@
+"""HostState: everything the console knows about one host, folded from session events.
+
+Pure data and a reducer (`apply`), so the app, the headless commands and tests share it. Each
+aspect has a change counter, so a renderer can skip work when nothing it shows has changed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from console.logs.models import LogEvent
+from console.session.events import (
+    ConnectionChanged,
+    ConnectionStatus,
+    GpuUpdate,
+    LogBatch,
+    Problem,
+    ServerStateName,
+    ServerStats,
+    ServerStatus,
+    SessionEvent,
+    SweepDone,
+    SweepPointDone,
+    SweepProgress,
+    TopologyUpdate,
+)
+
+Aspect = Literal["connection", "gpus", "topology", "log", "stats", "server", "sweep", "events"]
+Clock = Callable[[], datetime]
+
+ServerState = ServerStateName
+
+LOG_RING = 5_000
+EVENT_LOG_MAX = 2_000
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One line of the event log."""
+
+    at: datetime
+    host: str
+    source: str
+    level: Literal["info", "warning", "error"]
+    message: str
+
+
+@dataclass
+class SweepView:
+    run_id: str | None = None
+    running: bool = False
+    step: int = 0
+    total: int = 0
+    concurrency: int | None = None
+    detail: str = ""
+    points: list[Any] = field(default_factory=list)
+    last_ok: bool | None = None
+
+
+@dataclass
+class HostState:
+    host: str
+    clock: Clock = utc_now
+    connection: ConnectionStatus = "connecting"
+    connection_detail: str = ""
+    gpu_sample: Any = None
+    gpus_at: datetime | None = None
+    gpu_header: Any = None
+    log: deque[LogEvent] = field(default_factory=lambda: deque(maxlen=LOG_RING))
+    log_total: int = 0
+    server_stats: Any = None
+    server_state: ServerState = "unknown"
+    server_version: str | None = None
+    profile: str | None = None
+    server_since: datetime | None = None
+    server_detail: str = ""
+    sweep: SweepView = field(default_factory=SweepView)
+    events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_MAX))
+    revision: dict[str, int] = field(default_factory=dict)
+
+    def bump(self, aspect: Aspect) -> None:
+        self.revision[aspect] = self.revision.get(aspect, 0) + 1
+
+    def note(self, source: str, message: str, level: Literal["info", "warning", "error"]) -> None:
+        self.events.append(EventRecord(self.clock(), self.host, source, level, message))
+        self.bump("events")
+
+    def uptime_seconds(self) -> float | None:
+        if self.server_state != "ready" or self.server_since is None:
+            return None
+        return max(0.0, (self.clock() - self.server_since).total_seconds())
+
+    def apply(self, event: SessionEvent) -> tuple[Aspect, ...]:
+        """Fold one event in; returns the aspects that changed."""
+        match event:
+            case GpuUpdate():
+                self.gpu_sample = event.sample
+                self.gpus_at = event.at
+                self.bump("gpus")
+                return ("gpus",)
+            case LogBatch():
+                self.log.extend(event.events)
+                self.log_total += len(event.events)
+                self.bump("log")
+                return ("log",)
+            case ServerStats():
+                self.server_stats = event.stats
+                self.bump("stats")
+                return ("stats",)
+            case TopologyUpdate():
+                self.gpu_header = event.header
+                self.bump("topology")
+                return ("topology",)
+            case ConnectionChanged():
+                return self._connection(event)
+            case ServerStatus():
+                return self._server(event)
+            case SweepProgress():
+                sweep = self.sweep
+                if sweep.run_id != event.run_id:
+                    self.sweep = sweep = SweepView(run_id=event.run_id)
+                sweep.running = True
+                sweep.step, sweep.total = event.step, event.total
+                sweep.concurrency, sweep.detail = event.concurrency, event.detail
+                self.bump("sweep")
+                return ("sweep",)
+            case SweepPointDone():
+                if self.sweep.run_id != event.run_id:
+                    self.sweep = SweepView(run_id=event.run_id, running=True)
+                self.sweep.points.append(event.point)
+                self.bump("sweep")
+                return ("sweep",)
+            case SweepDone():
+                self.sweep.running = False
+                self.sweep.last_ok = event.ok
+                self.sweep.detail = event.detail
+                level = "info" if event.ok else "error"
+                text = f"sweep {event.run_id} {'finished' if event.ok else 'failed'}"
+                self.note("sweep", f"{text}: {event.detail}" if event.detail else text, level)
+                self.bump("sweep")
+                return ("sweep", "events")
+            case Problem():
+                self.events.append(
+                    EventRecord(
+                        event.at or self.clock(), self.host, event.source, event.level,
+                        event.message,
+                    )
+                )
+                self.bump("events")
+                return ("events",)
+        return ()
+
+    def _connection(self, event: ConnectionChanged) -> tuple[Aspect, ...]:
+        previous = self.connection
+        self.connection, self.connection_detail = event.status, event.detail
+        self.bump("connection")
+        if event.status == previous:
+            return ("connection",)
+        level: Literal["info", "warning", "error"] = {
+            "lost": "error",
+            "failed": "error",
+            "reconnecting": "warning",
+        }.get(event.status, "info")  # type: ignore[assignment]
+        detail = f": {event.detail}" if event.detail else ""
+        self.note("connection", f"{event.status}{detail}", level)
+        return ("connection", "events")
+
+    def _server(self, event: ServerStatus) -> tuple[Aspect, ...]:
+        changed_state = event.state != self.server_state
+        self.server_state = event.state
+        if event.version is not None:
+            self.server_version = event.version
+        if event.profile is not None:
+            self.profile = event.profile
+        if event.since is not None:
+            self.server_since = event.since
+        elif changed_state and event.state == "ready":
+            self.server_since = self.clock()
+        self.server_detail = event.detail
+        self.bump("server")
+        if not changed_state:
+            return ("server",)
+        level: Literal["info", "warning", "error"] = "error" if event.state == "failed" else "info"
+        detail = f": {event.detail}" if event.detail else ""
+        self.note("server", f"server {event.state}{detail}", level)
+        return ("server", "events")

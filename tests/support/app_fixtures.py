@@ -1,0 +1,228 @@
+"""Fixtures for the console app: hermetic config, a fixed clock and demo-like session data.
+
+Snapshot tests feed fixed typed events through a ReplaySession: no timers, no network, no
+subprocess; the uptime is computed against a frozen clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.config import LoadedConfig
+from console.config_models import HostConfig, PlateauConfig, UiConfig
+from console.demo import demo_profiles
+from console.logs.models import LogEvent, Severity
+from console.session.events import (
+    ConnectionChanged,
+    GpuUpdate,
+    LogBatch,
+    Problem,
+    ServerStats,
+    ServerStatus,
+    SessionEvent,
+    SweepPointDone,
+    SweepProgress,
+    TopologyUpdate,
+)
+from console.session.replay import ReplaySession
+
+FIXED_NOW = datetime(2026, 3, 14, 12, 41, 12, tzinfo=UTC)
+SERVER_SINCE = FIXED_NOW - timedelta(hours=0, minutes=41, seconds=12)
+
+
+def fixed_clock() -> datetime:
+    return FIXED_NOW
+
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def gpu_header() -> Any:
+    """A simulated 8-GPU header recorded from the agent (host details scrubbed)."""
+    from console.gpu.collector import parse_line
+
+    return parse_line((DATA / "app_gpu_header.json").read_text(encoding="utf-8"))
+
+
+def gpu_sample(count: int = 8, seq: int = 1) -> Any:
+    from console.gpu.models import GpuReading, GpuSample
+
+    utils = [87, 91, 64, 12, 45, 99, 78, None]
+    readings = [
+        GpuReading(
+            index=i,
+            name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            util_gpu=utils[i % len(utils)],
+            util_mem=40 + i,
+            mem_used_mib=72_900 + i * 211,
+            mem_total_mib=97_887,
+            power_w=None if i == 7 else 410 + i * 13,
+            power_limit_w=600,
+            temp_c=61 + i,
+            sm_clock_mhz=2_400 - i * 10,
+            sm_clock_max_mhz=2_617,
+            mem_clock_mhz=14_001,
+            mem_clock_max_mhz=14_001,
+            clock_reasons=["sw_power_cap"] if i == 5 else [],
+            pcie_gen=5,
+            pcie_gen_max=5,
+            pcie_width=16,
+            pcie_width_max=16,
+            pcie_tx_bytes_s=1.5e9 + i * 1e8,
+            pcie_rx_bytes_s=2.0e9,
+        )
+        for i in range(count)
+    ]
+    # GpuSample validates its GPUs from dicts (it drops malformed entries), as the agent sends.
+    return GpuSample.model_validate(
+        {"seq": seq, "t": FIXED_NOW.timestamp(), "cost_ms": 0.4,
+         "gpus": [r.model_dump() for r in readings]}
+    )
+
+
+_LOG_LINES: list[tuple[Severity, str]] = [
+    (Severity.NOTABLE, "[2026-03-14 12:00:01] server_args=ServerArgs(model_path='demo/Example')"),
+    (Severity.INFO, "[2026-03-14 12:00:03 TP0] Load weight begin. avail mem=94.51 GB"),
+    (Severity.INFO, "[2026-03-14 12:00:09 TP0] Load weight end. type=DemoMoE, mem usage=41.2 GB"),
+    (Severity.WARNING, "[2026-03-14 12:00:10 TP0] Using default MoE kernel config. Performance "
+     "might be sub-optimal!"),
+    (Severity.NOTABLE, "[2026-03-14 12:00:20] The server is fired up and ready to roll!"),
+    (Severity.DEBUG, "[2026-03-14 12:40:58 TP0] Decode batch, #running-req: 64, #token: 81234, "
+     "token usage: 0.12, cuda graph: True, gen throughput (token/s): 5321.40, #queue-req: 0"),
+    (Severity.ERROR, "[2026-03-14 12:41:00 TP0] hostile [bold]markup[/ and \u2400 escape"),
+]
+
+
+def log_events() -> tuple[LogEvent, ...]:
+    return tuple(
+        LogEvent(i, "sglang", (text,), text, severity, source="/run/current.log")
+        for i, (severity, text) in enumerate(_LOG_LINES)
+    )
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    total_tok_s: float
+    output_tok_s: float
+
+
+@dataclass(frozen=True)
+class _Step:
+    index: int
+    concurrency: int
+    status: str
+    metrics: _Metrics | None
+
+
+def sweep_points() -> list[Any]:
+    """console.bench StepResult objects when available, else a look-alike."""
+    totals = {1: 95.0, 2: 183.0, 4: 350.0, 8: 640.0, 16: 1_120.0, 32: 1_780.0, 64: 2_410.0}
+    try:
+        from console.bench.models import StepMetrics, StepResult
+
+        return [
+            StepResult(
+                index=i, concurrency=c, status="ok",
+                metrics=StepMetrics(concurrency=c, total_tok_s=t, output_tok_s=t / 3),
+            )
+            for i, (c, t) in enumerate(totals.items())
+        ]
+    except Exception:
+        return [
+            _Step(i, c, "ok", _Metrics(t, t / 3)) for i, (c, t) in enumerate(totals.items())
+        ]
+
+
+def server_stats() -> Any:
+    """The strip's rolling stats, aggregated from real batch lines by console.logs."""
+    from console.logs.batch_stats import BatchStats
+    from console.logs.server_stats import StatsAggregator
+
+    aggregator = StatsAggregator()
+    for i, gen in enumerate([1200.0, 2800.0, 4100.0, 4900.0, 5200.0, 5321.4]):
+        aggregator.add(
+            BatchStats(
+                kind="decode", running_reqs=16 * (i + 1), queue_reqs=max(0, 3 - i),
+                token_usage=0.02 * (i + 1), cuda_graph=True, gen_throughput=gen,
+                timestamp=f"2026-03-14 12:40:5{i}",
+            )
+        )
+    return aggregator.snapshot()
+
+
+def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[SessionEvent]:
+    events: list[SessionEvent] = [
+        ConnectionChanged(host, "connected"),
+        ServerStatus(host, "ready", version="0.5.23", profile="cutlass-moe", since=SERVER_SINCE),
+        TopologyUpdate(host, gpu_header()),
+        GpuUpdate(host, gpu_sample(), FIXED_NOW),
+        LogBatch(host, log_events()),
+        Problem(host, "log", "parse error in line 812: unexpected token", "warning", FIXED_NOW),
+    ]
+    events.append(ServerStats(host, server_stats()))
+    run = "run-7"
+    points = sweep_points()
+    for point in points:
+        events.append(SweepPointDone(host, run, point))
+    if sweep_running:
+        events.append(SweepProgress(host, run, len(points) + 1, 8, 128, "measure"))
+    else:
+        from console.session.events import SweepDone
+
+        events.append(SweepDone(host, run, True, "7 steps"))
+    return events
+
+
+def app_config(hosts: list[str] | None = None, **ui: Any) -> LoadedConfig:
+    names = hosts or ["demo"]
+    profiles = demo_profiles(30000, Path("/nonexistent/gpu-state.json"))
+    config = PlateauConfig(
+        default_host=names[0],
+        hosts=[
+            HostConfig(name=n, local=True, run_dir=f"/tmp/plateau-test/{n}", profile="cutlass-moe")
+            for n in names
+        ],
+        profiles=profiles,
+        ui=UiConfig(**ui),
+    )
+    return LoadedConfig(config, None)
+
+
+def make_app(
+    *,
+    hosts: list[str] | None = None,
+    sweep_running: bool = False,
+    screen: str = "dashboard",
+    theme: str | None = None,
+    keymap: dict[str, str] | None = None,
+    **ui: Any,
+) -> Any:
+    from console.app.app import PlateauApp
+
+    loaded = app_config(hosts, **ui)
+    if keymap:
+        loaded = LoadedConfig(loaded.config.model_copy(update={"keymap": keymap}), None)
+    sessions = [
+        ReplaySession.from_events(
+            host, demo_events(host.name, sweep_running=sweep_running), clock=fixed_clock
+        )
+        for host in loaded.config.hosts
+    ]
+    return PlateauApp(
+        loaded, sessions, clock=fixed_clock, start_screen=screen, theme=theme, tick_seconds=None
+    )
+
+
+@pytest.fixture
+def app_factory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Builds hermetic apps: no config discovery, no animations, fixed clock and data."""
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    monkeypatch.setenv("PLATEAU_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    yield make_app
