@@ -37,11 +37,12 @@ def test_uvicorn_level_and_access_lines() -> None:
     started = one("[2026-11-29 08:01:14] INFO:     Started server process [12345]")
     assert (started.kind, started.level, started.message) == (
         "uvicorn", "INFO", "Started server process [12345]")
-    access = one('[2026-11-29 08:01:14] INFO:     127.0.0.1:53514 - "POST /generate HTTP/1.1" 200 OK')
+    head = "[2026-11-29 08:01:14] INFO:     127.0.0.1:1 - "
+    access = one(head + '"POST /generate HTTP/1.1" 200 OK')
     assert access.kind == "access" and access.severity == Severity.DEBUG
-    failed = one('[2026-11-29 08:01:14] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 500 Internal')
+    failed = one(head + '"POST /generate HTTP/1.1" 500 Internal')
     assert failed.severity == Severity.ERROR
-    bad = one('[2026-11-29 08:01:14] INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 400 Bad')
+    bad = one(head + '"POST /v1/completions HTTP/1.1" 400 Bad')
     assert bad.severity == Severity.WARNING
     warn = one("[2026-11-29 08:01:14] WARNING:  Invalid HTTP request received.")
     assert warn.kind == "uvicorn" and warn.severity == Severity.WARNING
@@ -55,7 +56,7 @@ def test_traceback_after_announcing_line_is_one_event() -> None:
         "RuntimeError: Decode out of memory. Try to lower your batch size.",
         "Try to allocate 1 tokens.",
         "",
-        "[2026-02-19 05:22:16] Received sigquit from a child process. It usually means the child failed.",
+        "[2026-02-19 05:22:16] Received sigquit from a child process.",
     ]
     events = parse_lines(lines)
     assert [len(e.lines) for e in events] == [6, 1]
