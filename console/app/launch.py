@@ -38,11 +38,16 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
         active = config.host(launch.host).name
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    if launch.store_path is None:
+        from console.session.adapters import default_store_path
+
+        launch.store_path = default_store_path()
     sessions = [
         HostSession(
             host,
             config,
             launch_profile=launch.launch_profile if host.name == active else None,
+            store_path=launch.store_path,
         )
         for host in config.hosts
     ]
@@ -116,8 +121,13 @@ async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
 
     try:
         await app.run_async(headless=True, size=spec.size, auto_pilot=pilot_body)
+        state = app.active_state
+        summary = f"host {state.host}, server {state.server_state}"
     finally:
         await _shutdown(sessions, active, launch.stop_on_exit)
+    crash = getattr(app, "_exception", None)
+    if crash is not None:
+        raise PlateauError(f"snapshot failed: the console crashed: {type(crash).__name__}: {crash}")
     error = outcome.get("error")
     if isinstance(error, PlateauError):
         raise error
@@ -125,9 +135,8 @@ async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
         raise PlateauError(f"snapshot failed: {error}")
     if not outcome.get("ok"):
         raise PlateauError("snapshot failed: the app exited before the capture")
-    state = app.active_state
     width, height = spec.size
-    return f"{spec.out}: {width}x{height}, host {state.host}, server {state.server_state}"
+    return f"{spec.out}: {width}x{height}, {summary}"
 
 
 async def _wait(app: PlateauApp, spec: SnapshotSpec) -> None:

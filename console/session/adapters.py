@@ -183,9 +183,65 @@ async def stop_server(transport: Transport, host: HostConfig, emit: Emit) -> Non
 # -- sweeps ---------------------------------------------------------------------------------
 
 
+def default_store_path() -> Any:
+    return _module("console.store.db").default_db_path()
+
+
 async def run_sweep(
-    transport: Transport, host: HostConfig, config: PlateauConfig, preset: str
-) -> AsyncIterator[Any]:
-    _module("console.bench.sweep")
-    raise AdapterMissing("console.bench sweep API not wired yet")
-    yield None  # pragma: no cover
+    transport: Transport,
+    host: HostConfig,
+    config: PlateauConfig,
+    preset: str,
+    profile: str | None,
+    emit: Emit,
+    store_path: Any = None,
+) -> None:
+    """A console.bench sweep (native engine) through a port forward to the host's server;
+    every finished step is committed to the run store before the next begins."""
+    from console.session.events import SweepDone, SweepPointDone, SweepProgress
+
+    sweep_mod = _module("console.bench.sweep")
+    engines = _module("console.bench.engines")
+    store_mod = _module("console.store.db")
+    store_models = _module("console.store.models")
+    if profile is None or profile not in config.profiles:
+        raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
+    server = config.profiles[profile]
+    spec = config.sweep(preset)
+    if spec.engine != "native":
+        spec = spec.model_copy(update={"engine": "native"})
+        emit(_info(host.name, "sweep", "the console runs sweeps with the native engine"))
+    run_id = "-"
+
+    def on_event(event: Any) -> None:
+        nonlocal run_id
+        kind = getattr(event, "kind", "")
+        if kind == "sweep-started":
+            run_id = str(event.run_id) if event.run_id is not None else "live"
+            emit(SweepProgress(host.name, run_id, 0, event.total_steps))
+        elif kind == "step-started":
+            emit(SweepProgress(host.name, run_id, event.index + 1, event.total_steps,
+                               event.concurrency))
+        elif kind in ("step-finished", "step-failed"):
+            emit(SweepPointDone(host.name, run_id, event.result))
+        elif kind == "sweep-finished":
+            emit(SweepDone(host.name, run_id, event.status == "finished", event.status))
+
+    store = store_mod.RunStore(store_path)
+    meta = store_models.RunMeta(
+        host=host.name, profile=profile, flags=dict(server.flags), label=f"{profile} ({preset})"
+    )
+    try:
+        async with sweep_mod.server_url(transport=transport, port=server.port) as base_url:
+            await sweep_mod.run_sweep(
+                spec, base_url, engine=engines.NativeEngine(), store=store, meta=meta,
+                on_event=on_event,
+            )
+    finally:
+        store.close()
+
+
+def _info(host: str, source: str, message: str) -> Any:
+    from console.session.events import Problem
+
+    return Problem(host, source, message, level="info")

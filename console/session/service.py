@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from console.config_models import HostConfig, PlateauConfig
@@ -49,6 +50,7 @@ class HostSession:
         clock: Clock = utc_now,
         transport_factory: TransportFactory = adapters.open_transport,
         launch_profile: str | None = None,
+        store_path: Path | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -62,6 +64,7 @@ class HostSession:
         self._missing_reported: set[str] = set()
         self._closed = False
         self.launch_profile = launch_profile
+        self.store_path = store_path
 
     # -- events -------------------------------------------------------------------------------
 
@@ -267,12 +270,15 @@ class HostSession:
         self._sweep_task = self._spawn(self._sweep(self.transport, preset), "sweep")
 
     async def _sweep(self, transport: Transport, preset: str) -> None:
+        profile = self.state.profile or self.host.profile
         try:
-            async for event in adapters.run_sweep(transport, self.host, self.config, preset):
-                if event is not None:
-                    self.emit(event)
+            await adapters.run_sweep(
+                transport, self.host, self.config, preset, profile, self.emit, self.store_path
+            )
         except asyncio.CancelledError:
-            self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False, "cancelled"))
+            if self.state.sweep.running:
+                self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
+                                    "cancelled"))
             raise
         except AdapterMissing as exc:
             self._problem("sweep", f"sweeps not available: {exc}", "warning")
