@@ -930,7 +930,7 @@ class SimBackend:
 
     def header(self):
         n = len(self.gpus)
-        half = max(1, n // 2)
+        half = n if n <= 4 else n // 2  # up to 4 GPUs on one socket, else two
         # Two sockets of PCIe-only GPUs: NODE within a socket, SYS across (no NVLink).
         links = [["X" if i == j else ("NODE" if i // half == j // half else "SYS")
                   for j in range(n)] for i in range(n)]
