@@ -20,7 +20,7 @@ PREFIX = re.compile(
 UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
 
-MAX_LINE_CHARS = 1 << 20
+MAX_LINE_CHARS = (1 << 20) + 4096
 """Longer lines are cut (with a marker) on entry, so one runaway line cannot pin unbounded
 memory; the widget truncates much earlier for display and shows up to this in the detail pane."""
 
