@@ -109,8 +109,7 @@ class LogView(Vertical):
         new_lines = tuple(line for event in events for line in event.lines)
         lines.rows_changed(new_lines)
         if self.follow:
-            lines.move_cursor(self.store.visible_count - 1, by_user=False)
-            lines.scroll_end(animate=False, immediate=True)
+            self._to_end()
         else:
             self.new_lines += added
             self._keep_selection()
@@ -206,8 +205,7 @@ class LogView(Vertical):
     def action_follow_end(self) -> None:
         self.follow = True
         self.new_lines = 0
-        self.lines.move_cursor(self.store.visible_count - 1, by_user=False)
-        self.lines.scroll_end(animate=False, immediate=True)
+        self._to_end()
         self._update_status()
 
     def action_home(self) -> None:
@@ -280,6 +278,12 @@ class LogView(Vertical):
             self.lines.move_cursor(found, by_user=True)
         self._update_status()
         return found
+
+    def _to_end(self) -> None:
+        lines = self.lines
+        lines.move_cursor(self.store.visible_count - 1, by_user=False)
+        # The new virtual size applies on the next refresh; scroll once it has.
+        lines.call_after_refresh(lines.scroll_end, animate=False, immediate=True)
 
     def _keep_selection(self) -> None:
         if self._selected_row_id is None:
