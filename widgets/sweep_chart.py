@@ -1,0 +1,209 @@
+"""SweepChart: total and output tok/s vs concurrency (log2 x axis), p50/p99 latency alongside,
+earlier runs overlaid (A/B/C in `$series-a/b/c`), the knee in words, an ASCII fallback.
+
+No I/O: the app calls `set_runs([...])` for stored runs, then `start_live(label)` and
+`add_step(step)` as steps finish. Total tok/s is the solid line in the series colour; output
+tok/s is the same colour dimmed. The latency panel shows the newest run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from console.bench.knee import knee_of_steps
+from console.bench.models import StepResult
+from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
+
+SERIES_VARIABLES = ("series-a", "series-b", "series-c")
+FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
+SERIES_LETTERS = ("A", "B", "C")
+LATENCY_PANEL_WIDTH = 34
+Y_AXIS_WIDTH = 7
+
+
+@dataclass
+class ChartRun:
+    label: str
+    steps: list[StepResult] = field(default_factory=list)
+
+    def points(self, metric: str) -> list[tuple[int, float]]:
+        """(concurrency, mean over repeats) of ok steps, sorted by concurrency."""
+        grouped: dict[int, list[float]] = {}
+        for step in self.steps:
+            if step.status == "ok" and step.metrics is not None:
+                value = getattr(step.metrics, metric)
+                grouped.setdefault(step.concurrency, []).append(value)
+        return sorted((c, sum(v) / len(v)) for c, v in grouped.items())
+
+
+class SweepChart(Widget):
+    """Throughput vs concurrency for up to three runs (older ones first, live one last)."""
+
+    DEFAULT_CSS = """
+    SweepChart { height: 16; min-height: 8; width: 1fr; }
+    """
+
+    ascii_only: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        *,
+        ascii_only: bool = False,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.runs: list[ChartRun] = []
+        self.set_reactive(SweepChart.ascii_only, ascii_only)
+
+    # ------------------------------------------------------------------ data in
+
+    def set_runs(self, runs: Sequence[tuple[str, Sequence[StepResult]]]) -> None:
+        """Replace all series: [(label, steps), ...]; at most the last three are shown."""
+        self.runs = [ChartRun(label, list(steps)) for label, steps in runs][-3:]
+        self.refresh()
+
+    def start_live(self, label: str) -> None:
+        """Begin a new (live) series after the existing ones; older ones beyond 3 drop off."""
+        self.runs = [*self.runs, ChartRun(label)][-3:]
+        self.refresh()
+
+    def add_step(self, step: StepResult) -> None:
+        """Append a finished step to the live (last) series."""
+        if not self.runs:
+            self.runs.append(ChartRun("live"))
+        self.runs[-1].steps.append(step)
+        self.refresh()
+
+    def clear(self) -> None:
+        self.runs = []
+        self.refresh()
+
+    # ------------------------------------------------------------------ rendering
+
+    def _colours(self) -> list[Style]:
+        try:
+            variables = self.app.theme_variables
+        except Exception:  # not mounted
+            variables = {}
+        return [
+            Style(color=variables.get(name, fallback))
+            for name, fallback in zip(SERIES_VARIABLES, FALLBACK_COLOURS, strict=True)
+        ]
+
+    def render(self) -> Text:
+        width = max(self.size.width, 20)
+        height = max(self.size.height, 6)
+        return render_chart(self.runs, width, height, self._colours(), self.ascii_only)
+
+
+def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
+    lines = [Text(f"{run.label[: width - 1]}", style="bold")]
+    lines.append(Text("conc  TTFT p50/p99   ITL p50", style=dim))
+    seen: dict[int, StepResult] = {}
+    for step in run.steps:
+        seen[step.concurrency] = step  # latest repeat per concurrency
+    for conc in sorted(seen):
+        step = seen[conc]
+        m = step.metrics
+        if step.status != "ok" or m is None:
+            lines.append(Text(f"{conc:>4}  failed", style="bold red"))
+            continue
+        ttft = f"{m.ttft_ms.p50 or 0:,.0f}/{m.ttft_ms.p99 or 0:,.0f}ms"
+        itl = f"{m.itl_ms.p50 or 0:.1f}ms"
+        lines.append(Text(f"{conc:>4}  {ttft:<13} {itl:>7}"[:width]))
+    return lines
+
+
+def render_chart(
+    runs: Sequence[ChartRun],
+    width: int,
+    height: int,
+    colours: Sequence[Style],
+    ascii_only: bool = False,
+) -> Text:
+    dim = Style(dim=True)
+    legend = Text("tok/s vs concurrency (log2)  ", style="bold")
+    for index, run in enumerate(runs):
+        colour = colours[index % len(colours)]
+        mark = SERIES_LETTERS[index] if ascii_only else "\u2501"
+        legend.append(f"{mark} ", colour)
+        legend.append(f"{SERIES_LETTERS[index]}: {run.label}  ")
+    hint = "(UPPER total, lower output)" if ascii_only else "(bright: total, dim: output)"
+    legend.append(hint, dim)
+    knees = [
+        Text.assemble(
+            (f"{SERIES_LETTERS[i]} ", colours[i % len(colours)]),
+            knee_of_steps(run.steps).sentence,
+        )
+        for i, run in enumerate(runs)
+        if run.steps
+    ]
+    if not runs or not any(run.points("total_tok_s") for run in runs):
+        body = Text("waiting for the first finished step\u2026", style=dim)
+        return Text("\n").join([legend, body])
+
+    knee_rows = knees[-max(1, min(len(knees), height - 5)) :]
+    chart_height = max(2, height - 2 - len(knee_rows))  # legend + x axis + knees
+    show_latency = width >= 80
+    plot_width = width - Y_AXIS_WIDTH - (LATENCY_PANEL_WIDTH + 2 if show_latency else 0)
+    canvas = Canvas(plot_width, chart_height, ascii_only=ascii_only)
+
+    all_conc = [c for run in runs for c, _ in run.points("total_tok_s")]
+    xs = log2_positions(all_conc, canvas.xdots)
+    top = nice_max(max(v for run in runs for _, v in run.points("total_tok_s")))
+
+    def y_of(value: float) -> int:
+        return round(value / top * (canvas.ydots - 1))
+
+    for index, run in enumerate(runs):
+        colour = colours[index % len(colours)]
+        faint = colour + Style(dim=True)
+        letter = SERIES_LETTERS[index]
+        for metric, style, char in (("output_tok_s", faint, letter.lower()),
+                                    ("total_tok_s", colour, letter)):  # fmt: skip
+            pts = [(xs[c], y_of(v)) for c, v in run.points(metric)]
+            for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+                canvas.line(x0, y0, x1, y1, style)
+            for x, y in pts:
+                canvas.marker(x, y, style + Style(bold=True), char)
+
+    rows = canvas.rows()
+    latency = _latency_lines(runs[-1], LATENCY_PANEL_WIDTH, dim) if show_latency else []
+    lines = [legend]
+    for row_index, row in enumerate(rows):
+        if row_index == 0:
+            label = short_number(top)
+        elif row_index == len(rows) - 1:
+            label = "0"
+        elif row_index == len(rows) // 2:
+            label = short_number(top / 2)
+        else:
+            label = ""
+        line = Text(f"{label:>{Y_AXIS_WIDTH - 2}} \u2502" if not ascii_only
+                    else f"{label:>{Y_AXIS_WIDTH - 2}} |", style=dim)  # fmt: skip
+        line.append_text(row)
+        if show_latency:
+            line.append("  ")
+            if row_index < len(latency):
+                line.append_text(latency[row_index])
+        lines.append(line)
+    # x axis: tick labels at their log2 positions
+    cells_per_dot = 1 if ascii_only else 2
+    axis = [" "] * plot_width
+    for conc, x in sorted(xs.items()):
+        text = str(conc)
+        start = min(max(0, x // cells_per_dot - len(text) // 2), plot_width - len(text))
+        if all(ch == " " for ch in axis[max(0, start - 1) : start + len(text) + 1]):
+            axis[start : start + len(text)] = list(text)
+    lines.append(Text(" " * Y_AXIS_WIDTH + "".join(axis), style=dim))
+    lines.extend(knee_rows)
+    return Text("\n").join(lines[:height])
