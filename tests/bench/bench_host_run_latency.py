@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from console.host.local import LocalTransport  # noqa: E402
-from tests.support.host_fixtures import make_ssh_transport  # noqa: E402
-from tests.support.sshd import start_sshd  # noqa: E402
+from console.host.local import LocalTransport
+from tests.support.host_fixtures import make_ssh_transport
+from tests.support.sshd import start_sshd
 
 
 def _summary(name: str, samples: list[float]) -> tuple[str, float]:

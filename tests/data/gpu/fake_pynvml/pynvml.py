@@ -86,7 +86,7 @@ def nvmlDeviceGetName(h):
 
 
 def nvmlDeviceGetUUID(h):
-    return "GPU-0000000%d-aaaa-bbbb-cccc-dddddddddddd" % h.i
+    return f"GPU-0000000{h.i}-aaaa-bbbb-cccc-dddddddddddd"
 
 
 def nvmlDeviceGetPciInfo(h):
@@ -225,7 +225,7 @@ def nvmlDeviceGetFieldValues(h, ids):
     out = []
     now_us = int(time.time() * 1e6)
     for fid in ids:
-        fid, scope = fid if isinstance(fid, tuple) else (fid, 0)
+        fid, _scope = fid if isinstance(fid, tuple) else (fid, 0)
         if fid == 91:
             out.append(_Val(0, ui=4) if _NVLINK else _Val(3))
         elif fid == 82:
