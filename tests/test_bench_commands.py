@@ -1,0 +1,77 @@
+"""`plateau sweep` (config HOST through a port forward, --url, --json), `history`, `compare`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+
+
+def _config(tmp_path: Path, port: int) -> Path:
+    path = tmp_path / "plateau.toml"
+    path.write_text(
+        f"""
+default_host = "box"
+[[hosts]]
+name = "box"
+local = true
+profile = "ideal"
+[profiles.ideal]
+model_path = "test-model"
+port = {port}
+flags = {{ tp = 1 }}
+[sweeps.tiny]
+concurrency = [1, 2]
+input_len = 16
+output_len = 8
+prompts_per_concurrency = 2
+"""
+    )
+    return path
+
+
+def test_sweep_config_host_then_history_and_compare(
+    ideal_sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, ideal_sim.port)
+    db = str(tmp_path / "h.db")
+    assert main(["--config", str(config), "sweep", "box", "--preset", "tiny", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "output tok/s" in out and "total tok/s" in out
+    assert "stored as run 1 (finished)" in out
+    assert main(["sweep", "--url", ideal_sim.base_url, "--concurrency", "1,2", "--input-len",
+                 "16", "--output-len", "8", "--num-prompts", "4", "--json", "--db", db,
+                 "--label", "second"]) == 0  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    assert data["run_id"] == 2 and [s["concurrency"] for s in data["steps"]] == [1, 2]
+    assert all(s["metrics"]["completed"] == 4 for s in data["steps"])
+
+    assert main(["history", "--json", "--db", db]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in runs] == [2, 1]
+    assert runs[1]["meta"]["host"] == "box" and runs[1]["meta"]["profile"] == "ideal"
+    assert runs[1]["meta"]["flags"] == {"tp": 1}
+    assert runs[1]["meta"]["server_url"].startswith("http://127.0.0.1:")
+
+    assert main(["compare", "1", "2", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "A total tok/s" in out and "\u0394%" in out
+    assert "noise unknown" in out
+
+    assert main(["history", "--export", "1", "--format", "csv", "--db", db]) == 0
+    assert capsys.readouterr().out.startswith("step,concurrency,repeat,status")
+
+
+def test_sweep_needs_exactly_one_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--concurrency", "1"]) == 2
+    assert "--demo, a HOST" in capsys.readouterr().err
+
+
+def test_bad_values_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--url", "http://127.0.0.1:9", "--input-len", "0",
+                 "--db", str(tmp_path / "x.db")])  # fmt: skip
+    assert code == 2 and "input_len" in capsys.readouterr().err
+    assert main(["compare", "1", "2", "--db", str(tmp_path / "x.db")]) == 2
