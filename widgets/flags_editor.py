@@ -1,0 +1,245 @@
+"""The flags editor: a modal to edit a launch profile's backend flags and save it as new.
+
+It does no I/O. The app gives it the profile, the host's discovered schema and the running
+server's flags; it returns a `FlagsEditorResult` (or None when cancelled) and the app
+persists the new profile and offers the restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.validation import Function
+from textual.widgets import Button, Input, Label, Select, Static
+
+from console.config_models import ServerProfile
+from console.server.flags import FlagSchema
+from console.server.profile_edit import (
+    EditableFlag,
+    FlagChange,
+    build_profile,
+    diff_flags,
+    editable_flags,
+    effective_flags,
+)
+from console.server.validate import ValidationReport
+from console.text import sanitize
+
+
+@dataclass(frozen=True)
+class FlagsEditorResult:
+    name: str
+    profile: ServerProfile
+    changes: tuple[FlagChange, ...]  # against the running server (or the base profile)
+    warnings: tuple[str, ...] = ()
+
+
+def _number_ok(value_type: str):
+    def check(text: str) -> bool:
+        if not text.strip():
+            return True
+        try:
+            (int if value_type == "int" else float)(text)
+        except ValueError:
+            return False
+        return True
+
+    return check
+
+
+def _field_id(name: str) -> str:
+    return "flag-" + name
+
+
+def render_diff(changes: list[FlagChange]) -> Text:
+    if not changes:
+        return Text("no changes against the running server", style="dim")
+    out = Text()
+    for change in changes:
+        if change.kind == "added":
+            out.append(f"+ --{change.flag} {change.after}\n", style="green")
+        elif change.kind == "removed":
+            out.append(f"- --{change.flag} {change.before}\n", style="red")
+        else:
+            out.append(f"~ --{change.flag} ", style="yellow")
+            out.append(f"{change.before} → {change.after}\n")
+    out.rstrip()
+    return out
+
+
+class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
+    """Edit flags; Save returns a FlagsEditorResult, Escape/Cancel returns None."""
+
+    DEFAULT_CSS = """
+    FlagsEditor { align: center middle; }
+    FlagsEditor > #dialog {
+        width: 96; max-width: 100%; height: 90%; border: thick $accent; background: $surface;
+        padding: 0 1;
+    }
+    FlagsEditor #fields { height: 1fr; }
+    FlagsEditor .row { height: auto; }
+    FlagsEditor .row Label { width: 30; padding: 1 1 0 0; }
+    FlagsEditor .row Select, FlagsEditor .row Input { width: 1fr; }
+    FlagsEditor #diff { height: auto; max-height: 8; border: round $panel; }
+    FlagsEditor #messages { height: auto; color: $error; }
+    FlagsEditor #buttons { height: auto; align-horizontal: right; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "save", "Save as new profile"),
+    ]
+
+    def __init__(
+        self,
+        base_name: str,
+        profile: ServerProfile,
+        schema: FlagSchema,
+        running_flags: Mapping[str, str] | None = None,
+        *,
+        existing_names: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__()
+        self.base_name = base_name
+        self.base = profile
+        self.schema = schema
+        self.fields: list[EditableFlag] = editable_flags(schema)
+        self.running = dict(running_flags) if running_flags is not None else None
+        self.existing_names = existing_names
+        self._profile: ServerProfile | None = profile
+        self._report: ValidationReport | None = None
+        self._errors: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        current = effective_flags(self.base, self.schema)
+        with Vertical(id="dialog"):
+            yield Label(Text(f"Flags · based on {self.base_name}", style="bold"))
+            with VerticalScroll(id="fields"):
+                for field in self.fields:
+                    with Horizontal(classes="row"):
+                        yield Label(f"--{field.name}")
+                        value = current.get(field.name)
+                        if field.kind == "select":
+                            options = [(c, c) for c in field.choices]
+                            yield Select(
+                                options,
+                                value=value if value in field.choices else Select.NULL,
+                                prompt="(server default)",
+                                allow_blank=True,
+                                id=_field_id(field.name),
+                            )
+                        else:
+                            yield Input(
+                                value=value or "",
+                                placeholder=f"(server default) {field.value_type}",
+                                validators=[Function(_number_ok(field.value_type),
+                                                     f"not {field.value_type}")],
+                                id=_field_id(field.name),
+                            )
+                with Horizontal(classes="row"):
+                    yield Label("extra args")
+                    yield Input(
+                        value=" ".join(_quote(a) for a in self.base.extra_args),
+                        placeholder="--flag value ...",
+                        id="extra-args",
+                    )
+            yield Static(id="diff")
+            yield Static(id="messages")
+            with Horizontal(classes="row"):
+                yield Label("save as")
+                yield Input(value=self._suggest_name(), id="profile-name")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Save as new profile", id="save", variant="primary")
+
+    def _suggest_name(self) -> str:
+        for n in range(2, 100):
+            candidate = f"{self.base_name}-{n}"
+            if candidate not in self.existing_names:
+                return candidate
+        return f"{self.base_name}-new"
+
+    def on_mount(self) -> None:
+        self._refresh()
+
+    @on(Select.Changed)
+    @on(Input.Changed)
+    def _changed(self) -> None:
+        self._refresh()
+
+    def _values(self) -> tuple[dict[str, str | None], dict[str, str], str]:
+        selects: dict[str, str | None] = {}
+        numbers: dict[str, str] = {}
+        for field in self.fields:
+            if field.kind == "select":
+                value = self.query_one(f"#{_field_id(field.name)}", Select).value
+                selects[field.name] = value if isinstance(value, str) else None
+            else:
+                numbers[field.name] = self.query_one(f"#{_field_id(field.name)}", Input).value
+        return selects, numbers, self.query_one("#extra-args", Input).value
+
+    def _refresh(self) -> None:
+        if not self.is_mounted:
+            return
+        selects, numbers, extra = self._values()
+        profile, report, errors = build_profile(
+            self.base, selects, numbers, extra, self.schema, self.fields
+        )
+        self._profile, self._report, self._errors = profile, report, errors
+        before = self.running if self.running is not None else effective_flags(self.base,
+                                                                              self.schema)
+        after = effective_flags(profile, self.schema) if profile else before
+        self.query_one("#diff", Static).update(render_diff(diff_flags(before, after)))
+        messages = list(errors)
+        name = self.query_one("#profile-name", Input).value.strip()
+        if not name:
+            messages.append("give the new profile a name")
+        elif name in self.existing_names:
+            messages.append(f"a profile called {name!r} exists already")
+        if report is not None:
+            messages += [str(i) for i in report.issues]
+        self.query_one("#messages", Static).update(Text(sanitize("\n".join(messages))))
+        self.query_one("#save", Button).disabled = bool(self._blocking(name))
+
+    def _blocking(self, name: str) -> list[str]:
+        problems = list(self._errors)
+        if not name or name in self.existing_names:
+            problems.append("name")
+        if self._report is not None and not self._report.ok:
+            problems.append("invalid")
+        return problems
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    def action_save(self) -> None:
+        self._refresh()
+        name = self.query_one("#profile-name", Input).value.strip()
+        if self._blocking(name) or self._profile is None:
+            return
+        before = self.running if self.running is not None else effective_flags(self.base,
+                                                                              self.schema)
+        changes = tuple(diff_flags(before, effective_flags(self._profile, self.schema)))
+        warnings = tuple(str(i) for i in (self._report.warnings if self._report else []))
+        self.dismiss(FlagsEditorResult(name, self._profile, changes, warnings))
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
