@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import contextlib
+
 from console.host.local import LocalTransport
 from console.logs.assembler import EventAssembler
 from console.logs.batch_stats import batch_stats
@@ -39,7 +41,8 @@ def generate(path: Path, count: int) -> None:
     rng = random.Random(1)
     templates = [
         "[2026-02-19 05:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {r}, #token: {t}, "
-        "token usage: {u:.2f}, cuda graph: True, gen throughput (token/s): {g:.2f}, #queue-req: {q}",
+        "token usage: {u:.2f}, cuda graph: True, gen throughput (token/s): {g:.2f}, "
+        "#queue-req: {q}",
         "[2026-02-19 05:{m:02d}:{s:02d} TP0] Prefill batch, #new-seq: 4, #new-token: 4096, "
         "#cached-token: 0, token usage: {u:.2f}, #running-req: {r}, #queue-req: {q}, "
         "#pending-token: 0, cuda graph: True, input throughput (token/s): {g:.2f}",
@@ -147,10 +150,8 @@ async def bench_follow(seconds: float, rate: int, max_lines: int) -> None:
     t0 = time.perf_counter()
     task = asyncio.create_task(reader())
     await writer()
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(task, 10)
-    except TimeoutError:
-        pass
     elapsed = time.perf_counter() - t0
     _current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
