@@ -12,7 +12,8 @@ from pathlib import Path
 
 from console.errors import TransportError
 from console.host import scripts
-from console.host.transport import CommandResult, ConnectionEvent, DetachedProcess
+from console.host.process_ops import ProcessOps
+from console.host.transport import CommandResult, ConnectionEvent
 
 _STREAM_LIMIT = 8 * 1024 * 1024  # longest line we accept from a stream (SGLang lines can be huge)
 
@@ -87,7 +88,7 @@ class LocalPortForward:
         return None
 
 
-class LocalTransport:
+class LocalTransport(ProcessOps):
     """Runs everything on this machine. Same semantics as SshTransport."""
 
     def __init__(self, host_name: str = "localhost") -> None:
@@ -155,26 +156,6 @@ class LocalTransport:
         )
         return LocalLineStream(process)
 
-    async def start_detached(
-        self,
-        argv: Sequence[str],
-        *,
-        log_path: str,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> DetachedProcess:
-        command = scripts.with_cwd(scripts.with_env(argv, env), cwd)
-        result = await self.run(scripts.sh(scripts.DETACH, log_path, *command), timeout=30)
-        return _parse_detached(self._host_name, result, log_path)
-
-    async def signal_group(self, pgid: int, signal_name: str) -> bool:
-        result = await self.run(scripts.signal_argv(pgid, signal_name), timeout=10)
-        return result.ok
-
-    async def is_alive(self, pid: int) -> bool:
-        result = await self.run(scripts.sh(scripts.IS_ALIVE, str(int(pid))), timeout=10)
-        return result.ok
-
     async def read_file(self, path: str) -> bytes:
         try:
             return await asyncio.to_thread(Path(path).expanduser().read_bytes)
@@ -198,16 +179,6 @@ def _atomic_write(target: Path, data: bytes, mode: int) -> None:
     temporary.write_bytes(data)
     temporary.chmod(mode)
     temporary.replace(target)
-
-
-def _parse_detached(host: str, result: CommandResult, log_path: str) -> DetachedProcess:
-    text = result.stdout.strip().splitlines()
-    if not result.ok or not text or not text[-1].isdigit():
-        raise TransportError(
-            f"{host}: could not start detached process: {result.stderr.strip() or result.stdout}"
-        )
-    pid = int(text[-1])
-    return DetachedProcess(pid=pid, pgid=pid, log_path=log_path)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

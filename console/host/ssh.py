@@ -21,8 +21,8 @@ import asyncssh
 from console.errors import HostKeyError, TransportError
 from console.host import scripts
 from console.host.hostkeys import VerifyingClient
-from console.host.local import _parse_detached
-from console.host.transport import CommandResult, ConnectionEvent, DetachedProcess
+from console.host.process_ops import ProcessOps
+from console.host.transport import CommandResult, ConnectionEvent
 
 MAX_SESSIONS = 8  # OpenSSH allows 10 per connection; keep headroom for an SFTP or a human.
 
@@ -138,7 +138,7 @@ async def _pipe(reader: asyncio.StreamReader | asyncssh.SSHReader[bytes], writer
             writer.write_eof()  # type: ignore[attr-defined]
 
 
-class SshTransport:
+class SshTransport(ProcessOps):
     def __init__(
         self,
         host_name: str,
@@ -351,26 +351,6 @@ class SshTransport:
             self._sessions.release()
             raise
         return SshLineStream(process, self._sessions.release)
-
-    async def start_detached(
-        self,
-        argv: Sequence[str],
-        *,
-        log_path: str,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> DetachedProcess:
-        command = scripts.with_cwd(scripts.with_env(argv, env), cwd)
-        result = await self.run(scripts.sh(scripts.DETACH, log_path, *command), timeout=30)
-        return _parse_detached(self._host_name, result, log_path)
-
-    async def signal_group(self, pgid: int, signal_name: str) -> bool:
-        result = await self.run(scripts.signal_argv(pgid, signal_name), timeout=10)
-        return result.ok
-
-    async def is_alive(self, pid: int) -> bool:
-        result = await self.run(scripts.sh(scripts.IS_ALIVE, str(int(pid))), timeout=10)
-        return result.ok
 
     async def read_file(self, path: str) -> bytes:
         async with self._sessions:
