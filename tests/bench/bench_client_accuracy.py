@@ -65,6 +65,9 @@ async def main() -> None:
     parser.add_argument("--input-len", type=int, default=64)
     parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2, help="prompts per step = C x rounds")
+    parser.add_argument("--warmup", default="c",
+                        help="warmup requests per step, same for both clients; 'c' = the "
+                        "concurrency (opens the native client's keep-alive connections)")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="plateau-acc-"))
@@ -94,7 +97,8 @@ async def main() -> None:
         for conc in args.concurrency:
             spec = SweepPreset(
                 concurrency=[conc], input_len=args.input_len, output_len=args.output_len,
-                num_prompts=max(4, conc * args.rounds), warmup_prompts=1, flush_cache=True,
+                num_prompts=max(4, conc * args.rounds), flush_cache=True,
+                warmup_prompts=conc if args.warmup == "c" else int(args.warmup),
             )  # fmt: skip
             t0 = time.monotonic()
             native = await _one(NativeEngine(), spec, url)
@@ -127,6 +131,17 @@ async def main() -> None:
             f"| {args.itl_ms:g} "
             f"| {_err(native and native.itl_ms.p50, args.itl_ms)} "
             f"| {_err(bench and bench.itl_ms.p50, args.itl_ms)} |"
+        )
+    print()
+    print("| C | native TTFT p99 | bench_serving TTFT p99 | native ITL p99 "
+          "| bench_serving ITL p99 |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|")
+    for conc, native, bench in rows:
+        print(
+            f"| {conc} | {_err(native and native.ttft_ms.p99, args.ttft_ms)} "
+            f"| {_err(bench and bench.ttft_ms.p99, args.ttft_ms)} "
+            f"| {_err(native and native.itl_ms.p99, args.itl_ms)} "
+            f"| {_err(bench and bench.itl_ms.p99, args.itl_ms)} |"
         )
     print()
     for conc, native, bench in rows:
