@@ -121,3 +121,11 @@ def test_time_box_counts_tokens_of_cut_off_requests_inside_the_window() -> None:
     assert (m.completed, m.incomplete, m.errors) == (1, 1, 0)
     assert m.output_tokens == 5 + 10  # only the cut request's tokens inside the window
     assert m.e2e_ms.count == 1
+
+
+def test_client_warning_thresholds() -> None:
+    from console.bench.engines import client_warning
+
+    assert client_warning(0.3, 2.0) is None
+    warning = client_warning(0.9, 35.0)
+    assert warning is not None and "90% CPU" in warning and "lag p99 35 ms" in warning

@@ -55,6 +55,8 @@ async def test_native_sweep_direct_url_measures_the_ideal_timing(ideal_sim, benc
         assert IDEAL_TTFT_MS <= (m.ttft_ms.p50 or 0) < IDEAL_TTFT_MS + 40
         assert _close_to(m.tpot_ms.p50, IDEAL_ITL_MS, 0.3)
         assert m.total_tok_s > m.output_tok_s > 0
+        assert m.client_cpu_max is not None and 0 < m.client_cpu_max < 1.5
+        assert m.client_loop_lag_p99_ms is not None and m.client_loop_lag_p99_ms >= 0
     assert 3.0 < (outcome.steps[1].metrics.measured_concurrency or 0) <= 4.05  # type: ignore[union-attr]
     assert run.summary.meta.server_version == "0.5.23"  # /server_info snapshot stored
     assert run.summary.meta.server_info and run.summary.meta.spec["output_len"] == 12

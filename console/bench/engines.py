@@ -75,6 +75,22 @@ async def served_model(base_url: str, headers: Sequence[tuple[str, str]] = ()) -
         return "default"
 
 
+CPU_WARN = 0.75  # AIPerf's threshold for a worker that may be distorting its measurement
+LAG_WARN_MS = 20.0
+
+
+def client_warning(cpu_fraction: float, loop_lag_p99_ms: float) -> str | None:
+    """A 'client-bound' note when the load generator itself looks saturated."""
+    reasons = []
+    if cpu_fraction > CPU_WARN:
+        reasons.append(f"a load worker used {cpu_fraction:.0%} CPU")
+    if loop_lag_p99_ms > LAG_WARN_MS:
+        reasons.append(f"event-loop lag p99 {loop_lag_p99_ms:.0f} ms")
+    if not reasons:
+        return None
+    return "client-bound? " + ", ".join(reasons) + " (not a pure server measurement)"
+
+
 class NativeEngine:
     """Plateau's own streaming client (console.bench.worker) in a pool of processes."""
 
@@ -153,7 +169,17 @@ class NativeEngine:
             raise StepError(str(exc)) from exc
         if not records:
             raise StepError("no request was sent")
-        return StepOutcome(step_metrics(records, concurrency, window=window, workers=workers))
+        metrics = step_metrics(records, concurrency, window=window, workers=workers)
+        cpu, lag = self.pool.last_health
+        return StepOutcome(
+            metrics.model_copy(
+                update={
+                    "client_cpu_max": cpu,
+                    "client_loop_lag_p99_ms": lag,
+                    "client_warning": client_warning(cpu, lag),
+                }
+            )
+        )
 
     def cancel(self) -> None:
         self.pool.cancel()

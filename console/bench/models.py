@@ -53,6 +53,12 @@ class StepMetrics(Frozen):
     error_samples: list[str] = []
     engine: Literal["native", "bench-serving"] = "native"
     workers: int = 1
+    # The load generator watching itself (native engine): busiest worker's CPU share over the
+    # step, its event-loop lag p99, and a warning when either says the client may be the
+    # bottleneck (then the step is not a pure server measurement).
+    client_cpu_max: float | None = None
+    client_loop_lag_p99_ms: float | None = None
+    client_warning: str | None = None
 
 
 class StepResult(Frozen):

@@ -65,6 +65,7 @@ class WorkerPool:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._listener: Listener | None = None
         self._key = secrets.token_bytes(16)
+        self.last_health: tuple[float, float] = (0.0, 0.0)
 
     def _ensure(self, count: int) -> None:
         if len(self._workers) >= count:
@@ -104,7 +105,8 @@ class WorkerPool:
         seed: int,
         headers: Sequence[tuple[str, str]] = (),
     ) -> tuple[list[RequestRecord], tuple[int, int] | None, int]:
-        """Run one closed-loop step. Returns (records, time-box window or None, workers)."""
+        """Run one closed-loop step. Returns (records, time-box window or None, workers);
+        `self.last_health` then holds (max CPU share, max loop-lag p99 ms) over the workers."""
         count = workers_for(concurrency, self.streams_per_worker, self.max_workers)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._ensure, count)
@@ -137,15 +139,18 @@ class WorkerPool:
         )
         records: list[RequestRecord] = []
         problems = []
+        cpu, lag = 0.0, 0.0
         for reply in replies:
             if isinstance(reply, BaseException):
                 problems.append(f"worker lost: {reply}")
                 continue
-            status, payload = reply
+            status, payload = reply[0], reply[1]
             if status != "ok":
                 problems.append(str(payload))
                 continue
             records.extend(RequestRecord.from_tuple(item) for item in payload)
+            cpu, lag = max(cpu, reply[2][0]), max(lag, reply[2][1])
+        self.last_health = (cpu, lag)
         if problems and not records:
             raise RuntimeError("; ".join(problems))
         return records, (start_at, deadline) if deadline else None, count

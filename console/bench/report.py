@@ -51,6 +51,8 @@ STEP_HEADERS = (
 def step_cells(step: StepResult) -> list[str]:
     m = step.metrics
     status = step.status if not step.error else f"{step.status}: {step.error[:60]}"
+    if m is not None and m.client_warning:
+        status += " (client-bound?)"
     if m is None:
         return [str(step.concurrency), str(step.repeat), *["-"] * 10, status]
     return [

@@ -78,8 +78,25 @@ async def _send(
         req.record.end_ns = clock()
 
 
+@dataclass
+class Health:
+    """How busy this worker was during a job."""
+
+    cpu_fraction: float = 0.0
+    loop_lag_p99_ms: float = 0.0
+
+
+async def _lag_probe(samples: list[float], period: float = 0.01) -> None:
+    """Event-loop lag: how late a 10 ms timer fires."""
+    loop = asyncio.get_running_loop()
+    while True:
+        before = loop.time()
+        await asyncio.sleep(period)
+        samples.append((loop.time() - before - period) * 1000)
+
+
 async def run_job(
-    job: Job, session: aiohttp.ClientSession, stop: Any = None
+    job: Job, session: aiohttp.ClientSession, stop: Any = None, health: Health | None = None
 ) -> list[RequestRecord]:
     """Drive `job.streams` closed-loop streams; return every request's record."""
     url = job.base_url.rstrip("/") + PATHS[job.workload.endpoint]
@@ -117,6 +134,9 @@ async def run_job(
     tasks = [asyncio.create_task(stream_loop()) for _ in range(job.streams)]
     gc.freeze()  # fewer GC pauses while streaming (as vLLM's bench does)
     all_done = asyncio.gather(*tasks)
+    lags: list[float] = []
+    probe = asyncio.create_task(_lag_probe(lags))
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         while not all_done.done():
             limit = 0.1
@@ -134,6 +154,12 @@ async def run_job(
                 break
     finally:
         gc.unfreeze()
+        probe.cancel()
+        if health is not None:
+            wall = time.perf_counter() - wall0
+            health.cpu_fraction = (time.process_time() - cpu0) / wall if wall > 0 else 0.0
+            lags.sort()
+            health.loop_lag_p99_ms = lags[int(0.99 * (len(lags) - 1))] if lags else 0.0
     records = []
     for req in requests:
         if req.record.incomplete and not req.record.end_ns:
@@ -189,8 +215,10 @@ def worker_main(conn: Any) -> None:
                         await session.close()
                     session = new_session(job.timeout_s)
                 try:
-                    records = await run_job(job, session, stop)
-                    conn.send(("ok", [r.to_tuple() for r in records]))
+                    health = Health()
+                    records = await run_job(job, session, stop, health)
+                    payload = [r.to_tuple() for r in records]
+                    conn.send(("ok", payload, (health.cpu_fraction, health.loop_lag_p99_ms)))
                 except Exception as exc:  # report, keep serving
                     conn.send(("error", f"{type(exc).__name__}: {exc}"))
         finally:

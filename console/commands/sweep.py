@@ -281,6 +281,8 @@ def _progress(event: SweepEvent) -> None:
             file=sys.stderr,
             flush=True,
         )
+        if m.client_warning:
+            print(f"  warning: {m.client_warning}", file=sys.stderr, flush=True)
     elif isinstance(event, StepFailed):
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 
