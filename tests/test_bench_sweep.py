@@ -163,12 +163,11 @@ async def test_task_cancel_marks_the_run_cancelled(ideal_sim, bench_db) -> None:
         assert summary.status == "cancelled"
 
 
-async def test_bench_serving_engine_runs_sglangs_client(
-    ideal_sim, local_transport, tmp_path
-) -> None:
+async def test_bench_serving_engine_runs_sglangs_client(ideal_sim, any_transport, tmp_path) -> None:
+    """SGLang's client on the 'host', driven through the Transport (local and real sshd)."""
     tokenizer = build_tokenizer(tmp_path / "tok")
     engine = BenchServingEngine(
-        local_transport,
+        any_transport,
         host_base_url=ideal_sim.base_url,
         command=[sys.executable, str(SHIM_PATH)],
         tokenizer=str(tokenizer),
