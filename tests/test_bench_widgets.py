@@ -93,3 +93,16 @@ async def test_empty_chart_says_it_is_waiting() -> None:
     app = ChartApp([])
     async with app.run_test(size=(80, 10)):
         assert "waiting for the first finished step" in app.query_one(SweepChart).render().plain
+
+
+async def test_show_replaces_live_steps_and_progress() -> None:
+    app = ChartApp([("triton-moe", RUN_A)])
+    async with app.run_test(size=(120, 18)):
+        chart = app.query_one(SweepChart)
+        chart.start_live("now")
+        chart.show(RUN_B[:4], "step 5/9: concurrency 16")
+        text = chart.render().plain
+        assert "step 5/9: concurrency 16" in text
+        assert "B still scaling at 8" in text
+        chart.show(RUN_B[:2], "")
+        assert "B still scaling at 2" in chart.render().plain

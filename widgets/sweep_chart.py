@@ -62,6 +62,7 @@ class SweepChart(Widget):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.runs: list[ChartRun] = []
+        self.progress = ""
         self.set_reactive(SweepChart.ascii_only, ascii_only)
 
     # ------------------------------------------------------------------ data in
@@ -83,8 +84,22 @@ class SweepChart(Widget):
         self.runs[-1].steps.append(step)
         self.refresh()
 
+    def show(self, steps: Sequence[StepResult], progress: str = "") -> None:
+        """Replace the live (last) series' steps and the progress note in one call."""
+        if not self.runs:
+            self.runs.append(ChartRun("live"))
+        self.runs[-1].steps = list(steps)
+        self.progress = progress
+        self.refresh()
+
+    def set_progress(self, progress: str) -> None:
+        """A short status shown under the legend, e.g. 'step 3/9: concurrency 4'."""
+        self.progress = progress
+        self.refresh()
+
     def clear(self) -> None:
         self.runs = []
+        self.progress = ""
         self.refresh()
 
     # ------------------------------------------------------------------ rendering
@@ -102,7 +117,9 @@ class SweepChart(Widget):
     def render(self) -> Text:
         width = max(self.size.width, 20)
         height = max(self.size.height, 6)
-        return render_chart(self.runs, width, height, self._colours(), self.ascii_only)
+        return render_chart(
+            self.runs, width, height, self._colours(), self.ascii_only, self.progress
+        )
 
 
 def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
@@ -129,6 +146,7 @@ def render_chart(
     height: int,
     colours: Sequence[Style],
     ascii_only: bool = False,
+    progress: str = "",
 ) -> Text:
     dim = Style(dim=True)
     legend = Text("tok/s vs concurrency (log2)  ", style="bold")
@@ -148,9 +166,11 @@ def render_chart(
         if run.steps
     ]
     if not runs or not any(run.points("total_tok_s") for run in runs):
-        body = Text("waiting for the first finished step\u2026", style=dim)
+        body = Text(progress or "waiting for the first finished step\u2026", style=dim)
         return Text("\n").join([legend, body])
 
+    if progress:
+        knees.insert(0, Text(progress, style=dim))
     knee_rows = knees[-max(1, min(len(knees), height - 5)) :]
     chart_height = max(2, height - 2 - len(knee_rows))  # legend + x axis + knees
     show_latency = width >= 80
