@@ -190,6 +190,19 @@ async def test_bench_serving_engine_runs_sglangs_client(ideal_sim, any_transport
     assert any("Serving Benchmark Result" in line for line in lines)  # progress was streamed
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def test_killed_sweep_keeps_completed_steps(ideal_sim, tmp_path) -> None:
     db = tmp_path / "kill.db"
     argv = [
@@ -213,8 +226,14 @@ def test_killed_sweep_keeps_completed_steps(ideal_sim, tmp_path) -> None:
                 break
             time.sleep(0.05)
         assert done >= 2, proc.stderr.read() if proc.stderr else ""
+        workers = _children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        # its load workers notice and exit instead of loading the server on their own
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
+            time.sleep(0.1)
+        assert workers and not any(Path(f"/proc/{p}").exists() for p in workers)
     finally:
         if proc.poll() is None:
             proc.kill()

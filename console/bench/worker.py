@@ -25,6 +25,8 @@ from console.bench.metrics import RequestRecord
 from console.bench.sse import parse_stream
 from console.bench.workload import PATHS, Workload, request_body
 
+_PARENT_PID = 0  # set in main(): the console process that started this worker
+
 
 @dataclass(frozen=True)
 class Job:
@@ -144,6 +146,8 @@ async def run_job(
                 limit = min(limit, max(0.0, (job.deadline_ns - time.perf_counter_ns()) / 1e9))
             await asyncio.wait([all_done], timeout=limit)
             timed_out = job.deadline_ns is not None and time.perf_counter_ns() >= job.deadline_ns
+            if stop is not None and _PARENT_PID and os.getppid() != _PARENT_PID:
+                stop.set()  # the console died: stop loading the server now
             if timed_out or (stop is not None and stop.is_set()):
                 for req in in_flight:
                     req.record.incomplete = True
@@ -246,6 +250,8 @@ def main() -> None:
     (authkey in $PLATEAU_WORKER_KEY) and serve jobs until told to stop."""
     from multiprocessing.connection import Client
 
+    global _PARENT_PID
+    _PARENT_PID = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     key = bytes.fromhex(os.environ.pop("PLATEAU_WORKER_KEY", ""))
     conn = Client(sys.argv[1], family="AF_UNIX", authkey=key)
