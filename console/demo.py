@@ -24,7 +24,7 @@ def demo_profiles(
     """Two profiles whose only difference is the MoE runner, so A/B has something to show."""
     launch = [sys.executable, "-m", "console.sim"]
     common: dict[str, str | int | float | bool] = {
-        "tp": 8,
+        "tp-size": 8,
         "quantization": "modelopt_fp4",
         "mem-fraction-static": 0.85,
         "enable-metrics": True,

@@ -95,22 +95,26 @@ class SshPortForward:
         if task is not None:
             self._tasks.add(task)
         try:
+            await self._relay(reader, writer)
+        except asyncio.CancelledError:
+            pass  # the forward is closing; the socket is closed below
+        finally:
+            writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
             connection = await self._transport.connection()
             remote_reader, remote_writer = await connection.open_connection(
                 "127.0.0.1", self._remote_port, encoding=None
             )
         except (asyncssh.Error, OSError, TransportError):
-            writer.close()
             return
         try:
-            await asyncio.gather(
-                _pipe(reader, remote_writer), _pipe(remote_reader, writer)
-            )
+            await asyncio.gather(_pipe(reader, remote_writer), _pipe(remote_reader, writer))
         finally:
-            writer.close()
             remote_writer.close()
-            if task is not None:
-                self._tasks.discard(task)
 
     async def close(self) -> None:
         if self._server is not None:
