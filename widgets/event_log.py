@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from textual.content import Content
+from rich.text import Text
 from textual.widgets import DataTable
 
 
@@ -23,7 +23,7 @@ class EventLike(Protocol):
     def message(self) -> str: ...
 
 
-_LEVEL_STYLE = {"error": "bold $error", "warning": "$warning", "info": "$foreground-muted"}
+_LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
 class EventLogTable(DataTable[str]):
@@ -56,12 +56,13 @@ class EventLogTable(DataTable[str]):
             new = records
         for record in new:
             style = _LEVEL_STYLE.get(record.level, "")
+            # rich Text cells: literal (never markup) and measured for the column widths.
             self.add_row(
                 record.at.strftime("%H:%M:%S"),
-                Content(record.host),
-                Content(record.source),
-                Content.styled(record.level, style),
-                Content(record.message),
+                Text(record.host),
+                Text(record.source),
+                Text(record.level, style=style),
+                Text(record.message),
             )
         self._shown = records
         if new:

@@ -50,10 +50,10 @@ def bar(fraction: float, width: int, ascii_only: bool) -> str:
 # -- GPU panel ------------------------------------------------------------------------------
 
 
-def gpu_widget(ascii_only: bool) -> Widget:
+def gpu_widget(ascii_only: bool, id: str = "gpu-view") -> Widget:
     from widgets.gpu_panel import GpuPanel
 
-    return GpuPanel(id="gpu-view", ascii_only=ascii_only)
+    return GpuPanel(id=id, ascii_only=ascii_only)
 
 
 def show_gpus(widget: Widget, header: Any, sample: Any) -> None:

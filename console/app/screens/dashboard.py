@@ -86,7 +86,7 @@ class DashboardScreen(Screen[None]):
         switched = self._rendered_host is not None and state.host != self._rendered_host
         full = aspects is None or switched
         if switched:
-            self._replace_gpu_view()
+            self._replace_gpu_view(state.host)
         with app.batch_update():
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
@@ -106,11 +106,12 @@ class DashboardScreen(Screen[None]):
                 panels.show_sweep(self._views["sweep"], state.sweep.points, sweep_line(state))
         self._rendered_host = state.host
 
-    def _replace_gpu_view(self) -> None:
+    def _replace_gpu_view(self, host: str) -> None:
         # GPU histories belong to one host: a fresh panel instead of mixing two hosts' series.
         app: PlateauApp = self.app  # type: ignore[assignment]
         old = self._views["gpus"]
-        new = panels.gpu_widget(app.config.ui.ascii)
+        self._gpu_views = getattr(self, "_gpu_views", 0) + 1
+        new = panels.gpu_widget(app.config.ui.ascii, id=f"gpu-view-{self._gpu_views}")
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.content import Content
@@ -85,7 +86,7 @@ class ConfigScreen(HostScreen):
         table.clear(columns=True)
         table.add_columns("key", "value", "source")
         for key, value, source in views_data.config_rows(app.loaded):
-            table.add_row(Content(key), Content(value), Content.styled(source, "$foreground-muted"))
+            table.add_row(Text(key), Text(value), Text(source, style="dim"))
 
 
 class HistoryScreen(HostScreen):
@@ -111,7 +112,7 @@ class HistoryScreen(HostScreen):
         table.clear(columns=True)
         table.add_columns(*views_data.HISTORY_COLUMNS)
         for row in rows:
-            table.add_row(*(Content(cell) for cell in row))
+            table.add_row(*(Text(cell) for cell in row))
         self.query_one("#history-note", Static).update(Content(note))
 
 
@@ -138,7 +139,7 @@ class CompareScreen(HostScreen):
         table.clear(columns=True)
         table.add_columns(*views_data.COMPARE_COLUMNS)
         for row in rows:
-            table.add_row(*(Content(cell) for cell in row))
+            table.add_row(*(Text(cell) for cell in row))
         self.query_one("#compare-note", Static).update(Content(note))
 
 

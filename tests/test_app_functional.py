@@ -1,0 +1,186 @@
+"""Functional tests: press keys in the real app (ReplaySession data) and check messages/state."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from console.app.app import ConfirmScreen, PlateauApp
+from console.app.messages import ActiveHostChanged, CommandSent
+from console.app.theming import THEME_DIR
+from console.session.events import Problem
+from tests.support.app_fixtures import app_config, demo_events, fixed_clock
+from widgets.header import PlateauHeader
+
+
+async def _settle(pilot: Any) -> None:
+    await pilot.pause()
+    await pilot.pause(0.05)
+
+
+def _sent(messages: list[Message]) -> list[tuple[str, str, str | None]]:
+    return [(m.host, m.command, m.argument) for m in messages if isinstance(m, CommandSent)]
+
+
+async def test_sweep_key_and_keymap_remap(app_factory: Any) -> None:
+    app = app_factory(keymap={"sweep": "w"})
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await _settle(pilot)
+        await pilot.press("s")  # the default key no longer sweeps
+        await _settle(pilot)
+        assert _sent(messages) == []
+        await pilot.press("w")
+        await _settle(pilot)
+        assert _sent(messages) == [("demo", "sweep", "default")]
+        assert app.active_session.commands == [("sweep", "default")]
+
+
+async def test_restart_confirms_then_runs(app_factory: Any) -> None:
+    app = app_factory()
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await _settle(pilot)
+        assert app.check_action("restart", ()) is True
+        await pilot.press("r")
+        await _settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await _settle(pilot)
+        assert _sent(messages) == [("demo", "restart", "cutlass-moe")]
+
+
+async def test_restart_disabled_while_sweep_runs(app_factory: Any) -> None:
+    app = app_factory(sweep_running=True)
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await _settle(pilot)
+        assert app.active_state.sweep.running
+        assert app.check_action("restart", ()) is None  # shown greyed out in the footer
+        assert app.check_action("cancel_sweep", ()) is True
+        await pilot.press("r")
+        await _settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert _sent(messages) == []
+        await pilot.press("x")  # cancel the sweep instead
+        await _settle(pilot)
+        assert _sent(messages) == [("demo", "cancel-sweep", None)]
+
+
+async def test_cancel_hidden_without_sweep(app_factory: Any) -> None:
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert app.check_action("cancel_sweep", ()) is False
+
+
+async def test_theme_cycles_and_is_selectable(app_factory: Any) -> None:
+    app = app_factory(theme="plateau-light")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert app.theme == "plateau-light"
+        assert app.current_theme.variables["gpu-load-high"] == "#C62828"
+        await pilot.press("ctrl+t")
+        await _settle(pilot)
+        assert app.theme != "plateau-light"
+        assert app.theme in app.plateau_theme_names
+
+
+async def test_panel_toggle_and_maximise(app_factory: Any) -> None:
+    app = app_factory()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(pilot)
+        gpus = app.screen.query_one("#gpus")
+        assert gpus.display
+        await pilot.press("1")
+        await _settle(pilot)
+        assert not gpus.display
+        assert "gpus" in app.hidden_panels
+        await pilot.press("1")
+        await _settle(pilot)
+        assert gpus.display
+        await pilot.press("z")
+        await _settle(pilot)
+        assert app.screen.maximized is not None
+        await pilot.press("z")
+        await _settle(pilot)
+        assert app.screen.maximized is None
+
+
+async def test_host_switching_keeps_each_state(app_factory: Any) -> None:
+    app = app_factory(hosts=["alpha", "beta"])
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await _settle(pilot)
+        header = app.screen.query_one(PlateauHeader)
+        assert "host alpha (1/2)" in str(header.render())
+        app.sessions["beta"].feed(Problem("beta", "gpu", "agent died", "error"))
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        assert app.active_host == "beta"
+        assert any(isinstance(m, ActiveHostChanged) and m.host == "beta" for m in messages)
+        assert "host beta (2/2)" in str(header.render())
+        assert any(r.message == "agent died" for r in app.sessions["beta"].state.events)
+        assert not any(r.message == "agent died" for r in app.sessions["alpha"].state.events)
+
+
+async def test_background_failure_notifies_and_logs(app_factory: Any) -> None:
+    app = app_factory()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await _settle(pilot)
+        app.active_session.feed(Problem("demo", "connection", "connection lost: reset", "error"))
+        await _settle(pilot)
+        assert any("connection lost" in n.message for n in app._notifications)
+        assert any(r.message.startswith("connection lost") for r in app.all_events())
+        await pilot.press("e")
+        await _settle(pilot)
+        table = app.screen.query_one("#event-table")
+        assert table.row_count == len(app.all_events())
+
+
+async def test_broken_theme_falls_back_with_message(tmp_path: Path, app_factory: Any) -> None:
+    for path in THEME_DIR.glob("*.toml"):
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "broken.toml").write_text('name = "broken"\nprimary = "#123456"\n')
+    (tmp_path / "badcolour.toml").write_text(
+        (THEME_DIR / "plateau-dark.toml").read_text().replace(
+            'name = "plateau-dark"', 'name = "badcolour"'
+        ).replace('gpu-load-high = "#E0605A"', 'gpu-load-high = "not-a-colour"')
+    )
+    loaded = app_config()
+    from console.session.replay import ReplaySession
+
+    session = ReplaySession.from_events(loaded.config.hosts[0], demo_events(), clock=fixed_clock)
+    app = PlateauApp(loaded, [session], clock=fixed_clock, theme="broken",
+                     theme_dirs=[tmp_path], tick_seconds=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert app.theme == "plateau-dark"
+        notes = [r.message for r in app.app_events]
+        assert any("missing variable(s)" in n and "broken.toml" in n for n in notes)
+        assert any("'not-a-colour' is not a colour" in n for n in notes)
+        assert any("theme 'broken' not found or invalid" in n for n in notes)
+        assert "badcolour" not in app.plateau_theme_names
+
+
+async def test_unknown_keymap_id_is_reported(app_factory: Any) -> None:
+    app = app_factory(keymap={"restrat": "f5"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert any("restrat" in r.message for r in app.app_events)
+
+
+async def test_help_lists_ids_keys_and_thresholds(app_factory: Any) -> None:
+    app = app_factory(keymap={"restart": "f5"}, gpu_load_mid=40.0)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await _settle(pilot)
+        await pilot.press("f1")  # the second key for `?`
+        await _settle(pilot)
+        from widgets.help_panel import HelpPanel
+
+        text = str(app.screen.query_one(HelpPanel).render())
+        assert "f5" in text and "restart" in text
+        assert "mid 40-85%" in text
