@@ -136,10 +136,7 @@ class SweepStandIn(Static):
 def sweep_widget(ascii_only: bool) -> Widget:
     cls = _optional("widgets.sweep_chart", "SweepChart")
     if cls is not None:
-        try:
-            return cls(id="sweep-view")  # type: ignore[no-any-return]
-        except TypeError:
-            pass
+        return cls(id="sweep-view", ascii_only=ascii_only)  # type: ignore[no-any-return]
     return SweepStandIn(ascii_only=ascii_only, id="sweep-view")
 
 

@@ -87,6 +87,20 @@ def compare_rows(store_path: Path | None, host: str) -> tuple[list[tuple[str, ..
     return rows, f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
 
 
+def latest_two_runs(store_path: Path | None, host: str) -> tuple[Any, Any] | None:
+    """(A, B) RunRecords: the two latest runs of `host`, older first."""
+    store = _open_store(store_path)
+    if store is None:
+        return None
+    try:
+        runs = [r for r in store.list_runs(200) if not r.meta.host or r.meta.host == host]
+        if len(runs) < 2:
+            return None
+        return store.get_run(runs[1].id), store.get_run(runs[0].id)
+    finally:
+        store.close()
+
+
 def _totals(steps: list[Any]) -> dict[int, float]:
     out: dict[int, float] = {}
     for step in steps:

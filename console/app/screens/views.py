@@ -120,7 +120,11 @@ class CompareScreen(HostScreen):
     TITLE_TEXT = "Compare: the two latest runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
-        yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        cls = views_data.optional("widgets.compare_table", "CompareTable")
+        if cls is not None:
+            yield cls(id="compare-table")
+        else:
+            yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="compare-note")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -131,15 +135,30 @@ class CompareScreen(HostScreen):
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
         app: PlateauApp = self.app  # type: ignore[assignment]
+        compare = views_data.optional("console.bench.compare", "compare_runs")
+        pair = views_data.latest_two_runs(app.store_path, host)
+        if pair is not None and compare is not None:
+            a, b = pair
+            comparison = compare(a.steps, b.steps, label_a=a.label, label_b=b.label)
+            note = f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
+            self.app.call_from_thread(self._show_comparison, comparison, note)
+            return
         rows, note = views_data.compare_rows(app.store_path, host)
         self.app.call_from_thread(self._show, rows, note)
 
+    def _show_comparison(self, comparison: Any, note: str) -> None:
+        table: Any = self.query_one("#compare-table")
+        if hasattr(table, "set_comparison"):
+            table.set_comparison(comparison)
+        self.query_one("#compare-note", Static).update(Content(note))
+
     def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns(*views_data.COMPARE_COLUMNS)
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
+        table: Any = self.query_one("#compare-table")
+        if not hasattr(table, "set_comparison"):
+            table.clear(columns=True)
+            table.add_columns(*views_data.COMPARE_COLUMNS)
+            for row in rows:
+                table.add_row(*(Text(cell) for cell in row))
         self.query_one("#compare-note", Static).update(Content(note))
 
 
