@@ -136,3 +136,37 @@ async def test_na_values_render_as_na() -> None:
         text = str(app.query_one(GpuRow).render())
         assert "N/A" in text
         assert "throttle: N/A" in text
+
+
+async def test_sample_given_before_mount_is_drawn() -> None:
+    header, samples = sim_series(4, 3)
+
+    class EarlyApp(App[None]):
+        def compose(self) -> ComposeResult:
+            panel = GpuPanel()
+            panel.update_header(header)
+            panel.update_sample(samples[-1])  # before the panel is mounted
+            yield panel
+
+    async with EarlyApp().run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        panel = pilot.app.query_one(GpuPanel)
+        assert sorted(panel.rows) == [0, 1, 2, 3]
+        assert len(pilot.app.query(GpuRow)) == 4
+
+
+def test_operator_thresholds_change_load_levels() -> None:
+    from widgets.gpu_render import level, thresholds_with_load
+
+    stock = GpuPanel()
+    strict = GpuPanel(load_thresholds=(20.0, 40.0))
+    assert level("util", 45.0, stock.thresholds) == "mid"
+    assert level("util", 45.0, strict.thresholds) == "high"
+    assert level("temp", 80.0, strict.thresholds) == level("temp", 80.0, stock.thresholds)
+    assert "< 20%" in GpuPanel.help_text(thresholds_with_load(20.0, 40.0))
+
+
+def test_sample_keeps_typed_readings() -> None:
+    _header, samples = sim_series(3, 1)
+    rebuilt = GpuSample.model_validate({"type": "sample", "gpus": list(samples[0].gpus)})
+    assert [g.index for g in rebuilt.gpus] == [0, 1, 2]

@@ -8,6 +8,7 @@ The widget does no I/O: the app feeds it `update_header(header)` once per connec
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from textual.app import ComposeResult
@@ -21,7 +22,14 @@ from textual.widgets import Static
 
 from console.gpu import format as fmt
 from console.gpu.models import NA, GpuHeader, GpuReading, GpuSample
-from widgets.gpu_render import THRESHOLDS, bar, level, load_style, sparkline
+from widgets.gpu_render import (
+    THRESHOLDS,
+    bar,
+    level,
+    load_style,
+    sparkline,
+    thresholds_with_load,
+)
 
 HistoryMetric = Literal["util", "power", "memory", "pcie"]
 HISTORY_METRICS: tuple[HistoryMetric, ...] = ("util", "power", "memory", "pcie")
@@ -77,8 +85,10 @@ def _variables(widget: Widget) -> dict[str, str]:
         return {}
 
 
-def _num_style(kind: str, value: float | None, variables: dict[str, str]) -> str:
-    return load_style(level(kind, value), variables)
+def _num_style(
+    kind: str, value: float | None, variables: dict[str, str], panel: GpuPanel
+) -> str:
+    return load_style(level(kind, value, panel.thresholds), variables)
 
 
 def _history(panel: GpuPanel, r: GpuReading, width: int) -> str:
@@ -111,18 +121,18 @@ def compact_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     # Leave the sparkline at least ~10 cells before growing the bars.
     bar_w = max(3, min(20, (free - 12) // 3))
     spark_w = max(0, width - fixed - 3 * bar_w - 3)
-    util_l = level("util", r.util_gpu)
+    util_l = level("util", r.util_gpu, panel.thresholds)
     parts: list[Content | str | tuple[str, str]] = [f"{r.index:>2} "]
     if name_w:
         parts.append((fmt.short_name(r.name)[:name_w].ljust(name_w) + " ", "bold"))
     parts += [
         bar(_frac(r.util_gpu), bar_w, load_style(util_l, v), ascii_only=a),
         (fmt.pct(r.util_gpu).rjust(5) + " ", load_style(util_l, v)),
-        bar(_frac(r.mem_pct), bar_w, _num_style("mem", r.mem_pct, v), ascii_only=a),
+        bar(_frac(r.mem_pct), bar_w, _num_style("mem", r.mem_pct, v, panel), ascii_only=a),
         " " + mem_text + " ",
-        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v), ascii_only=a),
+        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v, panel), ascii_only=a),
         " " + power_text + " ",
-        (temp_text, _num_style("temp", r.temp_c, v)),
+        (temp_text, _num_style("temp", r.temp_c, v, panel)),
         " " + clock_text + " ",
         (badge_text, "bold $error" if badge and badge != NA else "$text-muted"),
         " " + pcie_text + " ",
@@ -144,21 +154,22 @@ def full_lines(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     label_w = 4 + 1 + 5 + 1  # "util " + "100% "
     fixed = head_w + 3 * label_w + 12 + 10 + 4
     bar_w = max(4, min(30, (width - fixed) // 3))
-    util_s = _num_style("util", r.util_gpu, v)
+    util_s = _num_style("util", r.util_gpu, v, panel)
+    mem_s = _num_style("mem", r.mem_pct, v, panel)
     line1 = Content.assemble(
         f"{r.index:>2} ", (name[:22] + " ", "bold"),
         "util ", bar(_frac(r.util_gpu), bar_w, util_s, ascii_only=a),
         (fmt.pct(r.util_gpu).rjust(5), util_s),
-        "  mem ", bar(_frac(r.mem_pct), bar_w, _num_style("mem", r.mem_pct, v), ascii_only=a),
+        "  mem ", bar(_frac(r.mem_pct), bar_w, mem_s, ascii_only=a),
         " " + fmt.mem(r),
         "  pwr ",
-        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v), ascii_only=a),
+        bar(_frac(r.power_pct), bar_w, _num_style("power", r.power_pct, v, panel), ascii_only=a),
         " " + fmt.watts(r),
     ).truncate(width)
     badge = fmt.throttle_badge(r)
     # Most telling first: at 80 columns the tail of this line is cut off.
     bits: list[Content | str | tuple[str, str]] = [
-        "   ", (fmt.temp(r, ascii_only=a), _num_style("temp", r.temp_c, v)),
+        "   ", (fmt.temp(r, ascii_only=a), _num_style("temp", r.temp_c, v, panel)),
         f"  SM {fmt.clocks(r)}  ",
         (f"throttle: {fmt.throttle_words(r)}",
          "bold $error" if badge and badge != NA else "$text-muted"),
@@ -220,6 +231,7 @@ class GpuPanel(Widget, can_focus=True):
         compact: bool = True,
         ascii_only: bool = False,
         history_metric: HistoryMetric = "util",
+        load_thresholds: tuple[float, float] | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -232,6 +244,10 @@ class GpuPanel(Widget, can_focus=True):
         self.sample: GpuSample | None = None
         self.histories: dict[int, GpuHistory] = {}
         self.rows: dict[int, GpuRow] = {}
+        self.thresholds = (
+            thresholds_with_load(*load_thresholds) if load_thresholds else dict(THRESHOLDS)
+        )
+        self._composed = False
 
     def compose(self) -> ComposeResult:
         yield Static("GPUs: waiting for the agent…", id="gpu-summary", markup=False)
@@ -249,7 +265,7 @@ class GpuPanel(Widget, can_focus=True):
         for r in sample.gpus:
             self.histories.setdefault(r.index, GpuHistory()).add(r)
         indices = [r.index for r in sample.gpus]
-        if list(self.rows) != indices and self.is_mounted:
+        if list(self.rows) != indices and self._composed:
             self._remount(indices)
         for r in sample.gpus:
             row = self.rows.get(r.index)
@@ -269,6 +285,9 @@ class GpuPanel(Widget, can_focus=True):
         container.mount_all(self.rows.values())
 
     def on_mount(self) -> None:
+        # `is_mounted` is still False inside on_mount, so track composition ourselves: a
+        # sample given before mount is drawn now.
+        self._composed = True
         if self.sample is not None:
             self.update_sample(self.sample)
 
@@ -305,7 +324,7 @@ class GpuPanel(Widget, can_focus=True):
         return Content((" | " if self.ascii_only else " · ").join(parts) if parts else "GPUs")
 
     def _refresh_summary(self) -> None:
-        if self.is_mounted:
+        if self._composed:
             self.query_one("#gpu-summary", Static).update(self.summary())
 
     # -- reactives and actions -------------------------------------------------------------
@@ -338,9 +357,9 @@ class GpuPanel(Widget, can_focus=True):
         self.post_message(self.TopologyRequested())
 
     @staticmethod
-    def help_text() -> str:
+    def help_text(thresholds: Mapping[str, tuple[float, float]] | None = None) -> str:
         lines = ["Loading-intensity colours (low / mid / high):"]
-        for kind, (low, high) in THRESHOLDS.items():
+        for kind, (low, high) in (thresholds or THRESHOLDS).items():
             unit = "°C" if kind == "temp" else "%"
             lines.append(f"  {kind:<6} < {low:g}{unit} / < {high:g}{unit} / above")
         lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full · "

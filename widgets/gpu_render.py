@@ -14,16 +14,25 @@ THRESHOLDS: dict[str, tuple[float, float]] = {
     "power": (50.0, 90.0),
     "temp": (70.0, 85.0),  # degrees C
 }
+
+
+def thresholds_with_load(mid: float, high: float) -> dict[str, tuple[float, float]]:
+    """THRESHOLDS with the operator's util/memory/power levels (config `ui.gpu_load_*`)."""
+    return {**THRESHOLDS, "util": (mid, high), "mem": (mid, high), "power": (mid, high)}
+
+
 _FALLBACK = {"low": "$success", "mid": "$warning", "high": "$error"}
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 SPARK_UNICODE = "▁▂▃▄▅▆▇█"
 SPARK_ASCII = "_.-:=+*#"
 
 
-def level(kind: str, value: float | None) -> str | None:
+def level(
+    kind: str, value: float | None, thresholds: Mapping[str, tuple[float, float]] | None = None
+) -> str | None:
     if value is None:
         return None
-    low, high = THRESHOLDS[kind]
+    low, high = (thresholds or THRESHOLDS)[kind]
     if value < low:
         return "low"
     return "mid" if value < high else "high"

@@ -204,7 +204,10 @@ class GpuSample(_Model):
         if isinstance(data, dict) and isinstance(data.get("gpus"), list):
             data = dict(data)
             data["gpus"] = [
-                g for g in data["gpus"] if isinstance(g, dict) and _int(g.get("index")) is not None
+                g
+                for g in data["gpus"]
+                if isinstance(g, GpuReading)
+                or (isinstance(g, dict) and _int(g.get("index")) is not None)
             ]
         return data
 
