@@ -24,8 +24,8 @@ from console.logs.classify import (
     access_severity,
     severity_from_text,
 )
-from console.logs.line_format import ACCESS, PREFIX, UVICORN_LEVEL, clean_line
-from console.logs.models import EventKind, LogEvent, Severity
+from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
+from console.logs.models import EventKind, LogEvent, Severity, new_event
 
 TRACEBACK = "Traceback (most recent call last):"
 _CHAIN = (
@@ -41,6 +41,7 @@ _STANDALONE = re.compile(
 _ANNOUNCES_TRACEBACK = re.compile(r":\s*$|[Ee]xception|[Ee]rror")
 
 _MODE_NONE, _MODE_MULTI, _MODE_TRACEBACK = 0, 1, 2
+_prefix_match = PREFIX.match
 
 
 class EventAssembler:
@@ -66,35 +67,91 @@ class EventAssembler:
         self._open: list | None = None
         self._cont: list[str] = []
         self._mode = _MODE_NONE
-        self._tb_after_exc = False  # traceback mode: the exception line has been seen
+        # Traceback mode: the exception line has been seen. Only read in traceback mode, and
+        # reset whenever an event enters that mode.
+        self._tb_after_exc = False
 
     @property
     def has_open(self) -> bool:
         return self._open is not None
 
-    def feed_lines(self, lines: Iterable[str]) -> list[LogEvent]:
+    def feed_lines(
+        self, lines: Iterable[str], offsets: Iterable[int | None] | None = None
+    ) -> list[LogEvent]:
+        """Feed many lines (optionally with their byte offsets); the events they completed.
+
+        Same result as calling `feed` per line, but the common case (a prefixed batch line
+        after an event without continuation lines, i.e. most of a busy log) runs inline here
+        with its state in locals: no method call, no intermediate list per line.
+        """
         out: list[LogEvent] = []
-        feed = self.feed
-        for raw in lines:
-            done = feed(raw)
+        append = out.append
+        match = _prefix_match
+        batch_prefixes = BATCH_PREFIXES
+        debug = Severity.DEBUG
+        source = self.source
+        pairs: Iterable[tuple[str, int | None]] = (
+            zip(lines, offsets, strict=True) if offsets is not None
+            else ((raw, None) for raw in lines)
+        )
+        for raw, offset in pairs:
+            line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
+            found = match(line)
+            if found is not None:
+                message = line[found.end() :]
+                if message.startswith(batch_prefixes):
+                    head = self._open
+                    if head is not None:
+                        if self._cont:
+                            done = self._close()
+                            if done is not None:
+                                append(done)
+                        else:
+                            append(new_event(head[0], head[1], (head[2],), head[3], head[4],
+                                             head[5], head[6], head[7], head[8], None, head[9],
+                                             source))
+                    timestamp, ranks = found.group(1, 2)
+                    seq = self.next_seq
+                    self.next_seq = seq + 1
+                    # Batch lines are DEBUG by definition; no catalogue entry describes them.
+                    self._open = [seq, "sglang", line, message, debug, timestamp, ranks[1:],
+                                  None, None, offset]
+                    self._mode = _MODE_NONE
+                    continue
+            done = self._feed_clean(line, found, offset)
             if done is not None:
-                out.append(done)
+                append(done)
         return out
 
     def feed(self, raw: str, offset: int | None = None) -> LogEvent | None:
-        line = clean_line(raw)
+        # `isprintable()` is False for `\r`, escapes and controls, so clean text skips
+        # clean_line's work entirely.
+        line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
+        return self._feed_clean(line, _prefix_match(line), offset)
+
+    def _feed_clean(
+        self, line: str, found: re.Match[str] | None, offset: int | None
+    ) -> LogEvent | None:
         seq = self.next_seq
         self.next_seq = seq + 1
-        found = PREFIX.match(line)
-        if found is not None:
+        if found is None:
+            if self._open is not None and self._continues(line):
+                self._cont.append(line)
+                return None
             done = self._close()
-            self._start_prefixed(line, found, seq, offset)
+            self._start_unprefixed(line, seq, offset)
             return done
-        if self._open is not None and self._continues(line):
-            self._cont.append(line)
-            return None
-        done = self._close()
-        self._start_unprefixed(line, seq, offset)
+        done = self._close() if self._open is not None else None
+        timestamp, ranks = found.group(1, 2)
+        ranks = ranks[1:]  # every rank alternative starts with one space
+        message = line[found.end() :]
+        if message.startswith(BATCH_PREFIXES):
+            # Batch lines are DEBUG by definition; no catalogue entry describes them.
+            self._open = [seq, "sglang", line, message, Severity.DEBUG, timestamp, ranks, None,
+                          None, offset]
+            self._mode = _MODE_NONE
+        else:
+            self._start_prefixed(line, message, timestamp, ranks, seq, offset)
         return done
 
     def flush(self) -> LogEvent | None:
@@ -104,28 +161,19 @@ class EventAssembler:
     # -- starting events ------------------------------------------------------------------
 
     def _start_prefixed(
-        self, line: str, found: re.Match[str], seq: int, offset: int | None
+        self, line: str, message: str, timestamp: str, ranks: str, seq: int, offset: int | None
     ) -> None:
-        timestamp = found.group(1)
-        ranks = found.group(2).lstrip()
-        message = line[found.end() :]
         kind: EventKind = "sglang"
         level: str | None = None
-        catalogue_id: str | None = None
-        mode = _MODE_NONE
-        if message.startswith(BATCH_PREFIXES):
-            severity = Severity.DEBUG
-        else:
-            if not ranks and message[:1] in "TDIWEC":
-                level_match = UVICORN_LEVEL.match(message)
-                if level_match is not None:
-                    level = level_match.group(1)
-                    message = message[level_match.end() :]
-                    kind = "uvicorn"
-            severity, catalogue_id, mode, kind = self._classify(message, kind, level)
+        if not ranks and message[:1] in "TDIWEC":
+            level_match = UVICORN_LEVEL.match(message)
+            if level_match is not None:
+                level = level_match.group(1)
+                message = message[level_match.end() :]
+                kind = "uvicorn"
+        severity, catalogue_id, mode, kind = self._classify(message, kind, level)
         self._open = [seq, kind, line, message, severity, timestamp, ranks, level, catalogue_id,
                       offset]
-        self._cont = []
         self._mode = mode
         self._tb_after_exc = False
 
@@ -144,7 +192,6 @@ class EventAssembler:
                 kind = "uvicorn"
             severity, catalogue_id, mode, kind = self._classify(message, kind, level)
         self._open = [seq, kind, line, message, severity, None, "", level, catalogue_id, offset]
-        self._cont = []
         self._mode = mode
         self._tb_after_exc = False
 
@@ -178,6 +225,7 @@ class EventAssembler:
                 assert head is not None
                 if head[4] >= Severity.WARNING or _ANNOUNCES_TRACEBACK.search(head[3]):
                     self._mode = _MODE_TRACEBACK
+                    self._tb_after_exc = False
                     return True
                 return False
             return line[:1] in (" ", "\t")
@@ -210,28 +258,18 @@ class EventAssembler:
         self._open = None
         seq, kind, first, message, severity, timestamp, ranks, level, catalogue_id, offset = head
         cont = self._cont
+        if not cont:
+            return new_event(seq, kind, (first,), message, severity, timestamp, ranks, level,
+                             catalogue_id, None, offset, self.source)
+        self._cont = []
         cause_id = None
-        if cont and self._mode == _MODE_TRACEBACK:
+        if self._mode == _MODE_TRACEBACK:
             severity = max(severity, Severity.ERROR)
             cause_id = self._exception_cause(cont)
             if catalogue_id is None:
                 catalogue_id, cause_id = cause_id, None
-        event = LogEvent(
-            seq=seq,
-            kind=kind,
-            lines=(first, *cont) if cont else (first,),
-            message=message,
-            severity=severity,
-            timestamp=timestamp,
-            ranks=ranks,
-            level=level,
-            catalogue_id=catalogue_id,
-            cause_id=cause_id,
-            offset=offset,
-            source=self.source,
-        )
-        self._cont = []
-        return event
+        return new_event(seq, kind, (first, *cont), message, severity, timestamp, ranks, level,
+                         catalogue_id, cause_id, offset, self.source)
 
     def _exception_cause(self, cont: list[str]) -> str | None:
         """Catalogue id of the exception line(s) at the end of a traceback."""

@@ -11,9 +11,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from console.logs.models import LogEvent
+from console.logs.models import LogEvent, fast_constructor
 
 _HEAD = re.compile(r"(Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?")
+# The exact shape 0.5.x prints without spec variants, PD, hybrid pools or MFU metrics (the
+# bulk of a real log): one match reads every field. Anything else (an extra field, another
+# graph label, a value that is not a plain number) misses and takes the general key: value
+# parser below, which gives the same result for these lines (a test compares them).
+_NUM = r"([0-9]+(?:\.[0-9]+)?)"
+_INT = r"([0-9]+)"
+_DECODE_FAST = re.compile(
+    rf"Decode batch(?: \[{_INT}\])?, #running-req: {_INT}, #token: {_INT}, token usage: {_NUM}, "
+    rf"(?:accept len: {_NUM}, accept rate: {_NUM}, )?cuda graph: (True|False), "
+    rf"gen throughput \(token/s\): {_NUM}, #queue-req: {_INT}\Z"
+)
+_PREFILL_FAST = re.compile(
+    rf"Prefill batch(?: \[{_INT}\])?, #new-seq: {_INT}, #new-token: {_INT}, "
+    rf"#cached-token: {_INT}, token usage: {_NUM}, #running-req: {_INT}, #queue-req: {_INT}, "
+    rf"#pending-token: {_INT}, cuda graph: (True|False), input throughput \(token/s\): {_NUM}\Z"
+)
 _GRAPH_KEYS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
 _USAGE_KEYS = ("token usage", "full token usage", "swa token usage", "mamba usage",
                "gpu token usage")
@@ -45,10 +61,48 @@ class BatchStats:
     """Every `key: value` pair as printed, for fields not promoted above."""
 
 
+_new_stats = fast_constructor(BatchStats)
+
+
 def parse_batch_message(
     message: str, *, timestamp: str | None = None, ranks: str = ""
 ) -> BatchStats | None:
     """Parse the message part of a batch line; None when it is not one."""
+    found = _DECODE_FAST.match(message)
+    if found is not None:
+        it, run, tok, use, alen, arate, graph, gen, queue = found.groups()
+        fields = {"#running-req": run, "#token": tok, "token usage": use}
+        if alen is not None:
+            fields["accept len"] = alen
+            fields["accept rate"] = arate
+        fields["cuda graph"] = graph
+        fields["gen throughput (token/s)"] = gen
+        fields["#queue-req"] = queue
+        return _new_stats(
+            "decode", timestamp, ranks, None if it is None else int(it), int(run), int(queue),
+            float(use), int(tok), None, None, None, None, graph == "True", float(gen), None,
+            None if alen is None else float(alen), None if arate is None else float(arate),
+            None, fields,
+        )
+    found = _PREFILL_FAST.match(message)
+    if found is not None:
+        it, seqs, new, cached, use, run, queue, pending, graph, inp = found.groups()
+        fields = {"#new-seq": seqs, "#new-token": new, "#cached-token": cached,
+                  "token usage": use, "#running-req": run, "#queue-req": queue,
+                  "#pending-token": pending, "cuda graph": graph,
+                  "input throughput (token/s)": inp}
+        return _new_stats(
+            "prefill", timestamp, ranks, None if it is None else int(it), int(run), int(queue),
+            float(use), None, int(seqs), int(new), int(cached), int(pending), graph == "True",
+            None, float(inp), None, None, None, fields,
+        )
+    return parse_batch_general(message, timestamp=timestamp, ranks=ranks)
+
+
+def parse_batch_general(
+    message: str, *, timestamp: str | None = None, ranks: str = ""
+) -> BatchStats | None:
+    """Any batch line variant, read as `key: value` pairs (the fast path's fallback)."""
     head = _HEAD.match(message)
     if head is None:
         return None

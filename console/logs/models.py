@@ -7,10 +7,11 @@ must keep up with hundreds of thousands of lines per second.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, make_dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 
 class Severity(IntEnum):
@@ -123,6 +124,41 @@ class LogEvent:
         return self.message.startswith(("Decode batch", "Prefill batch"))
 
 
+_T = TypeVar("_T")
+
+
+def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor for frozen slotted dataclass `cls` that is ~4x cheaper; it takes every
+    field, positionally, in declaration order (no defaults).
+
+    A frozen dataclass's `__init__` sets every field through `object.__setattr__` (about
+    70 ns each); the parser builds one event per log line, so that alone was a quarter of the
+    parse time. We build a mutable twin with the same slots (plain attribute stores) and then
+    re-class the instance: the result IS a `cls` (frozen, same eq/hash/repr). CPython allows
+    the `__class__` switch only between identical layouts; if that ever fails we fall back to
+    the real constructor, so the worst case is the old speed, never a wrong object.
+    """
+    twin = make_dataclass(
+        f"_{cls.__name__}Builder",
+        [(f.name, Any) for f in fields(cls)],  # type: ignore[arg-type]
+        slots=True,
+        eq=False,
+        repr=False,
+    )
+
+    def build(*args: Any) -> _T:
+        obj = twin(*args)
+        obj.__class__ = cls
+        return obj  # type: ignore[return-value]
+
+    try:
+        sample = build(*(None for _ in fields(cls)))  # type: ignore[arg-type]
+        ok = type(sample) is cls
+    except TypeError:
+        ok = False
+    return build if ok else cls
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogueEntry:
     """A known message: what it means and what to do. Loaded from catalogue.toml."""
@@ -162,3 +198,8 @@ class FollowerNotice:
     path: str = ""
     offset: int = 0
     at: datetime = field(default_factory=datetime.now)
+
+
+new_event: Callable[..., LogEvent] = fast_constructor(LogEvent)
+"""`new_event(seq, kind, lines, message, severity, timestamp, ranks, level, catalogue_id,
+cause_id, offset, source)`, all twelve positional: what the parser uses for `LogEvent(...)`."""
