@@ -24,8 +24,8 @@ from textual.worker import Worker, WorkerState
 from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
 from console.app.commands import PlateauCommands
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
-from console.app.screens.dashboard import DashboardScreen, sweep_line
-from console.app.screens.modals import HelpScreen, HostPicker
+from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.modals import ABPicker, FlagsOutcomeScreen, HelpScreen, HostPicker
 from console.app.screens.views import (
     CompareScreen,
     ConfigScreen,
@@ -41,7 +41,10 @@ from console.app.theming import (
     load_themes,
 )
 from console.config import LoadedConfig
+from console.config_models import ServerProfile
+from console.session import adapters
 from console.session.events import (
+    ABUpdate,
     ConnectionChanged,
     GpuUpdate,
     LogBatch,
@@ -53,8 +56,11 @@ from console.session.events import (
     SweepProgress,
     TopologyUpdate,
 )
+from console.session.profiles import ProfileSaveError, save_profile
+from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, utc_now
+from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
 
@@ -70,6 +76,7 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
     SweepProgress: ("sweep",),
     SweepPointDone: ("sweep",),
     SweepDone: ("sweep",),
+    ABUpdate: ("sweep",),
 }
 
 
@@ -118,6 +125,8 @@ class PlateauApp(App[int]):
         theme: str | None = None,
         theme_dirs: Sequence[Path] = (THEME_DIR,),
         tick_seconds: float | None = 1.0,
+        profiles_dir: Path | None = None,
+        startup_notes: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.loaded = loaded
@@ -136,6 +145,9 @@ class PlateauApp(App[int]):
         self.hidden_panels: set[str] = set()
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
+        self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
+        for note in startup_notes:
+            self.app_note("profiles", note, "warning")
         self._setup_themes(theme or self.config.theme, theme_dirs)
         self._setup_keymap()
 
@@ -241,7 +253,7 @@ class PlateauApp(App[int]):
             profile=state.profile or self.sessions[state.host].host.profile,
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
-            sweep=sweep_line(state) if state.sweep.running else "",
+            sweep=progress_line(state),
         )
 
     def all_events(self) -> list[EventRecord]:
@@ -294,16 +306,24 @@ class PlateauApp(App[int]):
     def unavailable_reason(self, action_id: str) -> str | None:
         state = self.active_state
         busy_server = state.server_state in ("starting", "stopping")
-        if action_id == "restart" or action_id == "sweep":
+        ab_running = state.ab is not None and state.ab.running
+        if action_id in ("restart", "sweep", "ab"):
+            if ab_running:
+                return "an A/B is running"
             if state.sweep.running:
                 return "a sweep is running"
             if busy_server:
                 return f"server is {state.server_state}"
             if state.connection != "connected":
                 return f"host {state.connection}"
+            if action_id == "ab" and len(self.config.profiles) < 2:
+                return "A/B needs two profiles"
+        elif action_id == "flags":
+            if state.connection != "connected":
+                return f"host {state.connection}"
         elif action_id == "cancel-sweep":
-            if not state.sweep.running:
-                return "no sweep is running"
+            if not state.sweep.running and not ab_running:
+                return "no sweep or A/B is running"
         elif action_id in ("next-host", "prev-host", "hosts") and len(self.host_names) < 2:
             return "only one host configured"
         return None
@@ -313,6 +333,8 @@ class PlateauApp(App[int]):
             "restart": "restart",
             "sweep": "sweep",
             "cancel_sweep": "cancel-sweep",
+            "flags": "flags",
+            "ab": "ab",
             "next_host": "next-host",
             "pick_host": "hosts",
         }.get(action)
@@ -335,19 +357,25 @@ class PlateauApp(App[int]):
         return True
 
     def action_restart(self) -> None:
+        session = self.active_session
+        self.request_restart(session, session.state.profile or session.host.profile)
+
+    def request_restart(
+        self, session: Session, profile: str | None, command: str | None = None
+    ) -> None:
+        """The one restart path (the `r` key and the flags editor): refuse while a sweep or
+        A/B holds the host, else confirm, then hand it to the session."""
         if self._refuse("restart"):
             return
-        session = self.active_session
-        profile = session.state.profile or session.host.profile or "(none)"
+        question = f"Restart the server on {session.host.name} with profile {profile or '(none)'}?"
+        if command:
+            question += f"\n\n{command}"
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self._send(session, "restart", session.state.profile or session.host.profile)
+                self._send(session, "restart", profile)
 
-        self.push_screen(
-            ConfirmScreen(f"Restart the server on {session.host.name} with profile {profile}?"),
-            confirmed,
-        )
+        self.push_screen(ConfirmScreen(question), confirmed)
 
     def action_sweep(self) -> None:
         if not self._refuse("sweep"):
@@ -357,12 +385,17 @@ class PlateauApp(App[int]):
         if not self._refuse("cancel-sweep"):
             self._send(self.active_session, "cancel-sweep", None)
 
-    def _send(self, session: Session, command: str, argument: str | None) -> None:
+    def _send(
+        self, session: Session, command: str, argument: str | None,
+        ab: tuple[str, str, str] | None = None,
+    ) -> None:
         self.post_message(CommandSent(session.host.name, command, argument))
         if command == "restart":
             work = session.restart(argument)
         elif command == "sweep":
             work = session.start_sweep(argument or "default")
+        elif command == "ab" and ab is not None:
+            work = session.start_ab(*ab)
         else:
             work = session.cancel_sweep()
         self.run_worker(
@@ -370,8 +403,99 @@ class PlateauApp(App[int]):
             description=f"{command} on {session.host.name}",
         )
 
+    # -- flags editor ---------------------------------------------------------------------------
+
     def action_flags(self) -> None:
-        self.app_note("flags", "the flags editor is not wired into the console yet", "warning")
+        if self._refuse("flags"):
+            return
+        session = self.active_session
+        name = session.state.profile or session.host.profile
+        if name is None or name not in self.config.profiles:
+            self.app_note("flags", f"no known profile to edit on {session.host.name} "
+                          f"(running: {name or 'none'})", "warning")
+            return
+        self.notify(f"reading {name}'s flags from {session.host.name}'s --help…",
+                    markup=False, timeout=3)
+        self.run_worker(
+            self._edit_flags(session, name), group="flags", exclusive=True,
+            exit_on_error=False, description=f"flags editor on {session.host.name}",
+        )
+
+    async def _edit_flags(self, session: Session, name: str) -> None:
+        try:
+            schema = await session.flag_schema(name)
+            record = await session.server_record()
+        except Exception as exc:
+            self.app_note("flags", f"cannot read the flags of {name} on {session.host.name}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                          "error")
+            return
+        editor = FlagsEditor(
+            name, self.config.profiles[name], schema,
+            running_flags=adapters.running_flags(record, schema),
+            existing_names=frozenset(self.config.profiles),
+        )
+        result = await self.push_screen_wait(editor)
+        if result is None:
+            return
+        command = display_command(result.profile)
+        notes = [*result.warnings, f"validated against {session.host.name}'s --help"
+                 + (f" (sglang {schema.version})" if schema.version else "")]
+        choice = await self.push_screen_wait(
+            FlagsOutcomeScreen(result.name, command, change_lines(result), notes,
+                               self.unavailable_reason("restart"))
+        )
+        if not choice:
+            self.app_note("flags", f"edited profile {result.name} discarded")
+            return
+        if not self.add_profile(result.name, result.profile, persist=choice != "restart"):
+            return
+        if choice in ("restart", "save-restart"):
+            self.request_restart(session, result.name, command)
+
+    def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
+        """Add a profile to every session's list for this run; with `persist`, also write
+        `<config dir>/profiles.d/<name>.toml` (never secrets)."""
+        if persist:
+            try:
+                path, skipped = save_profile(self.profiles_dir, name, profile)
+            except ProfileSaveError as exc:
+                self.app_note("flags", f"profile {name} not saved: {exc}", "error")
+                return False
+            self.app_note("flags", f"profile {name} saved to {path}")
+            self.notify(f"profile {name} saved to {path}", markup=False, timeout=4)
+            if skipped:
+                self.app_note("flags", f"profile {name}: env {', '.join(skipped)} not written "
+                              "(looks secret; set it in the config file)", "warning")
+        else:
+            self.app_note("flags", f"profile {name} kept for this run (not saved)")
+        profiles = {**self.config.profiles, name: profile}
+        self.config = self.config.model_copy(update={"profiles": profiles})
+        self.loaded = LoadedConfig(self.config, self.loaded.path, self.loaded.text)
+        for session in self.sessions.values():
+            session.set_profiles(profiles)
+        return True
+
+    # -- A/B ------------------------------------------------------------------------------------
+
+    def action_ab(self) -> None:
+        if self._refuse("ab"):
+            return
+        session = self.active_session
+        names = list(self.config.profiles)
+        current = session.state.profile or session.host.profile
+        a = current if current in names else names[0]
+        b = next(n for n in names if n != a)
+        presets = list(self.config.sweeps) or ["default"]
+        if "quick" in presets:  # the demo's fast preset first
+            presets.insert(0, presets.pop(presets.index("quick")))
+
+        def picked(choice: tuple[str, str, str] | None) -> None:
+            if choice is not None and not self._refuse("ab"):
+                a, b, preset = choice
+                self._send(session, "ab", f"{a} vs {b} ({preset})", ab=choice)
+
+        self.push_screen(ABPicker(names, presets, a, b), picked)
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:
@@ -444,6 +568,23 @@ class PlateauApp(App[int]):
                                  ui.log_max_lines),
             )
         )
+
+
+def display_command(profile: ServerProfile) -> str:
+    """The effective command line as it will run (env first, secrets redacted)."""
+    return adapters.display_command(profile)
+
+
+def change_lines(result: FlagsEditorResult) -> list[str]:
+    out = []
+    for change in result.changes:
+        if change.kind == "added":
+            out.append(f"+ --{change.flag} {change.after}")
+        elif change.kind == "removed":
+            out.append(f"- --{change.flag} {change.before}")
+        else:
+            out.append(f"~ --{change.flag} {change.before} -> {change.after}")
+    return out
 
 
 def _aspects_of(event: SessionEvent) -> tuple[str, ...]:

@@ -25,8 +25,13 @@ class ActionSpec:
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("restart", "r", "restart", "Restart", "Restart the server (not during a sweep)"),
     ActionSpec("sweep", "s", "sweep", "Sweep", "Run the default sweep preset on this host"),
-    ActionSpec("cancel-sweep", "x", "cancel_sweep", "Stop sweep", "Cancel the running sweep"),
+    ActionSpec(
+        "cancel-sweep", "x", "cancel_sweep", "Stop sweep", "Cancel the running sweep or A/B"
+    ),
     ActionSpec("flags", "f", "flags", "Flags", "Edit the launch flags of the host's profile"),
+    ActionSpec(
+        "ab", "a", "ab", "A/B", "Restart into profile A, sweep, into B, sweep, compare"
+    ),
     ActionSpec("compare", "c", "show('compare')", "Compare", "Compare two sweep runs"),
     ActionSpec("history", "h", "show('history')", "History", "Sweep history of this host"),
     ActionSpec("topology", "t", "show('topology')", "Topology", "GPU topology (P2P matrix)"),

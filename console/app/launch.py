@@ -28,9 +28,20 @@ class Launch:
     store_path: Path | None = None
     theme: str | None = None
     screen: str = "dashboard"
+    profile_notes: tuple[str, ...] = ()
+
+
+def _with_saved_profiles(launch: Launch) -> None:
+    """Profiles saved from the flags editor (`<config dir>/profiles.d/*.toml`) join the
+    config's own, once per launch."""
+    from console.session.profiles import with_saved_profiles
+
+    launch.loaded, notes = with_saved_profiles(launch.loaded)
+    launch.profile_notes = tuple(notes)
 
 
 def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
+    _with_saved_profiles(launch)
     config = launch.loaded.config
     if not config.hosts:
         raise UsageError("no hosts configured: add a [[hosts]] entry, or try `plateau demo`")
@@ -64,6 +75,7 @@ def _make_app(launch: Launch, sessions: list[HostSession], active: str) -> Plate
         store_path=launch.store_path,
         start_screen=launch.screen,
         theme=launch.theme,
+        startup_notes=launch.profile_notes,
     )
 
 

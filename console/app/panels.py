@@ -140,7 +140,23 @@ def sweep_widget(ascii_only: bool) -> Widget:
     return SweepStandIn(ascii_only=ascii_only, id="sweep-view")
 
 
-def show_sweep(widget: Widget, points: Sequence[Any], progress: str) -> None:
+def show_sweep(
+    widget: Widget,
+    points: Sequence[Any],
+    progress: str,
+    runs: Sequence[tuple[str, Sequence[Any]]] | None = None,
+) -> None:
+    """The live sweep, or with `runs` an overlay (A/B: series A and B in their colours)."""
+    set_runs = getattr(widget, "set_runs", None)
+    overlay = getattr(widget, "_plateau_overlay", False)
+    if runs is not None and callable(set_runs):
+        set_runs(list(runs))
+        widget.set_progress(progress)  # type: ignore[attr-defined]
+        widget._plateau_overlay = True  # type: ignore[attr-defined]
+        return
+    if overlay and callable(set_runs):
+        set_runs([])  # back from an overlay: the live sweep is a single series again
+        widget._plateau_overlay = False  # type: ignore[attr-defined]
     fn = getattr(widget, "show", None)
     if callable(fn):
         fn(tuple(points), progress)

@@ -104,16 +104,26 @@ def stats_aggregator() -> Any:
 Emit = Callable[[Any], None]
 
 
-def lifecycle(transport: Transport, host: HostConfig, gpu_probe: Any = None) -> Any:
+def flag_discovery(transport: Transport, host: HostConfig, cache_dir: Any = None) -> Any:
+    """console.server's flag discovery (cached per host, SGLang version and launch command)."""
+    module = _module("console.server.discovery")
+    return module.FlagDiscovery(transport, host, cache_dir=cache_dir)
+
+
+def lifecycle(
+    transport: Transport, host: HostConfig, gpu_probe: Any = None, discovery: Any = None
+) -> Any:
     module = _module("console.server.lifecycle")
-    return module.ServerLifecycle(transport, host, gpu_probe=gpu_probe)
+    return module.ServerLifecycle(transport, host, gpu_probe=gpu_probe, discovery=discovery)
 
 
-async def server_status(transport: Transport, host: HostConfig, config: PlateauConfig) -> Any:
-    """console.server's status, as a session ServerStatus event."""
+async def server_status(
+    transport: Transport, host: HostConfig, config: PlateauConfig, discovery: Any = None
+) -> tuple[Any, Any]:
+    """console.server's status, as (a session ServerStatus event, the launch record or None)."""
     from console.session.events import ServerStatus
 
-    status = await lifecycle(transport, host).status()
+    status = await lifecycle(transport, host, discovery=discovery).status()
     record = status.record
     if not status.running:
         state = "failed" if record is not None and record.state == "failed" else "stopped"
@@ -121,7 +131,7 @@ async def server_status(transport: Transport, host: HostConfig, config: PlateauC
         state = {"ready": "ready", "starting": "starting", "unhealthy": "failed"}.get(
             status.health, "starting"
         )
-    return ServerStatus(
+    event = ServerStatus(
         host=host.name,
         state=state,  # type: ignore[arg-type]
         version=status.version,
@@ -130,6 +140,7 @@ async def server_status(transport: Transport, host: HostConfig, config: PlateauC
         detail=status.detail or ("" if status.health != "unhealthy" else "health check failed"),
         pid=record.pid if record is not None else None,
     )
+    return event, (record if status.running else None)
 
 
 def lifecycle_sink(host: str, emit: Emit) -> Callable[[Any], None]:
@@ -155,24 +166,27 @@ def lifecycle_sink(host: str, emit: Emit) -> Callable[[Any], None]:
             emit(ServerStatus(host, "failed", detail=event.reason))
         elif isinstance(event, lev.LifecycleDone):
             emit(Problem(host, "server", f"{event.action} done: {event.message}", level="info"))
+            if event.action in ("start", "restart"):  # don't wait for the next status poll
+                emit(ServerStatus(host, "ready", detail=event.message))
 
     return sink
 
 
 async def restart_server(
     transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
-    gpu_probe: Any = None,
+    gpu_probe: Any = None, discovery: Any = None,
 ) -> None:
     if profile not in config.profiles:
         raise ValueError(f"unknown profile {profile!r}")
-    life = lifecycle(transport, host, gpu_probe)
+    life = lifecycle(transport, host, gpu_probe, discovery)
     await life.restart(profile, config.profiles[profile], lifecycle_sink(host.name, emit))
 
 
 async def start_server(
-    transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit
+    transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
+    discovery: Any = None,
 ) -> None:
-    life = lifecycle(transport, host)
+    life = lifecycle(transport, host, discovery=discovery)
     await life.start(profile, config.profiles[profile], lifecycle_sink(host.name, emit))
 
 
@@ -180,11 +194,138 @@ async def stop_server(transport: Transport, host: HostConfig, emit: Emit) -> Non
     await lifecycle(transport, host).stop(lifecycle_sink(host.name, emit))
 
 
+def host_busy(host: str) -> str | None:
+    """What holds the host's lease in this process (a sweep, a restart, an A/B), or None."""
+    lease = _module("console.server.lease").host_lease(host)
+    return lease.holder.purpose if lease.holder is not None else None
+
+
+async def flag_schema(
+    transport: Transport, host: HostConfig, profile: Any, discovery: Any = None
+) -> Any:
+    """The host's flag schema for `profile`'s launch command (discovery caches it)."""
+    disc = discovery if discovery is not None else flag_discovery(transport, host)
+    return await disc.schema_for(profile)
+
+
+def running_flags(record: Any, schema: Any) -> dict[str, str] | None:
+    """Flags of the running server (its launch record's argv), for the editor's diff."""
+    if record is None:
+        return None
+    return _module("console.server.profile_edit").flags_from_argv(record.argv, schema)  # type: ignore[no-any-return]
+
+
+def display_command(profile: Any) -> str:
+    """`env A=1 prog args` as the lifecycle shows it before launching (secrets redacted)."""
+    records = _module("console.server.records")
+    return records.display_command(profile.argv(), profile.env)  # type: ignore[no-any-return]
+
+
+def metrics_enabled(record: Any) -> bool:
+    return record is not None and "--enable-metrics" in record.argv
+
+
+async def scrape_metrics(client: Any) -> Any:
+    """GET /metrics through the lifecycle's client; a console.logs MetricsSnapshot."""
+    response = await client.get("/metrics")
+    if response.status_code != 200:
+        raise RuntimeError(f"/metrics answered HTTP {response.status_code}")
+    return _module("console.logs.metrics").parse_metrics(response.text)
+
+
 # -- sweeps ---------------------------------------------------------------------------------
 
 
 def default_store_path() -> Any:
     return _module("console.store.db").default_db_path()
+
+
+class SweepSetupError(RuntimeError):
+    """The sweep cannot start (e.g. the bench-serving engine needs SGLang on the host)."""
+
+
+_HAS_SGLANG = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('sglang') else 3)"
+
+
+async def make_engine(transport: Transport, host: HostConfig, spec: Any, server: Any) -> Any:
+    """The preset's engine: native (this machine) or SGLang's bench_serving (on the host)."""
+    engines = _module("console.bench.engines")
+    if spec.engine == "native":
+        return engines.NativeEngine()
+    result = await transport.run([host.python, "-c", _HAS_SGLANG], timeout=60.0)
+    if result.exit_status == 3:
+        raise SweepSetupError(
+            f"engine bench-serving needs SGLang on {host.name}, but {host.python} cannot "
+            "import sglang; set the host's python to the server's environment or use "
+            "engine = \"native\""
+        )
+    if not result.ok:
+        why = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise SweepSetupError(f"cannot run {host.python} on {host.name}: {why[0][:200]}")
+    bench = _module("console.bench.bench_serving")
+    return bench.BenchServingEngine(
+        transport,
+        host_base_url=f"http://127.0.0.1:{server.port}",
+        python=host.python,
+        tokenizer=server.model_path,
+        workdir=run_dir(host),
+    )
+
+
+def sweep_event_sink(host: str, emit: Emit, run_id: list[str]) -> Callable[[Any], None]:
+    """console.bench sweep events -> session sweep events (`run_id` is filled in)."""
+    from console.session.events import SweepDone, SweepPointDone, SweepProgress
+
+    def on_event(event: Any) -> None:
+        kind = getattr(event, "kind", "")
+        if kind == "sweep-started":
+            run_id[0] = str(event.run_id) if event.run_id is not None else "live"
+            emit(SweepProgress(host, run_id[0], 0, event.total_steps))
+        elif kind == "step-started":
+            emit(SweepProgress(host, run_id[0], event.index + 1, event.total_steps,
+                               event.concurrency))
+        elif kind in ("step-finished", "step-failed"):
+            emit(SweepPointDone(host, run_id[0], event.result))
+        elif kind == "sweep-finished":
+            emit(SweepDone(host, run_id[0], event.status == "finished", event.status))
+
+    return on_event
+
+
+async def sweep_profile(
+    transport: Transport,
+    host: HostConfig,
+    spec: Any,
+    profile_name: str,
+    server: Any,
+    emit: Emit,
+    store_path: Any = None,
+    *,
+    label: str,
+    log_tail: Any = None,
+) -> list[Any]:
+    """One sweep of `spec` against the host's server of `server` (a ServerProfile) through a
+    port forward, holding the host's lease; each finished step is committed before the next.
+    Returns the step results."""
+    sweep_mod = _module("console.bench.sweep")
+    store_mod = _module("console.store.db")
+    store_models = _module("console.store.models")
+    lease = _module("console.server.lease").host_lease(host.name)
+    async with lease.hold(f"sweep {label}"):
+        engine = await make_engine(transport, host, spec, server)
+        store = store_mod.RunStore(store_path)
+        meta = store_models.RunMeta(
+            host=host.name, profile=profile_name, flags=dict(server.flags), label=label
+        )
+        try:
+            async with sweep_mod.server_url(transport=transport, port=server.port) as base_url:
+                finished = await sweep_mod.run_sweep(
+                    spec, base_url, engine=engine, store=store, meta=meta,
+                    on_event=sweep_event_sink(host.name, emit, ["-"]), log_tail=log_tail,
+                )
+        finally:
+            store.close()
+    return list(finished.steps)
 
 
 async def run_sweep(
@@ -195,50 +336,59 @@ async def run_sweep(
     profile: str | None,
     emit: Emit,
     store_path: Any = None,
+    log_tail: Any = None,
 ) -> None:
-    """A console.bench sweep (native engine) through a port forward to the host's server;
-    every finished step is committed to the run store before the next begins."""
-    from console.session.events import SweepDone, SweepPointDone, SweepProgress
-
-    sweep_mod = _module("console.bench.sweep")
-    engines = _module("console.bench.engines")
-    store_mod = _module("console.store.db")
-    store_models = _module("console.store.models")
+    """A console.bench sweep with the preset's engine against the host's server."""
     if profile is None or profile not in config.profiles:
         raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
-    server = config.profiles[profile]
-    spec = config.sweep(preset)
-    if spec.engine != "native":
-        spec = spec.model_copy(update={"engine": "native"})
-        emit(_info(host.name, "sweep", "the console runs sweeps with the native engine"))
-    run_id = "-"
-
-    def on_event(event: Any) -> None:
-        nonlocal run_id
-        kind = getattr(event, "kind", "")
-        if kind == "sweep-started":
-            run_id = str(event.run_id) if event.run_id is not None else "live"
-            emit(SweepProgress(host.name, run_id, 0, event.total_steps))
-        elif kind == "step-started":
-            emit(SweepProgress(host.name, run_id, event.index + 1, event.total_steps,
-                               event.concurrency))
-        elif kind in ("step-finished", "step-failed"):
-            emit(SweepPointDone(host.name, run_id, event.result))
-        elif kind == "sweep-finished":
-            emit(SweepDone(host.name, run_id, event.status == "finished", event.status))
-
-    store = store_mod.RunStore(store_path)
-    meta = store_models.RunMeta(
-        host=host.name, profile=profile, flags=dict(server.flags), label=f"{profile} ({preset})"
+    await sweep_profile(
+        transport, host, config.sweep(preset), profile, config.profiles[profile], emit,
+        store_path, label=f"{profile} ({preset})", log_tail=log_tail,
     )
-    try:
-        async with sweep_mod.server_url(transport=transport, port=server.port) as base_url:
-            await sweep_mod.run_sweep(
-                spec, base_url, engine=engines.NativeEngine(), store=store, meta=meta,
-                on_event=on_event,
-            )
-    finally:
-        store.close()
+
+
+# -- A/B ------------------------------------------------------------------------------------
+
+
+async def run_ab(
+    transport: Transport,
+    host: HostConfig,
+    config: PlateauConfig,
+    names: tuple[str, str],
+    preset: str,
+    emit: Emit,
+    on_progress: Callable[[Any], None],
+    store_path: Any = None,
+    gpu_probe: Any = None,
+    discovery: Any = None,
+) -> Any:
+    """console.server.ab: restart into A, sweep, restart into B, sweep -> an ABResult."""
+    ab = _module("console.server.ab")
+    for name in names:
+        if name not in config.profiles:
+            raise ValueError(f"unknown profile {name!r}")
+    life = lifecycle(transport, host, gpu_probe, discovery)
+    spec = config.sweep(preset)
+
+    async def sweep(name: str, profile: Any, record: Any) -> list[Any]:
+        async def tail() -> list[str]:
+            return list(await life.read_log_tail(record.log_path or "/dev/null", 16384))
+
+        return await sweep_profile(
+            transport, host, spec, name, profile, emit, store_path,
+            label=f"A/B {name} ({preset})", log_tail=tail,
+        )
+
+    a, b = names
+    return await ab.run_ab(
+        life, (a, config.profiles[a]), (b, config.profiles[b]), sweep,
+        on_progress=on_progress, on_event=lifecycle_sink(host.name, emit),
+        repeats=spec.repeats,
+    )
+
+
+def delta_rows(result: Any) -> list[tuple[str, ...]]:
+    return _module("console.server.ab").delta_table(result)  # type: ignore[no-any-return]
 
 
 def _info(host: str, source: str, message: str) -> Any:

@@ -96,6 +96,24 @@ class SweepDone:
 
 
 @dataclass(frozen=True, slots=True)
+class ABUpdate:
+    """A/B progress: `stage` is console.server.ab's stage, or "failed" / "cancelled";
+    `result` (an ABResult) comes with stage "done"."""
+
+    host: str
+    stage: str
+    name_a: str
+    name_b: str
+    preset: str
+    message: str = ""
+    result: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self.stage not in ("done", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
 class Problem:
     """A background failure or warning: shown in the event log and as a notification."""
 
@@ -116,5 +134,6 @@ SessionEvent = (
     | SweepProgress
     | SweepPointDone
     | SweepDone
+    | ABUpdate
     | Problem
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from console.config_models import HostConfig
 from console.session.events import SessionEvent
@@ -26,6 +26,22 @@ class Session(Protocol):
 
     async def start_sweep(self, preset: str = "default") -> None: ...
 
-    async def cancel_sweep(self) -> None: ...
+    async def cancel_sweep(self) -> None:
+        """Cancel the running sweep or A/B."""
+        ...
+
+    async def start_ab(self, a: str, b: str, preset: str = "default") -> None: ...
+
+    def set_profiles(self, profiles: dict[str, Any]) -> None:
+        """The console's profile list changed (saved or kept from the flags editor)."""
+        ...
+
+    async def flag_schema(self, profile: str) -> Any:
+        """The host's discovered flag schema (console.server FlagSchema) for `profile`."""
+        ...
+
+    async def server_record(self) -> Any:
+        """The running server's launch record, or None."""
+        ...
 
     async def close(self) -> None: ...

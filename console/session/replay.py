@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.config_models import HostConfig
 from console.session.events import Problem, SessionEvent
@@ -19,6 +20,7 @@ class ReplaySession:
     clock: Clock = utc_now
     state: HostState = field(init=False)
     commands: list[tuple[str, str | None]] = field(default_factory=list)
+    profiles: dict[str, Any] = field(default_factory=dict)
     _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,6 +57,18 @@ class ReplaySession:
 
     async def cancel_sweep(self) -> None:
         self._command("cancel-sweep", None)
+
+    async def start_ab(self, a: str, b: str, preset: str = "default") -> None:
+        self._command("ab", f"{a} vs {b} ({preset})")
+
+    def set_profiles(self, profiles: dict[str, Any]) -> None:
+        self.profiles = dict(profiles)
+
+    async def flag_schema(self, profile: str) -> Any:
+        raise RuntimeError("a replay has no host to discover flags on")
+
+    async def server_record(self) -> Any:
+        return None
 
     def _command(self, name: str, arg: str | None) -> None:
         self.commands.append((name, arg))

@@ -20,6 +20,7 @@ from console.host.transport import ConnectionEvent, Transport
 from console.session import adapters
 from console.session.adapters import AdapterMissing
 from console.session.events import (
+    ABUpdate,
     ConnectionChanged,
     GpuUpdate,
     LogBatch,
@@ -36,6 +37,7 @@ _NOTICE_LEVEL = {
     "lost": "error", "error": "error", "reconnecting": "warning", "truncated": "warning",
 }
 STATUS_POLL_S = 2.0
+METRICS_PERIOD_S = 2.0
 MAX_BACKOFF_S = 30.0
 
 TransportFactory = Callable[[HostConfig], Transport]
@@ -51,6 +53,7 @@ class HostSession:
         transport_factory: TransportFactory = adapters.open_transport,
         launch_profile: str | None = None,
         store_path: Path | None = None,
+        flag_cache_dir: Path | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -61,6 +64,12 @@ class HostSession:
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweep_task: asyncio.Task[None] | None = None
         self._restart_task: asyncio.Task[None] | None = None
+        self._ab_task: asyncio.Task[None] | None = None
+        self.flag_cache_dir = flag_cache_dir
+        self.discovery: Any = None
+        self.record: Any = None  # the running server's launch record (status poll)
+        self._aggregator: Any = None
+        self._metrics_failing = False
         self._missing_reported: set[str] = set()
         self._closed = False
         self.launch_profile = launch_profile
@@ -106,18 +115,23 @@ class HostSession:
             self.emit(ConnectionChanged(self.host.name, "failed", _describe(exc)))
             return
         self.transport = transport
+        with contextlib.suppress(AdapterMissing):
+            self.discovery = adapters.flag_discovery(transport, self.host, self.flag_cache_dir)
         transport.subscribe(self._on_connection_event)
         self.emit(ConnectionChanged(self.host.name, "connected"))
         self._spawn(self._supervise("gpu", self._gpu_loop), "gpu")
         self._spawn(self._supervise("log", self._log_loop), "log")
         self._spawn(self._supervise("server", self._status_loop), "server")
+        self._spawn(self._supervise("metrics", self._metrics_loop), "metrics")
         if self.launch_profile is not None:
             self._restart_task = self._spawn(self._launch(transport, self.launch_profile), "launch")
 
     async def _launch(self, transport: Transport, profile: str) -> None:
         """Start the server (the demo does this); a running one is reported, not replaced."""
         try:
-            await adapters.start_server(transport, self.host, self.config, profile, self.emit)
+            await adapters.start_server(
+                transport, self.host, self.config, profile, self.emit, self.discovery
+            )
         except AdapterMissing as exc:
             self._problem("server", f"cannot launch: {exc}", "warning")
         except Exception as exc:
@@ -182,8 +196,14 @@ class HostSession:
             else:
                 self.emit(GpuUpdate(self.host.name, event, self.state.clock()))
 
+    def aggregator(self) -> Any:
+        """One StatsAggregator per session: fed by the log's batch lines and /metrics."""
+        if self._aggregator is None:
+            self._aggregator = adapters.stats_aggregator()
+        return self._aggregator
+
     async def _log_loop(self, transport: Transport) -> None:
-        aggregator = adapters.stats_aggregator()
+        aggregator = self.aggregator()
         last_stats = 0.0
         stats_version = -1
         async for batch in adapters.follow_log(transport, self.host, self.config):
@@ -207,8 +227,11 @@ class HostSession:
         # Self-rescheduling: the next poll is planned after this one ends, so polls never overlap.
         while True:
             if not self.restart_running:  # the lifecycle reports its own phases meanwhile
-                status = await adapters.server_status(transport, self.host, self.config)
-                if status is not None and not self.restart_running:
+                status, record = await adapters.server_status(
+                    transport, self.host, self.config, self.discovery
+                )
+                self.record = record
+                if not self.restart_running:
                     self.emit(status)
             await asyncio.sleep(STATUS_POLL_S)
 
@@ -220,11 +243,91 @@ class HostSession:
 
     @property
     def restart_running(self) -> bool:
-        return self._restart_task is not None and not self._restart_task.done()
+        """A restart, or an A/B (which restarts twice), is in progress."""
+        return self.ab_running or (
+            self._restart_task is not None and not self._restart_task.done()
+        )
+
+    @property
+    def ab_running(self) -> bool:
+        return self._ab_task is not None and not self._ab_task.done()
+
+    def _busy(self) -> str | None:
+        try:
+            return adapters.host_busy(self.host.name)
+        except AdapterMissing:
+            return None
+
+    # -- metrics ------------------------------------------------------------------------------
+
+    async def _metrics_loop(self, transport: Transport) -> None:
+        """Scrape `/metrics` every ~2 s while the running server has metrics enabled; one
+        port forward per server (not per scrape). A failure is reported once until it
+        recovers."""
+        while True:
+            record = self.record
+            if (
+                record is None
+                or not adapters.metrics_enabled(record)
+                or self.state.server_state != "ready"
+                or self.restart_running
+            ):
+                await asyncio.sleep(METRICS_PERIOD_S / 2)
+                continue
+            life = adapters.lifecycle(transport, self.host, discovery=self.discovery)
+            try:
+                async with life.http(record.port) as client:
+                    while self.record is record or (
+                        self.record is not None and self.record.pid == record.pid
+                    ):
+                        if self.state.server_state != "ready" or self.restart_running:
+                            break
+                        await self._scrape(client)
+                        await asyncio.sleep(METRICS_PERIOD_S)
+            except asyncio.CancelledError:
+                raise
+            except AdapterMissing:
+                raise
+            except Exception as exc:  # the forward itself failed
+                self._metrics_failed(exc)
+                await asyncio.sleep(METRICS_PERIOD_S)
+
+    async def _scrape(self, client: Any) -> None:
+        try:
+            snapshot = await adapters.scrape_metrics(client)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._metrics_failed(exc)
+            return
+        if self._metrics_failing:
+            self._metrics_failing = False
+            self._problem("metrics", "/metrics scrape works again", "info")
+        aggregator = self.aggregator()
+        aggregator.add_metrics(snapshot)
+        self.emit(ServerStats(self.host.name, aggregator.snapshot()))
+
+    def _metrics_failed(self, exc: BaseException) -> None:
+        if self.state.server_state != "ready" or self.restart_running:
+            return  # expected while the server restarts
+        if not self._metrics_failing:
+            self._metrics_failing = True
+            self._problem(
+                "metrics", f"/metrics scrape failed: {_describe(exc)} (retrying quietly)",
+                "warning",
+            )
 
     async def restart(self, profile: str | None = None) -> None:
         if self.sweep_running:
             self._problem("server", "restart refused: a sweep is running", "warning")
+            return
+        if self.ab_running:
+            self._problem("server", "restart refused: an A/B is running", "warning")
+            return
+        busy = self._busy()
+        if busy is not None:
+            self._problem("server", f"restart refused: {self.host.name} is busy ({busy})",
+                          "warning")
             return
         if self.restart_running:
             self._problem("server", "restart refused: a restart is already running", "warning")
@@ -241,7 +344,8 @@ class HostSession:
     async def _restart(self, transport: Transport, profile: str) -> None:
         try:
             await adapters.restart_server(
-                transport, self.host, self.config, profile, self.emit, self._gpu_memory
+                transport, self.host, self.config, profile, self.emit, self._gpu_memory,
+                self.discovery,
             )
         except AdapterMissing as exc:
             self._problem("server", f"restart not available: {exc}", "warning")
@@ -267,13 +371,19 @@ class HostSession:
         if self.transport is None:
             self._problem("sweep", "sweep refused: not connected", "warning")
             return
+        busy = self._busy()
+        if busy is not None:
+            self._problem("sweep", f"sweep refused: {self.host.name} is busy ({busy})",
+                          "warning")
+            return
         self._sweep_task = self._spawn(self._sweep(self.transport, preset), "sweep")
 
     async def _sweep(self, transport: Transport, preset: str) -> None:
         profile = self.state.profile or self.host.profile
         try:
             await adapters.run_sweep(
-                transport, self.host, self.config, preset, profile, self.emit, self.store_path
+                transport, self.host, self.config, preset, profile, self.emit, self.store_path,
+                self._log_tail,
             )
         except asyncio.CancelledError:
             if self.state.sweep.running:
@@ -283,15 +393,97 @@ class HostSession:
         except AdapterMissing as exc:
             self._problem("sweep", f"sweeps not available: {exc}", "warning")
         except Exception as exc:
-            self.emit(
-                SweepDone(self.host.name, self.state.sweep.run_id or "-", False, _describe(exc))
-            )
+            if self.state.sweep.running:
+                self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
+                                    _describe(exc)))
+            else:  # it never started (host busy, engine unavailable): say why
+                self._problem("sweep", f"sweep not started: {_describe(exc)}")
+
+    async def _log_tail(self) -> list[str]:
+        """The server's last log lines, for a failed sweep step."""
+        record, transport = self.record, self.transport
+        if record is None or transport is None or not record.log_path:
+            return []
+        life = adapters.lifecycle(transport, self.host, discovery=self.discovery)
+        return list(await life.read_log_tail(record.log_path, 16384))[-20:]
 
     async def cancel_sweep(self) -> None:
-        if self._sweep_task is not None and not self._sweep_task.done():
-            self._sweep_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweep_task
+        """Cancel the running sweep, or the running A/B (its restart cleans up after itself)."""
+        for task in (self._ab_task, self._sweep_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    # -- flags, profiles, A/B -----------------------------------------------------------------
+
+    def set_profiles(self, profiles: dict[str, Any]) -> None:
+        """The console's profile list changed (a profile saved from the flags editor)."""
+        self.config = self.config.model_copy(update={"profiles": dict(profiles)})
+
+    async def flag_schema(self, profile: str) -> Any:
+        """The host's discovered flag schema for `profile`'s launch command (cached)."""
+        if self.transport is None:
+            raise RuntimeError(f"{self.host.name} is not connected")
+        if profile not in self.config.profiles:
+            raise ValueError(f"unknown profile {profile!r}")
+        return await adapters.flag_schema(
+            self.transport, self.host, self.config.profiles[profile], self.discovery
+        )
+
+    async def server_record(self) -> Any:
+        """The running server's launch record (None when nothing runs)."""
+        if self.transport is None:
+            return None
+        _status, record = await adapters.server_status(
+            self.transport, self.host, self.config, self.discovery
+        )
+        self.record = record
+        return record
+
+    async def start_ab(self, a: str, b: str, preset: str = "default") -> None:
+        for why, refused in (
+            ("a sweep is running", self.sweep_running),
+            ("a restart or A/B is running", self.restart_running),
+            ("not connected", self.transport is None),
+        ):
+            if refused:
+                self._problem("ab", f"A/B refused: {why}", "warning")
+                return
+        busy = self._busy()
+        if busy is not None:
+            self._problem("ab", f"A/B refused: {self.host.name} is busy ({busy})", "warning")
+            return
+        assert self.transport is not None
+        self._ab_task = self._spawn(self._ab(self.transport, a, b, preset), "ab")
+
+    async def _ab(self, transport: Transport, a: str, b: str, preset: str) -> None:
+        def progress(p: Any) -> None:
+            if p.stage != "done":
+                self.emit(ABUpdate(self.host.name, p.stage, a, b, preset, p.message))
+
+        progress_stage = ABUpdate(self.host.name, "validate", a, b, preset, "starting")
+        self.emit(progress_stage)
+        try:
+            result = await adapters.run_ab(
+                transport, self.host, self.config, (a, b), preset, self.emit, progress,
+                self.store_path, self._gpu_memory, self.discovery,
+            )
+        except asyncio.CancelledError:
+            if self.state.sweep.running:
+                self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
+                                    "cancelled"))
+            self.emit(ABUpdate(self.host.name, "cancelled", a, b, preset, "cancelled"))
+            raise
+        except Exception as exc:
+            self.emit(ABUpdate(self.host.name, "failed", a, b, preset, _describe(exc)))
+            return
+        self.emit(ABUpdate(self.host.name, "done", a, b, preset, result.note, result))
+        with contextlib.suppress(Exception):  # a summary line; the compare screen has it all
+            rows = adapters.delta_rows(result)[1:]
+            deltas = ", ".join(f"c={r[0]} {r[4]}{' ~' if r[5] else ''}" for r in rows)
+            self._problem("ab", f"{b} vs {a}, {result.metric}: {deltas or 'no common steps'}",
+                          "info")
 
     async def close(self) -> None:
         self._closed = True

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from console.logs.models import LogEvent
 from console.session.events import (
+    ABUpdate,
     ConnectionChanged,
     ConnectionStatus,
     GpuUpdate,
@@ -66,6 +67,24 @@ class SweepView:
 
 
 @dataclass
+class ABView:
+    """The newest A/B of this host: progress while it runs, the result when done."""
+
+    name_a: str
+    name_b: str
+    preset: str
+    stage: str = "validate"
+    message: str = ""
+    running: bool = True
+    result: Any = None
+    run_ids: list[str] = field(default_factory=list)  # the sweeps that belong to it
+    steps_a: list[Any] = field(default_factory=list)
+
+    def owns(self, run_id: str | None) -> bool:
+        return run_id is not None and run_id in self.run_ids
+
+
+@dataclass
 class HostState:
     host: str
     clock: Clock = utc_now
@@ -83,6 +102,7 @@ class HostState:
     server_since: datetime | None = None
     server_detail: str = ""
     sweep: SweepView = field(default_factory=SweepView)
+    ab: ABView | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_MAX))
     revision: dict[str, int] = field(default_factory=dict)
 
@@ -127,6 +147,7 @@ class HostState:
                 sweep = self.sweep
                 if sweep.run_id != event.run_id:
                     self.sweep = sweep = SweepView(run_id=event.run_id)
+                    self._claim_for_ab(event.run_id)
                 sweep.running = True
                 sweep.step, sweep.total = event.step, event.total
                 sweep.concurrency, sweep.detail = event.concurrency, event.detail
@@ -147,6 +168,8 @@ class HostState:
                 self.note("sweep", f"{text}: {event.detail}" if event.detail else text, level)
                 self.bump("sweep")
                 return ("sweep", "events")
+            case ABUpdate():
+                return self._ab(event)
             case Problem():
                 self.events.append(
                     EventRecord(
@@ -157,6 +180,28 @@ class HostState:
                 self.bump("events")
                 return ("events",)
         return ()
+
+    def _claim_for_ab(self, run_id: str) -> None:
+        ab = self.ab
+        if ab is not None and ab.running:
+            ab.run_ids.append(run_id)
+
+    def _ab(self, event: ABUpdate) -> tuple[Aspect, ...]:
+        ab = self.ab
+        if ab is None or not ab.running or (ab.name_a, ab.name_b) != (event.name_a, event.name_b):
+            self.ab = ab = ABView(event.name_a, event.name_b, event.preset)
+        if event.stage == "sweep-b" and not ab.steps_a:
+            ab.steps_a = list(self.sweep.points) if ab.owns(self.sweep.run_id) else []
+        ab.stage, ab.message, ab.running = event.stage, event.message, event.running
+        if event.result is not None:
+            ab.result = event.result
+        level: Literal["info", "warning", "error"] = {
+            "failed": "error", "cancelled": "warning",
+        }.get(event.stage, "info")  # type: ignore[assignment]
+        text = f"A/B {ab.name_a} vs {ab.name_b}: {event.stage}"
+        self.note("ab", f"{text}: {event.message}" if event.message else text, level)
+        self.bump("sweep")
+        return ("sweep", "events")
 
     def _connection(self, event: ConnectionChanged) -> tuple[Aspect, ...]:
         previous = self.connection

@@ -103,7 +103,10 @@ class DashboardScreen(Screen[None]):
                     panels.append_log(self._views["log"], fresh)
                 self._log_seen = state.log_total
             if full or "sweep" in aspects:  # type: ignore[operator]
-                panels.show_sweep(self._views["sweep"], state.sweep.points, sweep_line(state))
+                panels.show_sweep(
+                    self._views["sweep"], state.sweep.points, progress_line(state) or
+                    sweep_line(state), chart_runs(state),
+                )
         self._rendered_host = state.host
 
     def _replace_gpu_view(self, host: str) -> None:
@@ -167,3 +170,33 @@ def sweep_line(state: HostState) -> str:
     if sweep.run_id is not None:
         return f"sweep {sweep.run_id}: {len(sweep.points)} step(s)"
     return ""
+
+
+def progress_line(state: HostState) -> str:
+    """What the host is busy with (header): the A/B stage and/or the sweep step."""
+    parts = []
+    ab = state.ab
+    if ab is not None and ab.running:
+        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}")
+    if state.sweep.running:
+        parts.append(sweep_line(state))
+    return " · ".join(parts)
+
+
+def chart_runs(state: HostState) -> list[tuple[str, list[Any]]] | None:
+    """The A/B overlay (A and B series) while an A/B runs or after it, else None (the live
+    sweep alone)."""
+    ab = state.ab
+    if ab is None:
+        return None
+    current = state.sweep.run_id
+    owned = ab.owns(current)
+    if ab.running:
+        a_points = ab.steps_a or (list(state.sweep.points) if owned else [])
+        runs: list[tuple[str, list[Any]]] = [(ab.name_a, a_points)]
+        if ab.stage in ("sweep-b", "compare") and ab.steps_a:
+            runs.append((ab.name_b, list(state.sweep.points) if owned else []))
+        return runs
+    if ab.result is not None and (current is None or owned):
+        return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    return None

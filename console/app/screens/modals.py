@@ -1,14 +1,15 @@
-"""Modal screens: help, host picker."""
+"""Modal screens: help, host picker, the flags editor's outcome, the A/B picker."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import OptionList
+from textual.widgets import Button, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from widgets.help_panel import HelpPanel, HelpRow, Thresholds
@@ -51,3 +52,117 @@ class HostPicker(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+
+class FlagsOutcomeScreen(ModalScreen[str | None]):
+    """After the flags editor: the effective command line, what changed, what validation
+    says; then restart with it (kept for this run), save it as a profile, or both."""
+
+    BINDINGS = [
+        Binding("r", "choose('restart')", "Restart with it", id="flags-restart"),
+        Binding("s", "choose('save')", "Save as profile", id="flags-save"),
+        Binding("b", "choose('save-restart')", "Save and restart", id="flags-both"),
+        Binding("escape,n", "choose('')", "Discard", id="flags-discard"),
+    ]
+
+    def __init__(
+        self,
+        name: str,
+        command: str,
+        changes: Sequence[str],
+        notes: Sequence[str],
+        restart_blocked: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.profile_name, self.command = name, command
+        self.changes, self.notes = list(changes), list(notes)
+        self.restart_blocked = restart_blocked
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="outcome-box") as box:
+            box.border_title = f"Profile {self.profile_name}"
+            yield Static(Text("Effective command line:", style="bold"))
+            yield Static(Text(self.command), id="outcome-command")
+            changes = "\n".join(self.changes) or "no flag changes against the running server"
+            yield Static(Text(changes), id="outcome-changes")
+            if self.notes:
+                yield Static(Text("\n".join(self.notes), style="yellow"), id="outcome-notes")
+            keys = "s: save as profile   esc: discard"
+            if self.restart_blocked is None:
+                keys = "r: restart with it   b: save and restart   " + keys
+            else:
+                keys = f"(restart unavailable: {self.restart_blocked})   " + keys
+            yield Static(Text(keys), classes="confirm-keys")
+
+    def action_choose(self, choice: str) -> None:
+        if choice in ("restart", "save-restart") and self.restart_blocked is not None:
+            self.notify(f"restart unavailable: {self.restart_blocked}", severity="warning",
+                        markup=False)
+            return
+        self.dismiss(choice or None)
+
+
+class ABPicker(ModalScreen[tuple[str, str, str] | None]):
+    """Pick profiles A and B and a sweep preset for an A/B run."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Cancel", id="ab-cancel"),
+        Binding("ctrl+s", "start", "Start", id="ab-start"),
+    ]
+
+    def __init__(
+        self, profiles: Sequence[str], presets: Sequence[str], a: str | None, b: str | None
+    ) -> None:
+        super().__init__()
+        self.profiles, self.presets = list(profiles), list(presets)
+        self.a, self.b = a, b
+
+    def compose(self) -> ComposeResult:
+        def options(names: Sequence[str]) -> list[tuple[str, str]]:
+            return [(n, n) for n in names]
+
+        with Vertical(id="ab-box") as box:
+            box.border_title = "A/B: restart into A, sweep, restart into B, sweep, compare"
+            yield Label("A (baseline)")
+            yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
+                         allow_blank=self.a is None)
+            yield Label("B (candidate)")
+            yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
+                         allow_blank=self.b is None)
+            yield Label("sweep preset")
+            yield Select(options(self.presets), value=self.presets[0], id="ab-preset",
+                         allow_blank=False)
+            yield Static("", id="ab-message")
+            with Horizontal(id="ab-buttons"):
+                yield Button("Cancel", id="ab-cancel-button")
+                yield Button("Start A/B", id="ab-start-button", variant="primary")
+
+    def choice(self) -> tuple[str, str, str] | str:
+        """(A, B, preset), or why not yet."""
+        values = [self.query_one(f"#{i}", Select).value for i in ("ab-a", "ab-b", "ab-preset")]
+        a, b, preset = (v if isinstance(v, str) else None for v in values)
+        if a is None or b is None or preset is None:
+            return "pick both profiles and a preset"
+        if a == b:
+            return "A and B must be different profiles"
+        return a, b, preset
+
+    def on_select_changed(self) -> None:
+        chosen = self.choice()
+        message = chosen if isinstance(chosen, str) else ""
+        self.query_one("#ab-message", Static).update(Text(message, style="yellow"))
+        self.query_one("#ab-start-button", Button).disabled = isinstance(chosen, str)
+
+    def on_mount(self) -> None:
+        self.on_select_changed()
+
+    def action_start(self) -> None:
+        chosen = self.choice()
+        if not isinstance(chosen, str):
+            self.dismiss(chosen)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ab-start-button":
+            self.action_start()
+        else:
+            self.dismiss(None)

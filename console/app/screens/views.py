@@ -130,6 +130,14 @@ class CompareScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None and "sweep" not in aspects:
             return
+        ab = state.ab
+        if ab is not None and ab.result is not None and not ab.running:
+            # The newest A/B of this host: its own comparison, with the noise note.
+            result = ab.result
+            note = (f"A/B ({ab.preset}): A = {result.name_a}, B = {result.name_b} — "
+                    f"{result.note}")
+            self._show_comparison(result.comparison, note)
+            return
         self._load(state.host)
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
