@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import repeat
 
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import (
     BATCH_PREFIXES,
+    SEVERITY_LITERALS,
     UVICORN_LEVELS,
     access_severity,
     severity_from_text,
 )
 from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
 from console.logs.models import EventKind, LogEvent, Severity, new_event
+from console.logs.prefilter import compile_literals
 
 TRACEBACK = "Traceback (most recent call last):"
 _CHAIN = (
@@ -42,6 +45,15 @@ _ANNOUNCES_TRACEBACK = re.compile(r":\s*$|[Ee]xception|[Ee]rror")
 
 _MODE_NONE, _MODE_MULTI, _MODE_TRACEBACK = 0, 1, 2
 _prefix_match = PREFIX.match
+# uvicorn's access lines as printed by its default formatter (`INFO:` padded to 10 columns);
+# any other spacing takes the general path, which accepts it too.
+_ACCESS_HEAD = "INFO:     "
+_ACCESS_AT = len(_ACCESS_HEAD)
+_ACCESS_MATCH = ACCESS.match
+
+
+def _access_severity(access: re.Match[str]) -> Severity:
+    return access_severity(int(access.group(4)))
 
 
 class EventAssembler:
@@ -60,11 +72,17 @@ class EventAssembler:
         max_group_lines: int = 1000,
     ) -> None:
         self.catalogue = catalogue if catalogue is not None else default_catalogue()
+        # One search decides for most non-batch lines: no catalogue literal and no severity
+        # keyword means no catalogue entry and INFO (or the uvicorn level).
+        self._hint = compile_literals((*self.catalogue.literals, *SEVERITY_LITERALS))
         self.source = source
         self.next_seq = first_seq
         self.max_group_lines = max_group_lines
-        # [seq, kind, first, message, severity, ts, ranks, level, catalogue_id, offset]
-        self._open: list | None = None
+        # The open event, built as if it had no continuation lines (the common case: closing
+        # it costs nothing); rebuilt with its continuation lines when it has some. Its
+        # `source` is the file its first line came from (a rotation may change self.source
+        # before the event closes).
+        self._open: LogEvent | None = None
         self._cont: list[str] = []
         self._mode = _MODE_NONE
         # Traceback mode: the exception line has been seen. Only read in traceback mode, and
@@ -80,52 +98,69 @@ class EventAssembler:
     ) -> list[LogEvent]:
         """Feed many lines (optionally with their byte offsets); the events they completed.
 
-        Same result as calling `feed` per line, but the common case (a prefixed batch line
-        after an event without continuation lines, i.e. most of a busy log) runs inline here
-        with its state in locals: no method call, no intermediate list per line.
+        Same result as calling `feed` per line, but the bulk of a busy log (prefixed batch and
+        access lines after an event without continuation lines) runs inline here with the
+        state in locals: no method call and no intermediate object per line.
         """
         out: list[LogEvent] = []
         append = out.append
         match = _prefix_match
+        access_match = _ACCESS_MATCH
         batch_prefixes = BATCH_PREFIXES
         debug = Severity.DEBUG
         source = self.source
-        pairs: Iterable[tuple[str, int | None]] = (
-            zip(lines, offsets, strict=True) if offsets is not None
-            else ((raw, None) for raw in lines)
-        )
-        for raw, offset in pairs:
+        head = self._open
+        cont = self._cont
+        seq = self.next_seq
+        positions: Iterable[int | None] = repeat(None) if offsets is None else offsets
+        for raw, offset in zip(lines, positions, strict=offsets is not None):
+            # `isprintable()` is False for `\r`, escapes and controls: clean text skips
+            # clean_line's work entirely.
             line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
             found = match(line)
             if found is not None:
                 message = line[found.end() :]
                 if message.startswith(batch_prefixes):
-                    head = self._open
+                    # Batch lines are DEBUG by definition; no catalogue entry describes them.
+                    timestamp, ranks = found.group(1, 2)
+                    new_head = new_event(seq, "sglang", (line,), message, debug, timestamp,
+                                         ranks[1:], None, None, None, offset, source)
+                elif message.startswith(_ACCESS_HEAD) and (
+                    access := access_match(message, _ACCESS_AT)
+                ) is not None and not found.group(2):
+                    severity = debug if access.group(4) < "400" else _access_severity(access)
+                    new_head = new_event(seq, "access", (line,), message[_ACCESS_AT:], severity,
+                                         found.group(1), "", "INFO", None, None, offset, source)
+                else:
+                    new_head = None
+                if new_head is not None:
                     if head is not None:
-                        if self._cont:
+                        if cont:
+                            self._open = head
                             done = self._close()
+                            cont = self._cont
                             if done is not None:
                                 append(done)
                         else:
-                            append(new_event(head[0], head[1], (head[2],), head[3], head[4],
-                                             head[5], head[6], head[7], head[8], None, head[9],
-                                             source))
-                    timestamp, ranks = found.group(1, 2)
-                    seq = self.next_seq
-                    self.next_seq = seq + 1
-                    # Batch lines are DEBUG by definition; no catalogue entry describes them.
-                    self._open = [seq, "sglang", line, message, debug, timestamp, ranks[1:],
-                                  None, None, offset]
+                            append(head)
+                    head = new_head
+                    seq += 1
                     self._mode = _MODE_NONE
                     continue
+            # Everything else: the general path, with the state handed over and back.
+            self._open = head
+            self.next_seq = seq
             done = self._feed_clean(line, found, offset)
             if done is not None:
                 append(done)
+            head = self._open
+            cont = self._cont
+            seq = self.next_seq
+        self._open = head
+        self.next_seq = seq
         return out
 
     def feed(self, raw: str, offset: int | None = None) -> LogEvent | None:
-        # `isprintable()` is False for `\r`, escapes and controls, so clean text skips
-        # clean_line's work entirely.
         line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
         return self._feed_clean(line, _prefix_match(line), offset)
 
@@ -146,9 +181,8 @@ class EventAssembler:
         ranks = ranks[1:]  # every rank alternative starts with one space
         message = line[found.end() :]
         if message.startswith(BATCH_PREFIXES):
-            # Batch lines are DEBUG by definition; no catalogue entry describes them.
-            self._open = [seq, "sglang", line, message, Severity.DEBUG, timestamp, ranks, None,
-                          None, offset]
+            self._open = new_event(seq, "sglang", (line,), message, Severity.DEBUG, timestamp,
+                                   ranks, None, None, None, offset, self.source)
             self._mode = _MODE_NONE
         else:
             self._start_prefixed(line, message, timestamp, ranks, seq, offset)
@@ -172,8 +206,8 @@ class EventAssembler:
                 message = message[level_match.end() :]
                 kind = "uvicorn"
         severity, catalogue_id, mode, kind = self._classify(message, kind, level)
-        self._open = [seq, kind, line, message, severity, timestamp, ranks, level, catalogue_id,
-                      offset]
+        self._open = new_event(seq, kind, (line,), message, severity, timestamp, ranks, level,
+                               catalogue_id, None, offset, self.source)
         self._mode = mode
         self._tb_after_exc = False
 
@@ -191,7 +225,8 @@ class EventAssembler:
                 message = line[level_match.end() :]
                 kind = "uvicorn"
             severity, catalogue_id, mode, kind = self._classify(message, kind, level)
-        self._open = [seq, kind, line, message, severity, None, "", level, catalogue_id, offset]
+        self._open = new_event(seq, kind, (line,), message, severity, None, "", level,
+                               catalogue_id, None, offset, self.source)
         self._mode = mode
         self._tb_after_exc = False
 
@@ -202,6 +237,12 @@ class EventAssembler:
             access = ACCESS.match(message)
             if access is not None:
                 return access_severity(int(access.group(4))), None, _MODE_NONE, "access"
+        hint = self._hint
+        if hint is not None and hint.search(message) is None:
+            # No literal: no catalogue entry, not a traceback, and severity_from_text is INFO.
+            if level is not None:
+                return UVICORN_LEVELS.get(level, Severity.INFO), None, _MODE_NONE, kind
+            return Severity.INFO, None, _MODE_NONE, kind
         found = self.catalogue.match(message)
         mode = _MODE_TRACEBACK if TRACEBACK in message else _MODE_NONE
         if found is not None:
@@ -223,7 +264,9 @@ class EventAssembler:
             if line.startswith(TRACEBACK):
                 head = self._open
                 assert head is not None
-                if head[4] >= Severity.WARNING or _ANNOUNCES_TRACEBACK.search(head[3]):
+                if head.severity >= Severity.WARNING or _ANNOUNCES_TRACEBACK.search(
+                    head.message
+                ):
                     self._mode = _MODE_TRACEBACK
                     self._tb_after_exc = False
                     return True
@@ -256,20 +299,19 @@ class EventAssembler:
         if head is None:
             return None
         self._open = None
-        seq, kind, first, message, severity, timestamp, ranks, level, catalogue_id, offset = head
         cont = self._cont
         if not cont:
-            return new_event(seq, kind, (first,), message, severity, timestamp, ranks, level,
-                             catalogue_id, None, offset, self.source)
+            return head
         self._cont = []
-        cause_id = None
+        severity, catalogue_id, cause_id = head.severity, head.catalogue_id, None
         if self._mode == _MODE_TRACEBACK:
             severity = max(severity, Severity.ERROR)
             cause_id = self._exception_cause(cont)
             if catalogue_id is None:
                 catalogue_id, cause_id = cause_id, None
-        return new_event(seq, kind, (first, *cont), message, severity, timestamp, ranks, level,
-                         catalogue_id, cause_id, offset, self.source)
+        return new_event(head.seq, head.kind, (head.lines[0], *cont), head.message, severity,
+                         head.timestamp, head.ranks, head.level, catalogue_id, cause_id,
+                         head.offset, head.source)
 
     def _exception_cause(self, cont: list[str]) -> str | None:
         """Catalogue id of the exception line(s) at the end of a traceback."""

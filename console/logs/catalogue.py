@@ -1,9 +1,9 @@
 """The catalogue of known SGLang messages: loading, validation and fast matching.
 
-The data lives in catalogue.toml (package data). Matching is two-stage: one compiled
-alternation of literal substrings (every entry names or implies at least one) rejects the vast
-majority of lines with a single `search`; only lines that contain a literal run the entries'
-regexes.
+The data lives in catalogue.toml (package data). Matching is two-stage: one compiled regex of
+the literal substrings (every entry names or implies at least one; see prefilter.py) rejects
+the vast majority of lines with a single `search`; only lines that contain a literal run the
+entries' regexes.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from console.errors import ConfigError
 from console.logs.models import CatalogueEntry, Severity
+from console.logs.prefilter import compile_literals
 
 _MIN_LITERAL = 4
 _REQUIRED = ("id", "pattern", "severity", "explanation", "action")
@@ -50,8 +51,9 @@ class Catalogue:
             for literal in entry.literals:
                 by_literal.setdefault(literal, []).append(index)
         self._by_literal = {k: tuple(v) for k, v in by_literal.items()}
-        alternation = "|".join(re.escape(k) for k in sorted(by_literal, key=len, reverse=True))
-        self._prefilter = re.compile(alternation) if alternation else None
+        self.literals: tuple[str, ...] = tuple(by_literal)
+        """Every entry's required substrings: a message containing none matches no entry."""
+        self._prefilter = compile_literals(self.literals)
 
     def __len__(self) -> int:
         return len(self.entries)

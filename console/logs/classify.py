@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from console.logs.models import Severity
+from console.logs.prefilter import compile_literals
 
 BATCH_PREFIXES = ("Decode batch", "Prefill batch")
 
@@ -28,8 +29,25 @@ UVICORN_LEVELS = {
 }
 
 
+# Substrings that every match of _ERROR or _WARN contains: a message with none of them is
+# INFO without running either regex. Keep in step with the two patterns (a test checks).
+SEVERITY_LITERALS = (
+    "Traceback", "Error", "Exception", "failed", "Failed", "FAILED", "fatal", "Fatal", "FATAL",
+    "Segmentation fault", "core dumped", "out of memory",
+    "arning", "WARNING", "eprecat", "sub-optimal", "allback", "not found", "etract",
+)
+_HINT = compile_literals(SEVERITY_LITERALS)
+
+
 def severity_from_text(message: str) -> Severity:
     """Best guess for a line no catalogue entry explains."""
+    if _HINT is not None and _HINT.search(message) is None:
+        return Severity.INFO
+    return severity_by_patterns(message)
+
+
+def severity_by_patterns(message: str) -> Severity:
+    """severity_from_text without the literal prefilter (the reference it must agree with)."""
     if _ERROR.search(message) is not None:
         return Severity.ERROR
     if _WARN.search(message) is not None:

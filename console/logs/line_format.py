@@ -15,7 +15,8 @@ from console.text import sanitize
 PREFIX = re.compile(
     r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
     r"((?: DP\d+)?(?: PP\d+)?(?: ATTN_CP\d+)?(?: MOE_DP\d+)?(?: TP\d+)?(?: EP\d+)?"
-    r"|(?: encode_server| encode_dp_worker\[\d+\]))\] ?"
+    r"|(?: encode_server| encode_dp_worker\[\d+\]))\] ?",
+    re.ASCII,  # \d is [0-9]: faster, and a timestamp in other scripts' digits is not SGLang's
 )
 UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
