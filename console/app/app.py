@@ -111,7 +111,6 @@ class PlateauApp(App[int]):
         "events": EventsScreen,
         "config": ConfigScreen,
     }
-    DEFAULT_MODE = "dashboard"
 
     def __init__(
         self,
@@ -205,8 +204,9 @@ class PlateauApp(App[int]):
             )
         if self.tick_seconds:
             self.set_interval(self.tick_seconds, self._tick)
-        if self.start_screen != "dashboard":
-            self.switch_mode(self.start_screen)
+        # Not DEFAULT_MODE: on Python 3.12+ Textual 8.2 composes the default mode's screen
+        # before it is on the stack, and an Input in it then crashes the app.
+        self.switch_mode(self.start_screen)
 
     async def _pump(self, session: Session) -> None:
         await session.start()
