@@ -6,6 +6,7 @@ subprocess; the uptime is computed against a frozen clock.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -226,3 +227,125 @@ def app_factory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Cal
     monkeypatch.setenv("PLATEAU_CONFIG", str(tmp_path / "absent.toml"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     yield make_app
+
+
+# -- live consoles: real HostSessions on the simulator (local or real sshd) ------------------
+
+TINY_SWEEP = {
+    "concurrency": [1, 2], "input_len": 16, "output_len": 8, "prompts_per_concurrency": 1,
+    "flush_cache": False,
+}
+
+
+def sim_profiles(root: Path, port: int) -> dict[str, Any]:
+    """Two simulator profiles differing only in the MoE runner (instant startup, metrics)."""
+    import sys
+
+    from console.config_models import ServerProfile
+
+    common: dict[str, Any] = {
+        "tp-size": 2, "enable-metrics": True, "sim-startup-seconds": 0,
+        "sim-state-file": str(root / "gpu-state.json"), "sim-num-gpus": 2,
+    }
+    return {
+        name: ServerProfile(
+            launch=[sys.executable, "-m", "console.sim"], model_path="test/Example-MoE",
+            port=port, flags={**common, "moe-runner-backend": backend},
+        )
+        for name, backend in (("cutlass-moe", "cutlass"), ("triton-moe", "triton"))
+    }
+
+
+@dataclass
+class LiveConsole:
+    app: Any
+    session: Any
+    root: Path
+    config: PlateauConfig
+
+    @property
+    def profiles_dir(self) -> Path:
+        return self.root / "profiles.d"
+
+
+@pytest.fixture
+async def live_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server_flag_cache: Path
+) -> Any:
+    """`make(host=None, launch=True, sweeps=None, python=None)` -> LiveConsole: the real app
+    with a live HostSession on a simulated host under tmp_path (local unless `host` is given).
+    Teardown stops the server and closes the session."""
+    import sys
+
+    from console.app.app import PlateauApp
+    from console.config_models import SweepPreset
+    from console.session.service import HostSession
+    from tests.support.server_fixtures import free_port
+
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    made: list[LiveConsole] = []
+
+    def make(
+        host: HostConfig | None = None,
+        *,
+        launch: bool = True,
+        sweeps: dict[str, dict[str, Any]] | None = None,
+        python: str | None = None,
+    ) -> LiveConsole:
+        root = tmp_path
+        host = host or HostConfig(name="app-live", local=True, python=python or sys.executable,
+                                  run_dir=str(root / "run"))
+        host = host.model_copy(update={"profile": "cutlass-moe", "run_dir": str(root / "run"),
+                                       "sim_state_file": str(root / "gpu-state.json")})
+        config = PlateauConfig(
+            hosts=[host],
+            profiles=sim_profiles(root, free_port()),
+            sweeps={k: SweepPreset(**v) for k, v in (sweeps or {"default": TINY_SWEEP}).items()},
+            ui=UiConfig(gpu_interval_s=0.5),
+        )
+        session = HostSession(
+            host, config, launch_profile="cutlass-moe" if launch else None,
+            store_path=root / "runs.db", flag_cache_dir=server_flag_cache,
+        )
+        app = PlateauApp(LoadedConfig(config, None), [session], tick_seconds=None,
+                         profiles_dir=root / "profiles.d")
+        console = LiveConsole(app, session, root, config)
+        made.append(console)
+        return console
+
+    yield make
+    for console in made:
+        try:
+            await asyncio.wait_for(console.session.stop_server(), timeout=30)
+        finally:
+            await console.session.close()
+            _kill_recorded_server(console.root / "run" / "server.json")
+
+
+def _kill_recorded_server(record: Path) -> None:
+    """Safety net: SIGKILL a server group a test left behind (by its launch record)."""
+    import json
+    import os
+    import signal
+
+    try:
+        pgid = int(json.loads(record.read_text())["pgid"])
+        if pgid > 1 and pgid != os.getpgid(0):
+            os.killpg(pgid, signal.SIGKILL)
+    except (OSError, ValueError, KeyError):
+        pass
+
+
+async def wait_until(pilot: Any, condition: Callable[[], bool], what: str,
+                     timeout: float = 30.0) -> None:
+    """Let the app run until `condition()` holds (fails with the host's recent events)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            app = pilot.app
+            events = [f"{r.source}: {r.message}" for r in app.all_events()][-12:]
+            raise AssertionError(f"timed out waiting for {what}; events:\n" + "\n".join(events))
+        await pilot.pause(0.05)
