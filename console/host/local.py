@@ -53,6 +53,10 @@ class LocalLineStream:
             return
         self._closed = True
         await _terminate_group(self._process)
+        # Close the pipes now, not in __del__ (which may run after the loop has closed).
+        transport = getattr(self._process, "_transport", None)
+        if transport is not None:
+            transport.close()
 
     async def __aenter__(self) -> LocalLineStream:
         return self
