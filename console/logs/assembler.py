@@ -27,7 +27,7 @@ from console.logs.classify import (
     severity_from_text,
 )
 from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
-from console.logs.models import EventKind, LogEvent, Severity, new_event
+from console.logs.models import EVENT_TWIN, EventKind, LogEvent, Severity, new_event
 from console.logs.prefilter import compile_literals
 
 TRACEBACK = "Traceback (most recent call last):"
@@ -102,40 +102,50 @@ class EventAssembler:
         access lines after an event without continuation lines) runs inline here with the
         state in locals: no method call and no intermediate object per line.
         """
+        twin = EVENT_TWIN
+        if twin is None:  # no cheap construction on this Python: the per-line path
+            events = [self.feed(raw, offset) for raw, offset in zip(
+                lines, repeat(None) if offsets is None else offsets, strict=offsets is not None)]
+            return [event for event in events if event is not None]
+        event_class = LogEvent
         out: list[LogEvent] = []
         append = out.append
         match = _prefix_match
         access_match = _ACCESS_MATCH
         batch_prefixes = BATCH_PREFIXES
         debug = Severity.DEBUG
+        max_chars = MAX_LINE_CHARS
+        access_head, access_at = _ACCESS_HEAD, _ACCESS_AT
         source = self.source
         head = self._open
         cont = self._cont
         seq = self.next_seq
+        fast_head = False  # `head` was opened here: its mode (not yet stored) is _MODE_NONE
         positions: Iterable[int | None] = repeat(None) if offsets is None else offsets
         for raw, offset in zip(lines, positions, strict=offsets is not None):
             # `isprintable()` is False for `\r`, escapes and controls: clean text skips
             # clean_line's work entirely.
-            line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
+            line = raw if len(raw) <= max_chars and raw.isprintable() else clean_line(raw)
             found = match(line)
             if found is not None:
                 message = line[found.end() :]
                 if message.startswith(batch_prefixes):
                     # Batch lines are DEBUG by definition; no catalogue entry describes them.
                     timestamp, ranks = found.group(1, 2)
-                    new_head = new_event(seq, "sglang", (line,), message, debug, timestamp,
-                                         ranks[1:], None, None, None, offset, source)
-                elif message.startswith(_ACCESS_HEAD) and (
-                    access := access_match(message, _ACCESS_AT)
-                ) is not None and not found.group(2):
+                    new_head = twin(seq, "sglang", (line,), message, debug, timestamp,
+                                    ranks[1:], None, None, None, offset, source)
+                elif message.startswith(access_head) and not found.group(2) and (
+                    access := access_match(message, access_at)
+                ) is not None:
                     severity = debug if access.group(4) < "400" else _access_severity(access)
-                    new_head = new_event(seq, "access", (line,), message[_ACCESS_AT:], severity,
-                                         found.group(1), "", "INFO", None, None, offset, source)
+                    new_head = twin(seq, "access", (line,), message[access_at:], severity,
+                                    found.group(1), "", "INFO", None, None, offset, source)
                 else:
                     new_head = None
                 if new_head is not None:
+                    new_head.__class__ = event_class  # see models.fast_constructor
                     if head is not None:
-                        if cont:
+                        if cont:  # only a head from the general path has continuation lines
                             self._open = head
                             done = self._close()
                             cont = self._cont
@@ -145,9 +155,12 @@ class EventAssembler:
                             append(head)
                     head = new_head
                     seq += 1
-                    self._mode = _MODE_NONE
+                    fast_head = True
                     continue
             # Everything else: the general path, with the state handed over and back.
+            if fast_head:
+                self._mode = _MODE_NONE
+                fast_head = False
             self._open = head
             self.next_seq = seq
             done = self._feed_clean(line, found, offset)
@@ -156,6 +169,8 @@ class EventAssembler:
             head = self._open
             cont = self._cont
             seq = self.next_seq
+        if fast_head:
+            self._mode = _MODE_NONE
         self._open = head
         self.next_seq = seq
         return out

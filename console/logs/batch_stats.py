@@ -63,6 +63,8 @@ class BatchStats:
 
 _new_stats = fast_constructor(BatchStats)
 
+DecodeValues = tuple[int, int, float, bool, float, int, float | None]
+
 
 def parse_batch_message(
     message: str, *, timestamp: str | None = None, ranks: str = ""
@@ -97,6 +99,18 @@ def parse_batch_message(
             None, float(inp), None, None, None, fields,
         )
     return parse_batch_general(message, timestamp=timestamp, ranks=ranks)
+
+
+def decode_values(message: str) -> DecodeValues | None:
+    """What the live stats need from a standard `Decode batch` line, without building a
+    BatchStats: (running, queued, token usage, cuda graph, gen throughput, #token,
+    accept len). None for any other line or variant (use parse_batch_message)."""
+    found = _DECODE_FAST.match(message)
+    if found is None:
+        return None
+    _it, run, tok, use, alen, _arate, graph, gen, queue = found.groups()
+    return (int(run), int(queue), float(use), graph == "True", float(gen), int(tok),
+            None if alen is None else float(alen))
 
 
 def parse_batch_general(

@@ -151,12 +151,17 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
         obj.__class__ = cls
         return obj  # type: ignore[return-value]
 
+    build.twin = twin if _can_reclass(twin, cls) else None  # type: ignore[attr-defined]
+    return build if build.twin is not None else cls  # type: ignore[attr-defined]
+
+
+def _can_reclass(twin: type, cls: type) -> bool:
     try:
-        sample = build(*(None for _ in fields(cls)))  # type: ignore[arg-type]
-        ok = type(sample) is cls
+        obj = twin(*(None for _ in fields(cls)))  # type: ignore[arg-type]
+        obj.__class__ = cls
     except TypeError:
-        ok = False
-    return build if ok else cls
+        return False
+    return type(obj) is cls
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,5 +206,8 @@ class FollowerNotice:
 
 
 new_event: Callable[..., LogEvent] = fast_constructor(LogEvent)
+EVENT_TWIN: type | None = getattr(new_event, "twin", None)
+"""The mutable twin behind new_event (None when this Python cannot re-class): the parser's
+innermost loop builds `EVENT_TWIN(...)` and sets `__class__ = LogEvent` itself."""
 """`new_event(seq, kind, lines, message, severity, timestamp, ranks, level, catalogue_id,
 cause_id, offset, source)`, all twelve positional: what the parser uses for `LogEvent(...)`."""

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from console.logs.batch_stats import BatchStats, batch_stats
+from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, decode_values
+from console.logs.classify import BATCH_PREFIXES
 from console.logs.metrics import MetricsSnapshot
 from console.logs.models import LogEvent
 
@@ -37,6 +38,9 @@ class ServerStats:
     """Increments on every change, so a widget can skip identical updates."""
 
 
+_RETRACT_IDS = frozenset({"kv-pool-full-retract", "decode-oom-retract-legacy"})
+
+
 class StatsAggregator:
     """Feed events (or BatchStats, or metrics snapshots); read `snapshot()` at 1-2 Hz."""
 
@@ -56,17 +60,57 @@ class StatsAggregator:
     def add_events(self, events: Iterable[LogEvent]) -> int:
         """Take the batch lines (and retraction warnings) out of `events`; returns how many
         batch lines were used."""
-        used = 0
+        used = changes = 0
+        gen, running, queue, usage, graph = (
+            self._gen, self._running, self._queue, self._usage, self._graph)
+        latest = self._latest
+        pending: DecodeValues | None = None  # latest values not yet written to `latest`
         for event in events:
-            if event.is_batch:
-                stats = batch_stats(event)
-                if stats is not None:
-                    self.add(stats)
-                    used += 1
-            elif event.catalogue_id in ("kv-pool-full-retract", "decode-oom-retract-legacy"):
+            message = event.message
+            if message.startswith(BATCH_PREFIXES):
+                values = decode_values(message)
+                if values is None:  # not the standard decode line: the general path
+                    stats = batch_stats(event)
+                    if stats is not None:
+                        if pending is not None:
+                            self._set_decode_latest(pending)
+                            pending = None
+                        self.add(stats)
+                        used += 1
+                    continue
+                pending = values
+                # The standard decode line, applied as add(parse_batch_message(...)) would.
+                run, queued, use, on, tput, _tokens, _accept = values
+                running.append(float(run))
+                queue.append(float(queued))
+                usage.append(use)
+                graph.append(on)
+                gen.append(tput)
+                if event.timestamp is not None:
+                    latest["last_timestamp"] = event.timestamp
+                used += 1
+                changes += 1
+            elif event.catalogue_id in _RETRACT_IDS:
                 self._retractions += 1
-                self._changed()
+                changes += 1
+        if pending is not None:  # the latest values, once: only the last line's survive
+            self._set_decode_latest(pending)
+        if changes:
+            self._source = "log"
+            self._version += changes
+            self._snapshot = None
         return used
+
+    def _set_decode_latest(self, values: DecodeValues) -> None:
+        run, queued, use, on, tput, tokens, accept = values
+        latest = self._latest
+        latest["running_reqs"] = float(run)
+        latest["queue_reqs"] = float(queued)
+        latest["token_usage"] = use
+        latest["cuda_graph"] = on
+        latest["gen_throughput"] = tput
+        latest["num_tokens"] = tokens
+        latest["accept_len"] = accept
 
     def add(self, stats: BatchStats) -> None:
         latest = self._latest
