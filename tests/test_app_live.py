@@ -167,7 +167,7 @@ async def test_ab_from_the_app(live_console: Any) -> None:
 
 
 async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
-    slow = {**TINY_SWEEP, "concurrency": [1, 2, 4, 8], "output_len": 256}
+    slow = {**TINY_SWEEP, "concurrency": [1, 2, 4, 8], "output_len": 64}
     live = live_console(sweeps={"default": slow})
     app, session = live.app, live.session
     state = session.state
