@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from console.host.local import LocalTransport
+from console.logs import remote_follow
 from console.logs.follower import LogFollower
 from console.logs.models import FollowerNotice
 
@@ -169,3 +170,58 @@ async def test_hostile_bytes_survive_the_wire(local_transport: LocalTransport,
     assert first.message == "a\ufffd\ufffd  \u2400 [bold]x"
     assert len(second.message) == 1 << 20
     assert (first.offset, second.offset) == (0, len(first_line))  # byte offsets, not chars
+
+
+async def test_batched_records_keep_exact_byte_offsets(any_transport, tmp_path: Path) -> None:
+    """Many lines per record (B records, split at MAX_RECORD): every line once, in order,
+    with the byte offset it has in the file, whatever multi-byte or invalid bytes precede it."""
+    log = tmp_path / "server.log"
+    lines = [f"[2026-02-19 05:21:47 TP0] line {n} {'é' * (n % 5)}{'x' * (n % 700)}".encode()
+             + (b"\xff\xfe" if n % 97 == 0 else b"") for n in range(3000)]
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    expected, offset = [], 0
+    for line in lines:
+        expected.append(offset)
+        offset += len(line) + 1
+    follower = follower_for(any_transport, log, start_lines=len(lines))
+    events = []
+    try:
+        async def run() -> None:
+            async for batch in follower:
+                events.extend(batch.events)
+                if len(events) >= len(lines):
+                    return
+        await asyncio.wait_for(run(), 30)
+    finally:
+        await follower.close()
+    assert [e.offset for e in events] == expected
+    assert [int(e.message.split()[1]) for e in events] == list(range(len(lines)))
+    assert "\ufffd\ufffd" in events[97].message
+    assert follower.position is not None and follower.position.offset == offset
+    assert follower.lines_received == len(lines)
+
+
+async def test_backpressure_bounds_pending_events(local_transport: LocalTransport,
+                                                  tmp_path: Path) -> None:
+    """A consumer that stops taking batches stops the reading: pending events stay bounded
+    (one record over the cap at most), and nothing is lost once it reads again."""
+    log = tmp_path / "server.log"
+    write(log, 0, 40_000)
+    follower = LogFollower(local_transport, str(log), start_lines=40_000, batch_interval=0.05,
+                           max_batch_events=500, max_pending_events=2000)
+    numbers: list[int] = []
+    batches = follower.batches()
+    try:
+        first = await asyncio.wait_for(anext(batches), 20)
+        numbers.extend(int(e.message.rsplit(" ", 1)[1]) for e in first.events)
+        await asyncio.sleep(1.0)  # not consuming: the reader must stop
+        pending = len(follower._events)
+        # The cap plus at most one record (MAX_RECORD bytes of ~35-byte lines).
+        assert 0 < pending < 2000 + remote_follow.MAX_RECORD // 30
+        assert follower.lines_received < 40_000 - 10_000
+        while len(numbers) < 40_000:
+            batch = await asyncio.wait_for(anext(batches), 20)
+            numbers.extend(int(e.message.rsplit(" ", 1)[1]) for e in batch.events)
+    finally:
+        await follower.close()
+    assert numbers == list(range(40_000))

@@ -9,6 +9,11 @@ server area swapped `current.log` to a new launch's file meanwhile.
 
 Output is typed: `FollowBatch`es of parsed `LogEvent`s plus `FollowerNotice`s (start, rotation,
 switch, truncation, connection lost, reconnecting, resumed), batched every `batch_interval`.
+
+Throughput: the host sends the lines of each read as one `B` record, parsed here with one
+`feed_lines` call. Memory: at most `max_pending_events` parsed events (plus one record, at most
+remote_follow.MAX_RECORD bytes of log) wait for the consumer; past that the reader stops
+reading and the host follower blocks on its pipe (backpressure, no line lost).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class LogFollower:
         batch_interval: float = 0.15,
         idle_flush: float = 0.3,
         max_batch_events: int = 5000,
+        max_pending_events: int = 20_000,
         backoff: Sequence[float] = DEFAULT_BACKOFF,
         python: str = "python3",
         clock: Callable[[], float] = time.monotonic,
@@ -70,6 +76,7 @@ class LogFollower:
         self.batch_interval = batch_interval
         self.idle_flush = idle_flush
         self.max_batch_events = max_batch_events
+        self.max_pending_events = max(max_pending_events, 1)
         self.backoff = tuple(backoff) or DEFAULT_BACKOFF
         self.python = python
         self._clock = clock
@@ -83,6 +90,7 @@ class LogFollower:
         self._first_pending_at = 0.0
         self._last_line_at = 0.0
         self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
         self._closing = False
         self._done = False
         self._task: asyncio.Task[None] | None = None
@@ -112,6 +120,7 @@ class LogFollower:
                 await asyncio.sleep(remaining)
             events, self._events = self._events, []
             notices, self._notices = self._notices, []
+            self._drained.set()
             yield FollowBatch(tuple(events), tuple(notices), self.position)
 
     async def close(self) -> None:
@@ -149,6 +158,13 @@ class LogFollower:
                             if self._handle(record):
                                 got_header = True
                                 failures = 0
+                            if len(self._events) >= self.max_pending_events:
+                                # Backpressure: the consumer is behind. Stop reading until it
+                                # takes a batch; the host follower blocks on its pipe and
+                                # resumes at the same byte, so memory stays bounded and no
+                                # line is lost.
+                                self._drained.clear()
+                                await self._drained.wait()
                     if not self._closing:
                         detail = f"follower exited (status {stream.exit_status})"
                 except asyncio.CancelledError:
@@ -176,6 +192,28 @@ class LogFollower:
     def _handle(self, record: str) -> bool:
         """Apply one follower record; True for a file header (the follower is working)."""
         tag, _, rest = record.partition(" ")
+        if tag == "B":
+            start_text, lengths, payload = rest.split(" ", 2)
+            texts = json.loads(payload)
+            offsets = []
+            offset = int(start_text)
+            for length in lengths.split(","):
+                offsets.append(offset)
+                offset += int(length) + 1
+            if len(offsets) != len(texts):
+                raise ValueError(f"follower record: {len(offsets)} offsets, {len(texts)} lines")
+            self.lines_received += len(texts)
+            self._last_line_at = self._clock()
+            position = self.position
+            if position is not None:
+                self.position = FollowPosition(position.path, position.file_id, offset)
+            events = self.assembler.feed_lines(texts, offsets)
+            if events:
+                if not self._events and not self._notices:
+                    self._first_pending_at = self._clock()
+                self._events.extend(events)
+                self._wake.set()
+            return False
         if tag == "L":
             start, end, payload = rest.split(" ", 2)
             text = json.loads(payload)

@@ -5,12 +5,18 @@ line on stdout, so the console can resume after a dropped connection at an exact
 
     P <pid>                               first line: the follower's own pid
     F <dev>:<ino> <offset> <json path>    now reading this file (real path) from offset
-    L <start> <end> <json text>           one complete line; bytes [start, end) incl. newline
+    B <start> <len,len,...> <json list>   complete lines read together: line i is bytes
+                                          [start_i, start_i + len_i) plus its newline, and
+                                          start_i+1 = start_i + len_i + 1
+    L <start> <end> <json text>           one line without a newline (the writer moved on, or
+                                          a line over MAX_PARTIAL); bytes [start, end)
     N <kind> <json detail>                rotated | switched | truncated | gap | waiting
     H                                     heartbeat after HEARTBEAT seconds of silence
 
 Lines are JSON strings, so control characters, `\\r` and invalid UTF-8 (replaced) cannot
-break the framing. Arguments: PATH START_LINES [RESUME_PATH RESUME_ID RESUME_OFFSET].
+break the framing. Batching lines into `B` records (up to MAX_RECORD bytes of log each) keeps
+a log growing by thousands of lines a second to a few records and writes a second.
+Arguments: PATH START_LINES [RESUME_PATH RESUME_ID RESUME_OFFSET].
 START_LINES is how many trailing lines to send on a fresh start. With a resume triple, the
 follower continues that file (found by dev:inode, even if it was renamed by rotation in the
 same directory) from RESUME_OFFSET, then moves on to whatever PATH points to now.
@@ -28,7 +34,8 @@ import time
 
 POLL = 0.1
 HEARTBEAT = 5.0
-CHUNK = 1 << 16
+CHUNK = 1 << 18
+MAX_RECORD = 1 << 18  # raw log bytes per B record; the console reads records up to 8 MiB
 MAX_PARTIAL = 1 << 22  # a line longer than 4 MiB is emitted in pieces rather than buffered
 
 
@@ -117,13 +124,7 @@ class Reader:
                     self.partial = b""
                 self.pos = start + len(data)
                 continue
-            lines = data[: cut + 1].split(b"\n")
-            lines.pop()  # empty string after the final newline
-            offset = start
-            for raw in lines:
-                end = offset + len(raw) + 1
-                out("L %d %d %s\n" % (offset, end, enc(raw)))
-                offset = end
+            emit_lines(data[: cut + 1], start)
             self.partial = data[cut + 1 :]
             self.pos = start + len(data)
             sys.stdout.flush()
@@ -142,6 +143,29 @@ class Reader:
 
 def enc(raw):
     return json.dumps(raw.decode("utf-8", "replace"), ensure_ascii=False)
+
+
+def emit_lines(block, start):
+    """`block` is complete lines (it ends with a newline) starting at byte `start`."""
+    pos = 0
+    size = len(block)
+    while pos < size:
+        # Cut at a newline so each record stays under MAX_RECORD (one long line may exceed it).
+        cut = block.rfind(b"\n", pos, pos + MAX_RECORD) if size - pos > MAX_RECORD else size - 1
+        if cut < pos:
+            cut = block.index(b"\n", pos + MAX_RECORD)
+        part = block[pos : cut + 1]
+        raws = part.split(b"\n")
+        raws.pop()  # empty string after the final newline
+        # A newline byte never belongs to a UTF-8 sequence, so decoding the part at once and
+        # splitting gives the same text per line as decoding line by line.
+        texts = part.decode("utf-8", "replace").split("\n")
+        texts.pop()
+        if len(texts) != len(raws):  # cannot happen; never risk misaligned offsets
+            texts = [raw.decode("utf-8", "replace") for raw in raws]
+        out("B %d %s %s\n" % (start + pos, ",".join([str(len(raw)) for raw in raws]),
+                               json.dumps(texts, ensure_ascii=False)))
+        pos = cut + 1
 
 
 def note(kind, detail):
