@@ -46,3 +46,10 @@ def test_help_overlay(snap_compare: Any, app_factory: Any) -> None:
 def test_contrast_theme_ascii(snap_compare: Any, app_factory: Any) -> None:
     app = app_factory(theme="plateau-contrast", ascii=True)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_settle)
+
+
+@pytest.mark.parametrize("screen", ["dashboard", "compare"])
+def test_ab_result(snap_compare: Any, app_factory: Any, screen: str) -> None:
+    """After an A/B: the chart overlays A and B; compare shows its deltas and noise note."""
+    app = app_factory(screen=screen, with_ab=True)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=_settle)

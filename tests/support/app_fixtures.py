@@ -180,6 +180,36 @@ def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[Sess
     return events
 
 
+def ab_events(host: str = "demo") -> list[SessionEvent]:
+    """A finished A/B (triton-moe vs cutlass-moe) as a session would report it."""
+    from console.bench.compare import compare_runs
+    from console.server.ab import ABResult, noise_note
+    from console.server.records import LaunchRecord
+    from console.session.events import ABUpdate, SweepDone
+
+    steps_b = sweep_points()
+    steps_a = [
+        p.model_copy(update={"metrics": p.metrics.model_copy(update={
+            "total_tok_s": p.metrics.total_tok_s * (0.97 if p.concurrency < 16 else 0.9),
+        })})
+        for p in steps_b
+    ]
+    comparison = compare_runs(steps_a, steps_b, label_a="triton-moe", label_b="cutlass-moe")
+    record = LaunchRecord(pid=1, pgid=1, port=30000, profile="x", argv=[], started_at=FIXED_NOW)
+    result = ABResult("triton-moe", "cutlass-moe", record, record, tuple(steps_a),
+                      tuple(steps_b), comparison, noise_note(comparison))
+    events: list[SessionEvent] = [ABUpdate(host, "validate", "triton-moe", "cutlass-moe",
+                                           "quick", "checking both profiles")]
+    for run, stage, steps in (("8", "sweep-a", steps_a), ("9", "sweep-b", steps_b)):
+        events.append(ABUpdate(host, stage, "triton-moe", "cutlass-moe", "quick"))
+        events.append(SweepProgress(host, run, 0, len(steps)))
+        events += [SweepPointDone(host, run, step) for step in steps]
+        events.append(SweepDone(host, run, True, "finished"))
+    events.append(ABUpdate(host, "done", "triton-moe", "cutlass-moe", "quick", result.note,
+                           result))
+    return events
+
+
 def app_config(hosts: list[str] | None = None, **ui: Any) -> LoadedConfig:
     names = hosts or ["demo"]
     profiles = demo_profiles(30000, Path("/nonexistent/gpu-state.json"))
@@ -202,6 +232,7 @@ def make_app(
     screen: str = "dashboard",
     theme: str | None = None,
     keymap: dict[str, str] | None = None,
+    with_ab: bool = False,
     **ui: Any,
 ) -> Any:
     from console.app.app import PlateauApp
@@ -211,7 +242,10 @@ def make_app(
         loaded = LoadedConfig(loaded.config.model_copy(update={"keymap": keymap}), None)
     sessions = [
         ReplaySession.from_events(
-            host, demo_events(host.name, sweep_running=sweep_running), clock=fixed_clock
+            host,
+            demo_events(host.name, sweep_running=sweep_running)
+            + (ab_events(host.name) if with_ab else []),
+            clock=fixed_clock,
         )
         for host in loaded.config.hosts
     ]

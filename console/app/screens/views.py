@@ -136,9 +136,14 @@ class CompareScreen(HostScreen):
             result = ab.result
             note = (f"A/B ({ab.preset}): A = {result.name_a}, B = {result.name_b} — "
                     f"{result.note}")
+            self._title("Compare: the newest A/B of this host (B vs A)")
             self._show_comparison(result.comparison, note)
             return
+        self._title(self.TITLE_TEXT)
         self._load(state.host)
+
+    def _title(self, text: str) -> None:
+        self.query_one(".screen-title", Static).update(Content.styled(text, "bold $accent"))
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
