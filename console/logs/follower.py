@@ -105,18 +105,24 @@ class LogFollower:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"follow {self.path}")
         while True:
+            quiet = False  # the stream went quiet: deliver now, nothing more to coalesce
             if not self._events and not self._notices:
                 if self._done:
                     return
+                timeout = self.idle_flush
+                if self.assembler.has_open:  # wake exactly when the open event is due
+                    timeout = max(0.01, self._last_line_at + self.idle_flush - self._clock())
                 try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.idle_flush)
+                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
                 except TimeoutError:
                     self._flush_if_idle()
                     if not self._events and not self._notices:
                         continue
+                    quiet = True
             self._wake.clear()
             remaining = self.batch_interval - (self._clock() - self._first_pending_at)
-            if remaining > 0 and len(self._events) < self.max_batch_events and not self._done:
+            if (remaining > 0 and not quiet and len(self._events) < self.max_batch_events
+                    and not self._done):
                 await asyncio.sleep(remaining)
             events, self._events = self._events, []
             notices, self._notices = self._notices, []
