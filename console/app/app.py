@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
@@ -267,13 +268,20 @@ class PlateauApp(App[int]):
 
     def on_host_changed(self, message: HostChanged) -> None:
         state = self.sessions[message.host].state
+        try:
+            screen: Any = self.screen
+        except ScreenStackError:
+            return  # the app is exiting while live sessions still report
         if "events" in message.aspects:
             self._notify_new(state)
-        screen: Any = self.screen
         if message.host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
             if callable(render):
-                render(self.active_state, message.aspects)
+                try:
+                    render(self.active_state, message.aspects)
+                except NoMatches:
+                    if screen.is_attached:
+                        raise  # a real bug; only a screen being torn down lacks its widgets
         if message.host == self.active_host and {"server", "sweep", "connection"} & set(
             message.aspects
         ):
@@ -297,7 +305,10 @@ class PlateauApp(App[int]):
                 )
 
     def _tick(self) -> None:
-        refresh = getattr(self.screen, "refresh_header", None)
+        try:
+            refresh = getattr(self.screen, "refresh_header", None)
+        except ScreenStackError:
+            return
         if callable(refresh):
             refresh(self.active_state)
 
