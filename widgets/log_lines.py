@@ -25,6 +25,7 @@ from console.logs.models import Severity
 from console.logs.store import LogStore
 
 MAX_DISPLAY_CHARS = 1000
+STRIP_CACHE_ROWS = 256
 
 # Theme variables first (the app's themes define $log-*), then built-in fallbacks.
 _SEVERITY_VARIABLES: dict[Severity, tuple[str, ...]] = {
@@ -58,7 +59,11 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         super().__init__(id=id)
         self.store = store
         self.search_pattern: re.Pattern[str] | None = None
-        self._cache: LRUCache[tuple[int, bool, int], Strip] = LRUCache(1024)
+        # A few screens of rendered rows. Not more: a Textual Strip carries seven small caches
+        # (~20 objects the cyclic GC walks), and while following a busy log nearly every
+        # cached row scrolls away for good; 1024 entries made the GC's full collections,
+        # which run on the event loop, take 60+ ms.
+        self._cache: LRUCache[tuple[int, bool, int], Strip] = LRUCache(STRIP_CACHE_ROWS)
         self._styles: dict[Severity, Style] | None = None
         self._generation = 0
         self._max_width = 1

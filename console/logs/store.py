@@ -3,7 +3,14 @@
 Rows are physical lines (a traceback event has several rows); every row has an absolute id
 that never changes, so a view can keep its place while old rows fall off the front.
 Memory bound: at most `max_lines` rows and `max_chars` characters of line text are retained
-(whole events are dropped from the front); plus one small tuple per row of index.
+(whole events are dropped from the front); plus two list slots per row and three deque slots
+per event of index.
+
+Events are kept packed as plain tuples of str/int/None (`_pack`), which Python's cyclic GC
+stops tracking after their first collection; `row()` rebuilds the LogEvent on demand (only
+visible rows are ever asked for). With 50,000 retained lines, each tracked object is one more
+thing every full collection walks, on the UI's event loop: keeping the LogEvents themselves
+made 70-90 ms pauses every couple of seconds while following a busy log.
 """
 
 from __future__ import annotations
@@ -14,7 +21,23 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from console.logs.models import LogEvent, Severity
+from console.logs.models import LogEvent, Severity, new_event
+
+Packed = tuple  # LogEvent's fields in order, severity as a plain int (see _pack)
+_SEVERITY = {int(s): s for s in Severity}
+
+
+def _pack(event: LogEvent) -> Packed:
+    return (event.seq, event.kind, event.lines, event.message, int(event.severity),
+            event.timestamp, event.ranks, event.level, event.catalogue_id, event.cause_id,
+            event.offset, event.source)
+
+
+def _unpack(packed: Packed) -> LogEvent:
+    (seq, kind, lines, message, severity, timestamp, ranks, level, catalogue_id, cause_id,
+     offset, source) = packed
+    return new_event(seq, kind, lines, message, _SEVERITY[severity], timestamp, ranks, level,
+                     catalogue_id, cause_id, offset, source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +54,15 @@ class LogFilter:
         return self.min_severity is not None or self.ranks is not None or self.pattern is not None
 
     def matches(self, event: LogEvent) -> bool:
-        if self.min_severity is not None and event.severity < self.min_severity:
+        return self.matches_fields(event.severity, event.ranks, event.lines)
+
+    def matches_fields(self, severity: int, ranks: str, lines: tuple[str, ...]) -> bool:
+        if self.min_severity is not None and severity < self.min_severity:
             return False
-        if self.ranks is not None and event.ranks not in self.ranks:
+        if self.ranks is not None and ranks not in self.ranks:
             return False
         if self.pattern is not None:
-            return any(self.pattern.search(line) for line in event.lines)
+            return any(self.pattern.search(line) for line in lines)
         return True
 
     def describe(self) -> str:
@@ -58,8 +84,13 @@ class LogStore:
             raise ValueError("max_lines and max_chars must be positive")
         self.max_lines = max_lines
         self.max_chars = max_chars
-        self._events: deque[tuple[int, LogEvent, int]] = deque()  # (first row id, event, chars)
-        self._rows: list[tuple[LogEvent, int]] = []
+        # Per event, in parallel: first row id, the packed event, its characters.
+        self._event_first: deque[int] = deque()
+        self._event_objs: deque[Packed] = deque()
+        self._event_chars: deque[int] = deque()
+        # Per row, in parallel: its packed event and the line's index within it.
+        self._rows: list[Packed] = []
+        self._row_line: list[int] = []
         self._rows_base = 0  # absolute id of _rows[0]
         self._first_live = 0  # absolute id of the oldest retained row
         self._next_id = 0
@@ -93,15 +124,26 @@ class LogStore:
         added_visible = 0
         view = self._view
         flt = self.filter
-        rows = self._rows
+        rows, row_line = self._rows, self._row_line
+        event_first, event_objs, event_chars = (
+            self._event_first, self._event_objs, self._event_chars)
         for event in events:
             first = self._next_id
-            count = len(event.lines)
-            chars = sum(len(line) for line in event.lines)
-            for index in range(count):
-                rows.append((event, index))
+            lines = event.lines
+            count = len(lines)
+            packed = _pack(event)
+            if count == 1:
+                chars = len(lines[0])
+                rows.append(packed)
+                row_line.append(0)
+            else:
+                chars = sum(len(line) for line in lines)
+                rows.extend([packed] * count)
+                row_line.extend(range(count))
             self._next_id = first + count
-            self._events.append((first, event, chars))
+            event_first.append(first)
+            event_objs.append(packed)
+            event_chars.append(chars)
             self._chars += chars
             if event.ranks not in self.ranks_seen:
                 self.ranks_seen.add(event.ranks)
@@ -114,8 +156,11 @@ class LogStore:
         return added_visible
 
     def clear(self) -> None:
-        self._events.clear()
+        self._event_first.clear()
+        self._event_objs.clear()
+        self._event_chars.clear()
         self._rows.clear()
+        self._row_line.clear()
         self._rows_base = self._first_live = self._next_id
         self._chars = 0
         if self._view is not None:
@@ -123,18 +168,21 @@ class LogStore:
             self._view_start = 0
 
     def _trim(self) -> None:
-        events = self._events
-        while events and (
+        event_first, event_objs, event_chars = (
+            self._event_first, self._event_objs, self._event_chars)
+        while len(event_objs) > 1 and (
             self._next_id - self._first_live > self.max_lines or self._chars > self.max_chars
-        ) and len(events) > 1:
-            first, event, chars = events.popleft()
-            self._first_live = first + len(event.lines)
-            self._chars -= chars
-            self.dropped_lines += len(event.lines)
+        ):
+            first = event_first.popleft()
+            count = len(event_objs.popleft()[2])
+            self._first_live = first + count
+            self._chars -= event_chars.popleft()
+            self.dropped_lines += count
         # Compact the row index once half of it is dead (amortised O(1) per row).
         dead = self._first_live - self._rows_base
         if dead and dead * 2 >= len(self._rows):
             del self._rows[:dead]
+            del self._row_line[:dead]
             self._rows_base = self._first_live
         if self._view is not None:
             start = bisect_left(self._view, self._first_live, lo=self._view_start)
@@ -152,9 +200,11 @@ class LogStore:
             self._view_start = 0
             return
         view: list[int] = []
-        for first, event, _chars in self._events:
-            if flt.matches(event):
-                view.extend(range(first, first + len(event.lines)))
+        matches = flt.matches_fields
+        for first, packed in zip(self._event_first, self._event_objs, strict=True):
+            lines = packed[2]
+            if matches(packed[4], packed[6], lines):
+                view.extend(range(first, first + len(lines)))
         self._view = view
         self._view_start = 0
 
@@ -169,11 +219,14 @@ class LogStore:
         """(event, line index within the event) of a visible row; IndexError when out of range."""
         if not 0 <= visible_index < self.visible_count:
             raise IndexError(visible_index)
-        return self._rows[self.row_id(visible_index) - self._rows_base]
+        position = self.row_id(visible_index) - self._rows_base
+        return _unpack(self._rows[position]), self._row_line[position]
 
     def line(self, visible_index: int) -> str:
-        event, index = self.row(visible_index)
-        return event.lines[index]
+        if not 0 <= visible_index < self.visible_count:
+            raise IndexError(visible_index)
+        position = self.row_id(visible_index) - self._rows_base
+        return self._rows[position][2][self._row_line[position]]
 
     def visible_index_of(self, row_id: int) -> int | None:
         """Where an absolute row id is in the current view (None if hidden or dropped)."""
