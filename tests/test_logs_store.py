@@ -60,3 +60,21 @@ def test_search_wraps_both_ways() -> None:
     assert store.search(re.compile("no such text"), 0) is None
     row_id = store.row_id(second)
     assert store.visible_index_of(row_id) == second
+
+
+def test_rows_round_trip_and_packed_events_leave_the_gc() -> None:
+    import gc
+
+    from console.logs.assembler import parse_lines
+    from tests.support.logs_fixtures import sample_events
+
+    events = sample_events() + parse_lines(["Traceback (most recent call last):", "  x",
+                                            "ValueError: boom"])
+    store = LogStore(max_lines=100_000)
+    store.append(events)
+    rebuilt = [store.row(i) for i in range(store.visible_count)]
+    assert [event for event, index in rebuilt if index == 0] == events
+    assert all(store.line(i) == event.lines[index] for i, (event, index) in enumerate(rebuilt))
+    gc.collect()
+    # Retained rows cost the cyclic GC nothing (a full collection runs on the UI loop).
+    assert not any(gc.is_tracked(packed) for packed in store._event_objs)
