@@ -280,3 +280,27 @@ def test_plateau_server_demo_cli(tmp_path: Path) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     bad = plateau("restart", "--profile", "nope")
     assert bad.returncode == 2 and "unknown profile" in bad.stderr
+
+
+async def test_liveness_status_asks_no_http(server_env: ServerEnv, local_transport) -> None:
+    """A poller can check liveness without writing access lines into the server's log."""
+    life = server_env.lifecycle(local_transport)
+    record = await life.restart("p", server_env.profile(), server_env.record_event)
+    log = Path(record.log_path)
+
+    def requests() -> int:
+        text = log.read_text()
+        return text.count("GET /ready") + text.count("GET /server_info")
+
+    await asyncio.sleep(0.3)
+    before = requests()
+    quiet = await life.status(check_health=False, known_version="0.5.23")
+    assert quiet.running and quiet.health == "unchecked" and quiet.version == "0.5.23"
+    await asyncio.sleep(0.3)
+    assert requests() == before
+    full = await life.status(known_version="0.5.23")
+    assert full.health == "ready"
+    await asyncio.sleep(0.3)
+    text = log.read_text()
+    assert requests() == before + 1 and text.count("GET /server_info") >= 1  # /ready only
+    await life.stop()

@@ -89,7 +89,8 @@ class ServerStatus(BaseModel):
     host: str
     running: bool
     record: LaunchRecord | None = None
-    health: Literal["ready", "starting", "unhealthy", "down"] = "down"
+    # "unchecked": the process is alive but HTTP was not asked this time (see status()).
+    health: Literal["ready", "starting", "unhealthy", "down", "unchecked"] = "down"
     version: str | None = None
     uptime_s: float | None = None
     detail: str = ""
@@ -203,7 +204,13 @@ class ServerLifecycle:
 
     # ------------------------------------------------------------------ status / adopt
 
-    async def status(self) -> ServerStatus:
+    async def status(
+        self, *, check_health: bool = True, known_version: str | None = None
+    ) -> ServerStatus:
+        """Is the recorded server alive, and (with `check_health`) does HTTP answer?
+
+        Every HTTP request becomes an access line in the server's own log, so a poller can
+        check liveness often and health seldom; `known_version` skips `/server_info`."""
         record = await self.read_record()
         if record is not None and record.state in ("stopped", "failed"):
             record_alive = False
@@ -215,7 +222,13 @@ class ServerLifecycle:
         if not record_alive:
             return ServerStatus(host=self.host.name, running=False, record=record)
         assert record is not None
-        health, version = await self._health(record.port)
+        if not check_health:
+            return ServerStatus(
+                host=self.host.name, running=True, record=record, health="unchecked",
+                version=known_version or record.sglang_version, uptime_s=record.uptime_s(),
+            )
+        health, version = await self._health(record.port, need_version=known_version is None)
+        version = version or known_version
         return ServerStatus(
             host=self.host.name,
             running=True,
@@ -225,13 +238,16 @@ class ServerLifecycle:
             uptime_s=record.uptime_s(),
         )
 
-    async def _health(self, port: int) -> tuple[Literal["ready", "starting", "unhealthy", "down"],
-                                                 str | None]:
+    async def _health(
+        self, port: int, *, need_version: bool = True
+    ) -> tuple[Literal["ready", "starting", "unhealthy", "down"], str | None]:
         try:
             async with self.http(port) as client:
                 code = await self._ready_code(client)
                 if code != 200:
                     return ("starting" if code == 503 else "unhealthy"), None
+                if not need_version:
+                    return "ready", None
                 info = await client.get("/server_info")
                 version = info.json().get("version") if info.status_code == 200 else None
                 return "ready", (sanitize(str(version)) if version else None)

@@ -118,15 +118,29 @@ def lifecycle(
 
 
 async def server_status(
-    transport: Transport, host: HostConfig, config: PlateauConfig, discovery: Any = None
+    transport: Transport,
+    host: HostConfig,
+    config: PlateauConfig,
+    discovery: Any = None,
+    *,
+    previous: Any = None,
+    check_health: bool = True,
 ) -> tuple[Any, Any]:
-    """console.server's status, as (a session ServerStatus event, the launch record or None)."""
+    """console.server's status, as (a session ServerStatus event, the launch record or None).
+
+    Without `check_health` only liveness is asked (no HTTP, so no access line in the server's
+    log); a live process then keeps the state of `previous` (the last ServerStatus event)."""
     from console.session.events import ServerStatus
 
-    status = await lifecycle(transport, host, discovery=discovery).status()
+    known_version = getattr(previous, "version", None)
+    status = await lifecycle(transport, host, discovery=discovery).status(
+        check_health=check_health, known_version=known_version
+    )
     record = status.record
     if not status.running:
         state = "failed" if record is not None and record.state == "failed" else "stopped"
+    elif status.health == "unchecked":
+        state = getattr(previous, "state", None) or "starting"
     else:
         state = {"ready": "ready", "starting": "starting", "unhealthy": "failed"}.get(
             status.health, "starting"

@@ -37,7 +37,8 @@ _NOTICE_LEVEL = {
     "lost": "error", "error": "error", "reconnecting": "warning", "truncated": "warning",
 }
 STATUS_POLL_S = 2.0
-METRICS_PERIOD_S = 2.0
+HEALTH_POLL_S = 30.0
+METRICS_PERIOD_S = 5.0  # each scrape is an access line in the server log
 MAX_BACKOFF_S = 30.0
 
 TransportFactory = Callable[[HostConfig], Transport]
@@ -139,7 +140,9 @@ class HostSession:
                 self._problem("server", f"launch failed: {_describe(exc)}")
 
     async def stop_server(self) -> None:
-        """Stop the host's server (the demo does this on exit)."""
+        """Stop the host's server (the demo does this on exit). A running sweep or A/B holds
+        the host, so it is cancelled first; its finished steps are already stored."""
+        await self.cancel_sweep()
         if self._restart_task is not None and not self._restart_task.done():
             self._restart_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -225,14 +228,27 @@ class HostSession:
 
     async def _status_loop(self, transport: Transport) -> None:
         # Self-rescheduling: the next poll is planned after this one ends, so polls never overlap.
+        # Liveness every STATUS_POLL_S; HTTP health (which writes access lines into the server's
+        # log) only until the server is ready, then every HEALTH_POLL_S.
+        previous = None
+        last_health = -HEALTH_POLL_S
         while True:
             if not self.restart_running:  # the lifecycle reports its own phases meanwhile
+                now = time.monotonic()
+                ready = previous is not None and previous.state == "ready"
+                check = not ready or now - last_health >= HEALTH_POLL_S
                 status, record = await adapters.server_status(
-                    transport, self.host, self.config, self.discovery
+                    transport, self.host, self.config, self.discovery,
+                    previous=previous, check_health=check,
                 )
+                if check:
+                    last_health = now
                 self.record = record
                 if not self.restart_running:
+                    previous = status
                     self.emit(status)
+            else:
+                previous = None  # after a restart, ask HTTP again at once
             await asyncio.sleep(STATUS_POLL_S)
 
     # -- commands -----------------------------------------------------------------------------
