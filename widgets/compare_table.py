@@ -54,17 +54,25 @@ class CompareTable(DataTable[Text]):
     def set_comparison(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self.clear(columns=True)
-        self.add_column(Text("conc", justify="right"), key="conc")
+        labels = [("conc", "conc")]
         for name in self.metrics:
-            self.add_column(Text(f"A {name}", justify="right"), key=f"a:{name}")
-            self.add_column(Text(f"B {name}", justify="right"), key=f"b:{name}")
-            self.add_column(Text(f"\u0394 {name}", justify="right"), key=f"d:{name}")
-        for row in comparison.rows:
-            cells = [Text(str(row.concurrency), justify="right")]
-            for name in self.metrics:
-                d = row.get(name)
-                cells += [Text(_num(d.a), justify="right"), Text(_num(d.b), justify="right")]
-                cell = delta_text(d)
-                cell.justify = "right"
-                cells.append(cell)
+            labels += [(f"a:{name}", f"A {name}"), (f"b:{name}", f"B {name}")]
+            labels.append((f"d:{name}", f"\u0394 {name}"))
+        rows = [self._cells(row) for row in comparison.rows]
+        for index, (key, label) in enumerate(labels):
+            # Explicit widths: the table's own auto-width kept the header's width and cut
+            # longer deltas such as "+112.0 (+11.1%)".
+            width = max([len(label), *(row[index].cell_len for row in rows)])
+            self.add_column(Text(label, justify="right"), key=key, width=width)
+        for row, cells in zip(comparison.rows, rows, strict=True):
             self.add_row(*cells, key=str(row.concurrency))
+
+    def _cells(self, row: object) -> list[Text]:
+        cells = [Text(str(row.concurrency), justify="right")]  # type: ignore[attr-defined]
+        for name in self.metrics:
+            d = row.get(name)  # type: ignore[attr-defined]
+            cells += [Text(_num(d.a), justify="right"), Text(_num(d.b), justify="right")]
+            cell = delta_text(d)
+            cell.justify = "right"
+            cells.append(cell)
+        return cells
