@@ -46,11 +46,11 @@ async def test_filter_hides_and_search_moves() -> None:
         assert all("Decode batch" not in line for line in rendered(app))
         await pilot.press("escape")
         assert view.store.visible_count == 116
-        await pilot.press("f", *"TP1", "enter")
+        await pilot.press("slash", *"TP1", "enter")
         assert 0 < view.store.visible_count < 116
         assert all("TP1" in view.store.line(i) for i in range(view.store.visible_count))
         view.set_regex_filter("")
-        await pilot.press("slash", *"fired up", "enter")
+        await pilot.press("ctrl+f", *"fired up", "enter")
         first = view.query_one(LogLines).cursor
         assert "fired up" in view.store.line(first)
         await pilot.press("n")

@@ -47,12 +47,13 @@ class LogView(Vertical):
     """
 
     BINDINGS = [
-        Binding("slash", "start_search", "Search", id="log-search"),
+        # Keys the app binds globally (r restart, f flags, d dashboard, s sweep) are left to it.
+        Binding("slash", "start_filter", "Filter", id="log-filter"),
+        Binding("ctrl+f,f3", "start_search", "Search", id="log-search"),
         Binding("n", "search_next", "Next match", id="log-search-next"),
         Binding("N", "search_prev", "Prev match", id="log-search-prev", show=False),
-        Binding("f", "start_filter", "Filter", id="log-filter"),
         Binding("v", "cycle_severity", "Severity", id="log-severity"),
-        Binding("r", "cycle_rank", "Rank", id="log-rank", show=False),
+        Binding("R", "cycle_rank", "Rank", id="log-rank", show=False),
         Binding("escape", "clear", "Clear", id="log-clear", show=False),
         Binding("space", "toggle_follow", "Follow/pause", id="log-follow"),
         Binding("end,G", "follow_end", "End", id="log-end", show=False),
@@ -61,7 +62,7 @@ class LogView(Vertical):
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("d", "toggle_detail", "Details", id="log-detail"),
+        Binding("enter,i", "toggle_detail", "Details", id="log-detail"),
         Binding("y", "copy_line", "Copy", id="log-copy"),
     ]
 

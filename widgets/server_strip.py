@@ -60,7 +60,9 @@ class ServerStrip(Vertical):
         }
         for key, history in _ROWS:
             self.query_one(f"#strip-{key}-label", Static).update(Text(labels[key]))
-            self.query_one(f"#strip-{key}-spark", Sparkline).data = list(getattr(stats, history))
+            data = list(getattr(stats, history))
+            # Textual draws a single value as a full bar; one point is no trend yet.
+            self.query_one(f"#strip-{key}-spark", Sparkline).data = data if len(data) > 1 else []
         self.query_one("#strip-graph", Static).update(self._graph_text(stats))
 
     @staticmethod
