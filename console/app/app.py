@@ -8,6 +8,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,6 +206,9 @@ class PlateauApp(App[int]):
             )
         if self.tick_seconds:
             self.set_interval(self.tick_seconds, self._tick)
+        # Everything built at start-up lives for the whole run: move it out of the collector's
+        # sight so full collections (tens of ms with a large log) stop stalling the UI.
+        self.call_after_refresh(gc.freeze)
         # Not DEFAULT_MODE: on Python 3.12+ Textual 8.2 composes the default mode's screen
         # before it is on the stack, and an Input in it then crashes the app.
         self.switch_mode(self.start_screen)
