@@ -157,8 +157,11 @@ async def server_status(
     return event, (record if status.running else None)
 
 
-def lifecycle_sink(host: str, emit: Emit) -> Callable[[Any], None]:
-    """Lifecycle events (phases, failures) -> session events, so restarts show progress."""
+def lifecycle_sink(
+    host: str, emit: Emit, profile: str | None = None
+) -> Callable[[Any], None]:
+    """Lifecycle events (phases, failures) -> session events, so restarts show progress.
+    `profile` names what is being launched, so the header shows it as soon as it is ready."""
     from console.server import events as lev
     from console.session.events import Problem, ServerStatus
 
@@ -181,7 +184,7 @@ def lifecycle_sink(host: str, emit: Emit) -> Callable[[Any], None]:
         elif isinstance(event, lev.LifecycleDone):
             emit(Problem(host, "server", f"{event.action} done: {event.message}", level="info"))
             if event.action in ("start", "restart"):  # don't wait for the next status poll
-                emit(ServerStatus(host, "ready", detail=event.message))
+                emit(ServerStatus(host, "ready", profile=profile, detail=event.message))
 
     return sink
 
@@ -193,7 +196,9 @@ async def restart_server(
     if profile not in config.profiles:
         raise ValueError(f"unknown profile {profile!r}")
     life = lifecycle(transport, host, gpu_probe, discovery)
-    await life.restart(profile, config.profiles[profile], lifecycle_sink(host.name, emit))
+    await life.restart(
+        profile, config.profiles[profile], lifecycle_sink(host.name, emit, profile)
+    )
 
 
 async def start_server(
@@ -201,7 +206,7 @@ async def start_server(
     discovery: Any = None,
 ) -> None:
     life = lifecycle(transport, host, discovery=discovery)
-    await life.start(profile, config.profiles[profile], lifecycle_sink(host.name, emit))
+    await life.start(profile, config.profiles[profile], lifecycle_sink(host.name, emit, profile))
 
 
 async def stop_server(transport: Transport, host: HostConfig, emit: Emit) -> None:
