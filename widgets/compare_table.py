@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.bench.compare import Comparison, Delta
+from widgets.table_fill import fill_table
 
 DEFAULT_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
 
@@ -53,19 +54,19 @@ class CompareTable(DataTable[Text]):
 
     def set_comparison(self, comparison: Comparison) -> None:
         self.comparison = comparison
-        self.clear(columns=True)
-        labels = [("conc", "conc")]
+        keys = ["conc"]
+        labels = ["conc"]
         for name in self.metrics:
-            labels += [(f"a:{name}", f"A {name}"), (f"b:{name}", f"B {name}")]
-            labels.append((f"d:{name}", f"\u0394 {name}"))
+            keys += [f"a:{name}", f"b:{name}", f"d:{name}"]
+            labels += [f"A {name}", f"B {name}", f"\u0394 {name}"]
         rows = [self._cells(row) for row in comparison.rows]
-        for index, (key, label) in enumerate(labels):
-            # Explicit widths: the table's own auto-width kept the header's width and cut
-            # longer deltas such as "+112.0 (+11.1%)".
-            width = max([len(label), *(row[index].cell_len for row in rows)])
-            self.add_column(Text(label, justify="right"), key=key, width=width)
-        for row, cells in zip(comparison.rows, rows, strict=True):
-            self.add_row(*cells, key=str(row.concurrency))
+        fill_table(
+            self,
+            [Text(label, justify="right") for label in labels],
+            rows,
+            keys=keys,
+            row_keys=[str(row.concurrency) for row in comparison.rows],
+        )
 
     def _cells(self, row: object) -> list[Text]:
         cells = [Text(str(row.concurrency), justify="right")]  # type: ignore[attr-defined]

@@ -212,7 +212,12 @@ def ab_events(host: str = "demo") -> list[SessionEvent]:
 
 def app_config(hosts: list[str] | None = None, **ui: Any) -> LoadedConfig:
     names = hosts or ["demo"]
-    profiles = demo_profiles(30000, Path("/nonexistent/gpu-state.json"))
+    # A fixed launch command: sys.executable differs between checkouts and would leak into
+    # the config screen's snapshot.
+    profiles = {
+        name: profile.model_copy(update={"launch": ["python3", "-m", "console.sim"]})
+        for name, profile in demo_profiles(30000, Path("/nonexistent/gpu-state.json")).items()
+    }
     config = PlateauConfig(
         default_host=names[0],
         hosts=[

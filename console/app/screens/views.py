@@ -15,6 +15,7 @@ from console.app import views_data
 from console.session.state import HostState
 from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
+from widgets.table_fill import fill_table
 
 if TYPE_CHECKING:
     from console.app.app import PlateauApp
@@ -82,11 +83,11 @@ class ConfigScreen(HostScreen):
         if aspects is not None:
             return
         app: PlateauApp = self.app  # type: ignore[assignment]
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns("key", "value", "source")
-        for key, value, source in views_data.config_rows(app.loaded):
-            table.add_row(Text(key), Text(value), Text(source, style="dim"))
+        rows = [
+            [Text(key), Text(value), Text(source, style="dim")]
+            for key, value, source in views_data.config_rows(app.loaded)
+        ]
+        fill_table(self.query_one(DataTable), ("key", "value", "source"), rows)
 
 
 class HistoryScreen(HostScreen):
@@ -108,11 +109,10 @@ class HistoryScreen(HostScreen):
         self.app.call_from_thread(self._show, rows, note)
 
     def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns(*views_data.HISTORY_COLUMNS)
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
+        fill_table(
+            self.query_one(DataTable), views_data.HISTORY_COLUMNS,
+            [[Text(cell) for cell in row] for row in rows],
+        )
         self.query_one("#history-note", Static).update(Content(note))
 
 
@@ -168,10 +168,9 @@ class CompareScreen(HostScreen):
     def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
         table: Any = self.query_one("#compare-table")
         if not hasattr(table, "set_comparison"):
-            table.clear(columns=True)
-            table.add_columns(*views_data.COMPARE_COLUMNS)
-            for row in rows:
-                table.add_row(*(Text(cell) for cell in row))
+            fill_table(
+                table, views_data.COMPARE_COLUMNS, [[Text(cell) for cell in row] for row in rows]
+            )
         self.query_one("#compare-note", Static).update(Content(note))
 
 
