@@ -63,7 +63,10 @@ def _resolve(args: argparse.Namespace) -> tuple[Transport, AgentOptions]:
     from console.host.factory import transport_for
 
     loaded = load_config(getattr(args, "config", None))
-    host = loaded.config.host(args.host)
+    try:
+        host = loaded.config.host(args.host)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
     simulated = bool(host.sim_state_file)
     if simulated and not common["sim_state"]:
         common["sim_state"] = host.sim_state_file

@@ -46,8 +46,13 @@ def _handle(args: argparse.Namespace) -> int:
                 return 0
             text = EXPORTERS[args.format](run)
             if args.output:
-                with open(args.output, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+                try:
+                    with open(args.output, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+                except OSError as exc:
+                    raise UsageError(
+                        f"cannot write {args.output}: {exc.strerror or exc}"
+                    ) from None
             else:
                 sys.stdout.write(text)
             return 0

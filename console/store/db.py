@@ -15,6 +15,7 @@ from typing import Any
 import platformdirs
 
 from console.bench.models import StepResult
+from console.errors import PlateauError
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
 
 ENV_VAR = "PLATEAU_DB"
@@ -81,21 +82,34 @@ def _pid_alive(writer: str) -> bool:
     return True
 
 
+class StoreError(PlateauError):
+    """The history database cannot be opened (not SQLite, not writable, a directory...)."""
+
+
 class RunStore:
     """Run history. Thread-safe (one connection, one lock); cheap to open and close."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self._db.commit()
+        db: sqlite3.Connection | None = None
+        try:
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "is a directory")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.executescript(_SCHEMA)
+            db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            if db is not None:
+                db.close()  # never leak the connection of a store that failed to open
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise StoreError(f"history database {self.path}: {why}") from None
+        self._db = db
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,58 @@
+"""Operator mistakes on the headless commands end in one clear line, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from console.store.db import RunStore
+from console.store.models import RunMeta
+from tests.support.bench_fixtures import fake_step
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("plateau: ") and err.count("\n") == 1, err
+    for word in words:
+        assert word in err
+    return err
+
+
+def test_history_export_to_a_missing_directory_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.db"
+    with RunStore(db) as store:
+        run = store.create_run(RunMeta(host="box"))
+        store.add_step(run, fake_step(1, 100.0))
+    target = tmp_path / "missing" / "run.md"
+    assert main(["history", "--db", str(db), "--export", str(run), "-o", str(target)]) != 0
+    _one_line_error(capsys, str(target))
+
+
+@pytest.mark.parametrize("kind", ["not-a-db", "directory", "unmakeable"])
+def test_a_bad_history_database_is_one_line(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if kind == "not-a-db":
+        db = tmp_path / "text.db"
+        db.write_text("this is not sqlite\n" * 100)
+    elif kind == "directory":
+        db = tmp_path
+    else:
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        db = blocker / "sub" / "h.db"
+    for argv in (["history"], ["compare", "1", "2"]):
+        assert main([*argv, "--db", str(db)]) != 0
+        _one_line_error(capsys, str(db))
+
+
+def test_gpus_unknown_host_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[[hosts]]\nname = "box"\nlocal = true\n')
+    assert main(["--config", str(config), "gpus", "nohost", "--once"]) == 2
+    _one_line_error(capsys, "nohost")
