@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.host.hostkeys import HostKeyProblem
+
 
 class PlateauError(Exception):
     """An error meant for the operator: its message is the whole story."""
@@ -24,4 +29,10 @@ class TransportError(PlateauError):
 
 
 class HostKeyError(TransportError):
-    """A host key is unknown or has changed."""
+    """A host key is unknown or has changed. `problem` says which (verdict, host, port, key
+    type, fingerprint, known_hosts file) so a console can offer to accept an unknown key;
+    None when the key was refused elsewhere (e.g. by a jump host's own checks)."""
+
+    def __init__(self, message: str, problem: HostKeyProblem | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem

@@ -11,6 +11,9 @@ import asyncssh
 
 Verdict = Literal["unknown", "changed"]
 
+# A headless command accepts one unknown key by naming its fingerprint (never "any key").
+ACCEPT_ENV = "PLATEAU_ACCEPT_HOST_KEY"
+
 
 @dataclass(frozen=True)
 class HostKeyProblem:
@@ -20,6 +23,8 @@ class HostKeyProblem:
     fingerprint: str
     key_type: str
     known_hosts: Path
+    # The fingerprint the caller offered to accept, when it was not the one presented.
+    offered: str | None = None
 
     def message(self) -> str:
         where = f"{self.host}:{self.port}"
@@ -30,10 +35,15 @@ class HostKeyProblem:
                 "attack (or a reinstalled host). Refusing to connect; remove the old entry "
                 "only after verifying the new key out of band."
             )
+        mismatch = (
+            f" (the fingerprint given to accept, {self.offered}, is not this key's)"
+            if self.offered else ""
+        )
         return (
-            f"unknown host key for {where}: {self.key_type} {self.fingerprint}. Refusing to "
-            f"connect. If this fingerprint is right, accept it (known_hosts = \"accept-new\" "
-            f"for this host, or accept it when the console asks) and it will be saved to "
+            f"unknown host key for {where}: {self.key_type} {self.fingerprint}{mismatch}. "
+            "Refusing to connect. If this fingerprint is right, accept it (answer the "
+            f"console's prompt, run the command with {ACCEPT_ENV}={self.fingerprint}, or set "
+            f"known_hosts = \"accept-new\" for this host) and it will be saved to "
             f"{self.known_hosts}."
         )
 
@@ -93,8 +103,10 @@ class VerifyingClient(asyncssh.SSHClient):
         ):
             append_known_host(self._known_hosts, self._host, self._port, key)
             return True
+        offered = self._accept_fingerprint if self._accept_fingerprint != fingerprint else None
         self.problem = HostKeyProblem(
-            verdict, self._host, self._port, fingerprint, key.get_algorithm(), self._known_hosts
+            verdict, self._host, self._port, fingerprint, key.get_algorithm(), self._known_hosts,
+            offered=offered if verdict == "unknown" else None,
         )
         return False
 

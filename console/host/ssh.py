@@ -278,7 +278,7 @@ class SshTransport(ProcessOps):
             )
         except asyncssh.HostKeyNotVerifiable as exc:
             problem = client.problem
-            raise HostKeyError(problem.message() if problem else str(exc)) from None
+            raise HostKeyError(problem.message() if problem else str(exc), problem) from None
         except asyncssh.PermissionDenied as exc:
             raise TransportError(
                 f"{self._host_name}: authentication failed for "

@@ -5,6 +5,8 @@ console app is one consumer, the headless commands are others."""
 from console.session.events import (
     ConnectionChanged,
     GpuUpdate,
+    HostKeyChanged,
+    HostKeyUnknown,
     LogBatch,
     Problem,
     ServerStats,
@@ -21,6 +23,8 @@ __all__ = [
     "ConnectionChanged",
     "EventRecord",
     "GpuUpdate",
+    "HostKeyChanged",
+    "HostKeyUnknown",
     "HostState",
     "LogBatch",
     "Problem",

@@ -31,10 +31,13 @@ def _module(name: str) -> Any:
 # -- transport ------------------------------------------------------------------------------
 
 
-def open_transport(host: HostConfig) -> Transport:
-    """LocalTransport for `local = true` hosts, SshTransport otherwise (not yet connected)."""
+def open_transport(host: HostConfig, *, accept_fingerprint: str | None = None) -> Transport:
+    """LocalTransport for `local = true` hosts, SshTransport otherwise (not yet connected).
+    `accept_fingerprint` accepts exactly that unknown host key and saves it to known_hosts."""
     factory = _module("console.host.factory")
-    return factory.transport_for(host)  # type: ignore[no-any-return]
+    return factory.transport_for(  # type: ignore[no-any-return]
+        host, accept_fingerprint=accept_fingerprint
+    )
 
 
 def run_dir(host: HostConfig) -> str:

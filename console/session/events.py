@@ -114,6 +114,34 @@ class ABUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class HostKeyUnknown:
+    """The host presented a key known_hosts does not list: the session waits (no retries)
+    until the operator accepts this exact fingerprint (`accept_host_key`) or refuses it."""
+
+    host: str
+    address: str
+    port: int
+    key_type: str
+    fingerprint: str
+    known_hosts: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostKeyChanged:
+    """The host presented a key other than the one known_hosts lists (or a key was refused by
+    checks we cannot override): never accepted from the console; the session stops trying."""
+
+    host: str
+    address: str
+    port: int
+    key_type: str
+    fingerprint: str
+    known_hosts: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Problem:
     """A background failure or warning: shown in the event log and as a notification."""
 
@@ -135,5 +163,7 @@ SessionEvent = (
     | SweepPointDone
     | SweepDone
     | ABUpdate
+    | HostKeyUnknown
+    | HostKeyChanged
     | Problem
 )

@@ -61,6 +61,13 @@ class ReplaySession:
     async def start_ab(self, a: str, b: str, preset: str = "default") -> None:
         self._command("ab", f"{a} vs {b} ({preset})")
 
+    async def accept_host_key(self, fingerprint: str) -> bool:
+        self._command("accept-host-key", fingerprint)
+        return False
+
+    async def refuse_host_key(self) -> None:
+        self._command("refuse-host-key", None)
+
     def set_profiles(self, profiles: dict[str, Any]) -> None:
         self.profiles = dict(profiles)
 

@@ -12,10 +12,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from console.config_models import HostConfig, PlateauConfig
+from console.errors import HostKeyError
 from console.host.transport import ConnectionEvent, Transport
 from console.session import adapters
 from console.session.adapters import AdapterMissing
@@ -23,6 +25,8 @@ from console.session.events import (
     ABUpdate,
     ConnectionChanged,
     GpuUpdate,
+    HostKeyChanged,
+    HostKeyUnknown,
     LogBatch,
     Problem,
     ServerStats,
@@ -41,7 +45,14 @@ HEALTH_POLL_S = 30.0
 METRICS_PERIOD_S = 5.0  # each scrape is an access line in the server log
 MAX_BACKOFF_S = 30.0
 
-TransportFactory = Callable[[HostConfig], Transport]
+
+
+class TransportFactory(Protocol):
+    """Builds a host's transport; `accept_fingerprint` accepts exactly that unknown host key
+    (saved to known_hosts). Only passed when the operator accepted one."""
+
+    def __call__(self, host: HostConfig, *, accept_fingerprint: str | None = None) -> Transport:
+        ...
 
 
 class HostSession:
@@ -73,6 +84,9 @@ class HostSession:
         self._metrics_failing = False
         self._missing_reported: set[str] = set()
         self._closed = False
+        self._loops: list[asyncio.Task[None]] = []
+        self._dropped: list[Transport] = []  # transports given up on (host key refused)
+        self._host_key_reported: tuple[str, str] | None = None
         self.launch_profile = launch_profile
         self.store_path = store_path
 
@@ -104,26 +118,37 @@ class HostSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _run(self) -> None:
+    async def _run(self, accept_fingerprint: str | None = None) -> None:
         self.emit(ConnectionChanged(self.host.name, "connecting"))
         try:
-            transport = self._transport_factory(self.host)
+            if accept_fingerprint is None:
+                transport = self._transport_factory(self.host)
+            else:
+                transport = self._transport_factory(
+                    self.host, accept_fingerprint=accept_fingerprint
+                )
             await transport.connect()
         except AdapterMissing as exc:
             self.emit(ConnectionChanged(self.host.name, "failed", str(exc)))
+            return
+        except HostKeyError as exc:
+            self._host_key_refused(exc)
             return
         except Exception as exc:
             self.emit(ConnectionChanged(self.host.name, "failed", _describe(exc)))
             return
         self.transport = transport
+        self._host_key_reported = None
         with contextlib.suppress(AdapterMissing):
             self.discovery = adapters.flag_discovery(transport, self.host, self.flag_cache_dir)
-        transport.subscribe(self._on_connection_event)
+        transport.subscribe(partial(self._on_connection_event, transport))
         self.emit(ConnectionChanged(self.host.name, "connected"))
-        self._spawn(self._supervise("gpu", self._gpu_loop), "gpu")
-        self._spawn(self._supervise("log", self._log_loop), "log")
-        self._spawn(self._supervise("server", self._status_loop), "server")
-        self._spawn(self._supervise("metrics", self._metrics_loop), "metrics")
+        self._loops = [
+            self._spawn(self._supervise("gpu", self._gpu_loop), "gpu"),
+            self._spawn(self._supervise("log", self._log_loop), "log"),
+            self._spawn(self._supervise("server", self._status_loop), "server"),
+            self._spawn(self._supervise("metrics", self._metrics_loop), "metrics"),
+        ]
         if self.launch_profile is not None:
             self._restart_task = self._spawn(self._launch(transport, self.launch_profile), "launch")
 
@@ -154,7 +179,71 @@ class HostSession:
         except Exception as exc:
             self._problem("server", f"stop failed: {_describe(exc)}")
 
-    def _on_connection_event(self, event: ConnectionEvent) -> None:
+    # -- host keys ----------------------------------------------------------------------------
+
+    def _host_key_refused(self, exc: HostKeyError) -> None:
+        """The host's key was refused (at connect or on a reconnect): stop everything that
+        uses the connection and say so once. An unknown key waits for `accept_host_key`; a
+        changed key is an error and is never offered for acceptance."""
+        problem = exc.problem
+        seen = (problem.verdict, problem.fingerprint) if problem else ("refused", str(exc))
+        if seen == self._host_key_reported:
+            return
+        self._host_key_reported = seen
+        self._drop_transport()
+        name = self.host.name
+        if problem is None:
+            self.emit(ConnectionChanged(name, "failed", _describe(exc)))
+            return
+        fields = (name, problem.host, problem.port, problem.key_type, problem.fingerprint,
+                  str(problem.known_hosts), str(exc))
+        if problem.verdict == "unknown":
+            self.emit(HostKeyUnknown(*fields))
+        else:
+            self.emit(HostKeyChanged(*fields))
+
+    def _drop_transport(self) -> None:
+        """Forget the current transport (its retries would only hit the same key again)."""
+        transport, self.transport = self.transport, None
+        current = asyncio.current_task()
+        for task in self._loops:
+            if task is not current:
+                task.cancel()
+        self._loops = []
+        if transport is not None:
+            self._dropped.append(transport)
+            self._spawn(_close_quietly(transport), "drop-transport")
+
+    async def accept_host_key(self, fingerprint: str) -> bool:
+        """Connect again accepting exactly `fingerprint` (the pending unknown key), which the
+        transport then appends to known_hosts. False when it is not the key being asked about
+        (a stale prompt): nothing is accepted then."""
+        pending = self.state.host_key
+        if pending is None or pending.fingerprint != fingerprint:
+            self._problem("host-key", f"not accepting {fingerprint}: it is not the unknown key "
+                          f"{self.host.name} presented", "warning")
+            return False
+        self._problem("host-key", f"accepting {pending.key_type} {fingerprint} for "
+                      f"{pending.address}:{pending.port} (your decision); reconnecting", "info")
+        self._host_key_reported = None
+        await self._run(accept_fingerprint=fingerprint)
+        if self.transport is not None:
+            self._problem("host-key", f"host key {fingerprint} accepted and saved to "
+                          f"{pending.known_hosts}", "info")
+        return True
+
+    async def refuse_host_key(self) -> None:
+        """The operator refused the unknown key: stay disconnected, known_hosts untouched."""
+        pending = self.state.host_key
+        if pending is None:
+            return
+        self._problem("host-key", f"refused {pending.key_type} {pending.fingerprint} for "
+                      f"{pending.address}:{pending.port} (your decision): not connected, "
+                      f"{pending.known_hosts} unchanged", "info")
+
+    def _on_connection_event(self, transport: Transport, event: ConnectionEvent) -> None:
+        if transport is not self.transport:
+            return  # a transport given up on still reports its retries and its close
         mapping = {
             "connected": "connected",
             "reconnected": "connected",
@@ -185,6 +274,10 @@ class HostSession:
                     self._problem(source, f"{source} not available: {exc}", "warning")
                 return
             except Exception as exc:
+                host_key = _host_key_error(exc)
+                if host_key is not None:  # a reconnect met a refused key: retrying is no use
+                    self._host_key_refused(host_key)
+                    return
                 why = _describe(exc)
                 self._problem(source, f"{source} failed: {why}; retrying in {backoff:.0f}s")
             if time.monotonic() - started > 60:
@@ -509,11 +602,29 @@ class HostSession:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self.transport is not None:
-            with contextlib.suppress(Exception):
-                await self.transport.close()
+        for transport in [*self._dropped, self.transport]:
+            if transport is not None:
+                with contextlib.suppress(Exception):
+                    await transport.close()
         self.emit(ConnectionChanged(self.host.name, "closed"))
         self._queue.put_nowait(None)
+
+
+async def _close_quietly(transport: Transport) -> None:
+    with contextlib.suppress(Exception):
+        await transport.close()
+
+
+def _host_key_error(exc: BaseException) -> HostKeyError | None:
+    """The HostKeyError behind `exc`, if any (collectors may wrap transport errors)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, HostKeyError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,6 +18,8 @@ from console.session.events import (
     ConnectionChanged,
     ConnectionStatus,
     GpuUpdate,
+    HostKeyChanged,
+    HostKeyUnknown,
     LogBatch,
     Problem,
     ServerStateName,
@@ -103,6 +105,8 @@ class HostState:
     server_detail: str = ""
     sweep: SweepView = field(default_factory=SweepView)
     ab: ABView | None = None
+    # The unknown host key awaiting the operator's decision (cleared once connected).
+    host_key: HostKeyUnknown | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_MAX))
     revision: dict[str, int] = field(default_factory=dict)
 
@@ -170,6 +174,8 @@ class HostState:
                 return ("sweep", "events")
             case ABUpdate():
                 return self._ab(event)
+            case HostKeyUnknown() | HostKeyChanged():
+                return self._host_key(event)
             case Problem():
                 self.events.append(
                     EventRecord(
@@ -203,9 +209,32 @@ class HostState:
         self.bump("sweep")
         return ("sweep", "events")
 
+    def _host_key(self, event: HostKeyUnknown | HostKeyChanged) -> tuple[Aspect, ...]:
+        """Not connected, and why; an unknown key waits for a decision, a changed one is an
+        error the operator must see."""
+        unknown = isinstance(event, HostKeyUnknown)
+        self.host_key = event if unknown else None
+        self.connection = "failed"
+        self.connection_detail = (
+            f"unknown host key {event.fingerprint}" if unknown
+            else f"HOST KEY CHANGED ({event.fingerprint})"
+        )
+        self.bump("connection")
+        if unknown:
+            self.note("host-key", f"unknown host key for {event.address}:{event.port}: "
+                      f"{event.key_type} {event.fingerprint}; not connected until you accept "
+                      "or refuse it", "warning")
+        else:
+            self.note("host-key", event.message or f"HOST KEY CHANGED for {event.address}:"
+                      f"{event.port}: {event.key_type} {event.fingerprint}; refusing to "
+                      "connect", "error")
+        return ("connection", "events")
+
     def _connection(self, event: ConnectionChanged) -> tuple[Aspect, ...]:
         previous = self.connection
         self.connection, self.connection_detail = event.status, event.detail
+        if event.status == "connected":
+            self.host_key = None
         self.bump("connection")
         if event.status == previous:
             return ("connection",)
