@@ -9,6 +9,7 @@ json.dumps of float('inf')), which `json.loads` accepts and strict parsers do no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -256,6 +257,11 @@ class BenchServingEngine:
             record = records[-1] if records else None
         except (OSError, ValueError, Exception):
             record = None
+        finally:
+            # The record embeds the server's full /server_info (its API key included): never
+            # leave it behind in the host's /tmp.
+            with contextlib.suppress(Exception):  # the step's result matters more
+                await self.transport.run(["rm", "-f", "--", output_file], timeout=30)
         if record is None and block is None:
             tail = " | ".join(lines[-3:]) if lines else "no output"
             raise StepError(

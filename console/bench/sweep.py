@@ -35,6 +35,7 @@ from console.config_models import SweepPreset
 from console.host.transport import Transport
 from console.store.db import RunStore
 from console.store.models import RunMeta
+from console.store.redact import redact_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -70,7 +71,8 @@ async def _tail(log_tail: LogTail | None) -> list[str]:
 
 
 async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> dict | None:
-    """GET /server_info (falling back to the deprecated /get_server_info)."""
+    """GET /server_info (falling back to the deprecated /get_server_info), secrets redacted
+    (SGLang reports `api_key` and the launch command verbatim)."""
     async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
         for path in ("/server_info", "/get_server_info"):
             try:
@@ -82,7 +84,7 @@ async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = 
                     data = resp.json()
                 except ValueError:
                     return None
-                return data if isinstance(data, dict) else None
+                return redact_server_info(data) if isinstance(data, dict) else None
     return None
 
 
@@ -97,12 +99,15 @@ async def run_sweep(
     log_tail: LogTail | None = None,
     cancel_event: asyncio.Event | None = None,
     snapshot_server_info: bool = True,
+    headers: Sequence[tuple[str, str]] | None = None,
 ) -> SweepFinished:
     """Run every (concurrency, repeat) step of `spec` against `base_url`, in order."""
     emit = on_event or (lambda _event: None)
     meta = meta or RunMeta()
     if snapshot_server_info and meta.server_info is None:
-        info = await fetch_server_info(base_url)
+        if headers is None:  # the engine's own (e.g. Authorization for --api-key servers)
+            headers = tuple(getattr(engine, "headers", ()) or ())
+        info = await fetch_server_info(base_url, headers)
         if info is not None:
             meta = meta.model_copy(
                 update={"server_info": info, "server_version": str(info.get("version", ""))}

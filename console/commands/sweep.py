@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -72,6 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: HOST_PYTHON -m sglang.benchmark.serving)")
     p.add_argument("--tokenizer", help="tokenizer path on the host (bench-serving engine)")
     p.add_argument("--workers", type=int, help="max load-generator processes (native engine)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="local environment variable holding the server's --api-key "
+                   "(default: the profile's api_key_env)")
     p.add_argument("--label", default="", help="a name for this run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
@@ -115,6 +119,7 @@ class Target:
     host_port: int | None = None
     host_python: str = "python3"
     log_tail: LogTail | None = None
+    api_key_env: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -218,6 +223,7 @@ async def host_target(args: argparse.Namespace) -> AsyncIterator[Target]:
                 host_port=profile.port,
                 host_python=host.python,
                 log_tail=_server_log_tail(transport, host),
+                api_key_env=profile.api_key_env,
             )
         finally:
             await forward.close()
@@ -243,9 +249,27 @@ async def url_target(url: str) -> AsyncIterator[Target]:
     yield Target(base_url=url.rstrip("/"), meta=RunMeta(server_url=url.rstrip("/")))
 
 
+def auth_headers(target: Target, args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """`Authorization: Bearer KEY` when the server wants a key (read from the local env only,
+    never stored)."""
+    name = getattr(args, "api_key_env", None) or target.api_key_env
+    if not name:
+        return ()
+    key = os.environ.get(name)
+    if not key:
+        raise UsageError(f"the server wants an API key, but ${name} is not set here")
+    return (("Authorization", f"Bearer {key}"),)
+
+
 def make_engine(spec: SweepPreset, target: Target, args: argparse.Namespace) -> Engine:
+    headers = auth_headers(target, args)
     if spec.engine == "native":
-        return NativeEngine(max_workers=getattr(args, "workers", None))
+        return NativeEngine(max_workers=getattr(args, "workers", None), headers=headers)
+    if headers:
+        raise UsageError(
+            "the bench-serving engine can only take an API key on the host's command line or "
+            "environment, where other users can read it; use --engine native for this server"
+        )
     transport = target.transport
     if transport is None:
         from console.host.local import LocalTransport

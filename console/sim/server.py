@@ -8,6 +8,7 @@ the native API unless --incremental-streaming-output, deltas for OpenAI).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import os
 import time
@@ -71,6 +72,32 @@ async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
     if state.metrics is not None:
         state.metrics.http_response(request.path, response.status)
     return response
+
+
+# SGLang's auth (srt/utils/auth.py): probes are always open; /flush_cache is ADMIN_OPTIONAL
+# (the admin key when one is set, else the API key); every other route wants the API key.
+_OPEN_PREFIXES = ("/health", "/ready", "/metrics")
+_ADMIN_OPTIONAL = frozenset({"/flush_cache"})
+
+
+def _bearer_ok(header: str | None, expected: str) -> bool:
+    if not header:
+        return False
+    scheme, _, token = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token, expected)
+
+
+@web.middleware
+async def api_key_auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    sa = request.app[STATE].cfg.server_args
+    api_key, admin_key = sa.get("api_key"), sa.get("admin_api_key")
+    path = request.path
+    if request.method == "OPTIONS" or path.startswith(_OPEN_PREFIXES):
+        return await handler(request)
+    expected = (admin_key or api_key) if path in _ADMIN_OPTIONAL else api_key
+    if expected and not _bearer_ok(request.headers.get("Authorization"), expected):
+        return _json({"error": "Unauthorized"}, 401)
+    return await handler(request)
 
 
 # ---- health -------------------------------------------------------------------------------
@@ -138,9 +165,8 @@ def server_info_dict(state: SimState) -> dict[str, Any]:
     profile = cfg.profile
     sa = dict(cfg.server_args)
     sa["enable_dp_attention"] = int(sa.get("attn_dp_size") or 1) > 1
-    for secret in ("api_key", "admin_api_key", "ssl_keyfile_password"):
-        if sa.get(secret):
-            sa[secret] = "<redacted>"
+    # SGLang 0.5.23 reports every resolved field verbatim, `api_key` included (only watermark
+    # secrets are redacted): clients must not store this snapshot as it comes.
     internal = dict(sa)
     internal.update(
         {
@@ -419,7 +445,7 @@ async def openai(request: web.Request) -> web.StreamResponse:
 
 
 def build_app(state: SimState) -> web.Application:
-    app = web.Application(middlewares=[access_log], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[access_log, api_key_auth], client_max_size=64 * 1024 * 1024)
     app[STATE] = state
     r = app.router
     r.add_get("/ready", ready)

@@ -17,6 +17,7 @@ import platformdirs
 from console.bench.models import StepResult
 from console.errors import PlateauError
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
+from console.store.redact import redact_server_info
 
 ENV_VAR = "PLATEAU_DB"
 
@@ -136,7 +137,9 @@ class RunStore:
                     meta.server_version,
                     meta.profile,
                     json.dumps(meta.flags),
-                    json.dumps(meta.server_info) if meta.server_info is not None else None,
+                    json.dumps(redact_server_info(meta.server_info))
+                    if meta.server_info is not None
+                    else None,
                     json.dumps(meta.spec),
                     meta.engine,
                     meta.label,
@@ -153,6 +156,8 @@ class RunStore:
         for key, value in fields.items():
             if key not in allowed:
                 raise ValueError(f"cannot update {key}")
+            if key == "server_info" and value is not None:
+                value = redact_server_info(value)
             sets.append(f"{key} = ?")
             values.append(json.dumps(value) if key in ("server_info", "flags") else value)
         if not sets:
