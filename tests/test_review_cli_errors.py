@@ -56,3 +56,49 @@ def test_gpus_unknown_host_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     config.write_text('[[hosts]]\nname = "box"\nlocal = true\n')
     assert main(["--config", str(config), "gpus", "nohost", "--once"]) == 2
     _one_line_error(capsys, "nohost")
+
+
+def test_sweep_of_an_unreachable_server_says_so_and_exits_nonzero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.db"
+    argv = ["sweep", "--url", "http://127.0.0.1:1", "--concurrency", "1,2", "--input-len", "8",
+            "--output-len", "4", "--num-prompts", "1", "--db", str(db)]  # fmt: skip
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert "2 of 2 step(s) failed" in captured.err
+    with RunStore(db) as store:
+        run = store.get_run(1)
+    assert [s.status for s in run.steps] == ["failed", "failed"]  # every step kept
+    assert all("ConnectError" in (s.error or "") for s in run.steps)
+
+
+async def test_a_failing_engine_prepare_does_not_leave_the_run_running(tmp_path: Path) -> None:
+    from console.bench.sweep import run_sweep
+    from console.config_models import SweepPreset
+    from console.errors import TransportError
+
+    class Broken:
+        name = "native"
+        closed = False
+
+        async def prepare(self, base_url: str, spec: SweepPreset) -> None:
+            raise TransportError("box: connection lost")
+
+        async def run_step(self, *args: object) -> None:
+            raise AssertionError("not reached")
+
+        def cancel(self) -> None:
+            pass
+
+        async def close(self) -> None:
+            self.closed = True
+
+    engine = Broken()
+    with RunStore(tmp_path / "h.db") as store:
+        with pytest.raises(TransportError):
+            await run_sweep(SweepPreset(concurrency=[1]), "http://127.0.0.1:1", engine=engine,
+                            store=store, snapshot_server_info=False)
+        assert store.list_runs()[0].status == "failed"
+    assert engine.closed

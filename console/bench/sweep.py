@@ -175,6 +175,13 @@ async def run_sweep(
             store.finish_run(run_id, "cancelled")
         emit(SweepFinished(run_id, "cancelled", tuple(results)))
         raise
+    except Exception:
+        # e.g. the engine could not prepare (connection lost): the run ends here, and must not
+        # stay 'running' in history with every finished step still readable.
+        if store is not None and run_id is not None:
+            store.finish_run(run_id, "failed")
+        emit(SweepFinished(run_id, "failed", tuple(results)))
+        raise
     finally:
         with contextlib.suppress(Exception):
             await engine.close()

@@ -369,4 +369,7 @@ async def _handle(args: argparse.Namespace) -> int:
         print(steps_table(outcome.steps))
         print(f"\nknee: {knee.sentence}")
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")
-    return 0 if outcome.status == "finished" else 1
+    failed = sum(1 for s in outcome.steps if s.status != "ok")
+    if failed:
+        print(f"plateau: {failed} of {len(outcome.steps)} step(s) failed", file=sys.stderr)
+    return 0 if outcome.status == "finished" and not failed else 1
