@@ -27,7 +27,13 @@ from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, u
 from console.app.commands import PlateauCommands
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.screens.dashboard import DashboardScreen, progress_line
-from console.app.screens.modals import ABPicker, FlagsOutcomeScreen, HelpScreen, HostPicker
+from console.app.screens.modals import (
+    ABPicker,
+    FlagsOutcomeScreen,
+    HelpScreen,
+    HostKeyScreen,
+    HostPicker,
+)
 from console.app.screens.views import (
     CompareScreen,
     ConfigScreen,
@@ -49,6 +55,8 @@ from console.session.events import (
     ABUpdate,
     ConnectionChanged,
     GpuUpdate,
+    HostKeyChanged,
+    HostKeyUnknown,
     LogBatch,
     ServerStats,
     ServerStatus,
@@ -79,6 +87,8 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
     SweepPointDone: ("sweep",),
     SweepDone: ("sweep",),
     ABUpdate: ("sweep",),
+    HostKeyUnknown: ("connection", "host-key"),
+    HostKeyChanged: ("connection",),
 }
 
 
@@ -278,6 +288,8 @@ class PlateauApp(App[int]):
             return  # the app is exiting while live sessions still report
         if "events" in message.aspects:
             self._notify_new(state)
+        if "host-key" in message.aspects:
+            self.ask_host_key(message.host)
         if message.host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
             if callable(render):
@@ -299,6 +311,8 @@ class PlateauApp(App[int]):
         if new <= 0:
             return
         for record in list(state.events)[-new:]:
+            if record.source == "host-key" and record.level == "warning":
+                continue  # an unknown key: the question on screen says it
             if record.level in ("warning", "error"):
                 self.notify(
                     record.message,
@@ -391,6 +405,33 @@ class PlateauApp(App[int]):
                 self._send(session, "restart", profile)
 
         self.push_screen(ConfirmScreen(question), confirmed)
+
+    # -- host keys ------------------------------------------------------------------------------
+
+    def ask_host_key(self, name: str) -> None:
+        """Ask about `name`'s pending unknown host key (once at a time per host); the answer
+        goes to the session, which records the decision in the host's event log."""
+        session = self.sessions.get(name)
+        key = session.state.host_key if session is not None else None
+        if session is None or key is None:
+            return
+        if any(isinstance(s, HostKeyScreen) and s.key.host == name for s in self.screen_stack):
+            return
+
+        def decided(accept: bool | None) -> None:
+            if session.state.host_key is not key:  # connected meanwhile, or a newer key
+                self.call_later(self.ask_host_key, name)
+                return
+            if accept:
+                self.post_message(CommandSent(name, "accept-host-key", key.fingerprint))
+                work = session.accept_host_key(key.fingerprint)
+            else:
+                self.post_message(CommandSent(name, "refuse-host-key", key.fingerprint))
+                work = session.refuse_host_key()
+            self.run_worker(work, group="commands", exit_on_error=False,
+                            description=f"host key decision on {name}")
+
+        self.push_screen(HostKeyScreen(key), decided)
 
     def action_sweep(self) -> None:
         if not self._refuse("sweep"):

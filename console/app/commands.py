@@ -31,6 +31,13 @@ class PlateauCommands(Provider):
                 entries.append(
                     (f"Host: {name}", "Switch to this host", partial(app.switch_host, name))
                 )
+        for name in app.host_names:
+            if app.sessions[name].state.host_key is not None:
+                entries.append((
+                    f"Host key: review {name}'s unknown key",
+                    "Accept or refuse the key this host presented (not connected until then)",
+                    partial(app.ask_host_key, name),
+                ))
         for name in app.plateau_theme_names:
             entries.append((f"Theme: {name}", "Use this theme", partial(app.use_theme, name)))
         return entries

@@ -1,4 +1,5 @@
-"""Modal screens: help, host picker, the flags editor's outcome, the A/B picker."""
+"""Modal screens: help, host picker, the flags editor's outcome, the A/B picker, the unknown
+host key question."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from console.session.events import HostKeyUnknown
+from console.text import sanitize
 from widgets.help_panel import HelpPanel, HelpRow, Thresholds
 
 
@@ -166,3 +169,67 @@ class ABPicker(ModalScreen[tuple[str, str, str] | None]):
             self.action_start()
         else:
             self.dismiss(None)
+
+
+class HostKeyScreen(ModalScreen[bool]):
+    """An unknown host key: who, which key, where it would be saved; Accept or Refuse.
+
+    Refuse has the focus, so a stray enter never trusts a key; `y` accepts, `n`/esc refuse."""
+
+    DEFAULT_CSS = """
+    HostKeyScreen { align: center middle; }
+    #hostkey-box {
+        width: 90; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $warning; background: $surface; padding: 0 2;
+    }
+    #hostkey-details { margin: 1 0; }
+    #hostkey-buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    #hostkey-buttons Button { margin-left: 2; }
+    """
+
+    BINDINGS = [
+        Binding("y", "decide(True)", "Accept", id="hostkey-accept"),
+        Binding("n,escape", "decide(False)", "Refuse", id="hostkey-refuse"),
+    ]
+
+    def __init__(self, key: HostKeyUnknown) -> None:
+        super().__init__()
+        self.key = key
+
+    def compose(self) -> ComposeResult:
+        key = self.key
+        with Vertical(id="hostkey-box") as box:
+            box.border_title = f"Unknown host key — {sanitize(key.host)}"
+            rows = Text()
+            for label, value, style in (
+                ("host", key.address, ""),
+                ("port", str(key.port), ""),
+                ("key type", key.key_type, ""),
+                ("fingerprint", key.fingerprint, "bold"),
+                ("saved to", f"{key.known_hosts}  (if you accept)", ""),
+            ):
+                rows.append(f"{label:<13}", style="bold")
+                rows.append(sanitize(value), style=style)
+                rows.append("\n")
+            rows.rstrip()
+            yield Static(rows, id="hostkey-details")
+            yield Static(Text(
+                "known_hosts has no key for this host, so Plateau cannot tell it from an "
+                "impostor. Compare the fingerprint with the host's own (on the host: "
+                "ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub) before accepting. Accepted, it "
+                "is saved and checked on every later connection."
+            ), id="hostkey-explain")
+            with Horizontal(id="hostkey-buttons"):
+                yield Button("Refuse", id="hostkey-refuse-button", variant="default")
+                yield Button("Accept", id="hostkey-accept-button", variant="warning")
+            yield Static(Text("y: accept   n / esc: refuse"), classes="confirm-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#hostkey-refuse-button", Button).focus()
+
+    def action_decide(self, accept: bool) -> None:
+        self.dismiss(accept)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "hostkey-accept-button")
