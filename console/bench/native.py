@@ -14,6 +14,7 @@ import contextlib
 import math
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from console.bench.worker import Job
 from console.bench.workload import Workload
 
 DEFAULT_STREAMS_PER_WORKER = 128
+WORKER_START_TIMEOUT_S = 60.0
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -67,7 +69,40 @@ class WorkerPool:
         self._key = secrets.token_bytes(16)
         self.last_health: tuple[float, float] = (0.0, 0.0)
 
+    def _drop_dead(self) -> None:
+        """Forget workers whose process has exited (killed, crashed), so they are replaced."""
+        alive = []
+        for worker in self._workers:
+            if worker.process.poll() is None:
+                alive.append(worker)
+            else:
+                with contextlib.suppress(OSError):
+                    worker.conn.close()
+        self._workers = alive
+
+    def _accept(self, process: subprocess.Popen[bytes]) -> Any:
+        """The new worker's connection; an error (not a hang) if it dies before connecting."""
+        assert self._listener is not None
+        sock = getattr(getattr(self._listener, "_listener", None), "_socket", None)
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        while sock is not None:
+            ready, _, _ = select.select([sock], [], [], 0.2)
+            if ready:
+                break
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"load worker exited with status {process.returncode} before it started"
+                )
+            if time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                raise RuntimeError(
+                    f"load worker did not start within {WORKER_START_TIMEOUT_S:g} s"
+                )
+        return self._listener.accept()
+
     def _ensure(self, count: int) -> None:
+        self._drop_dead()
         if len(self._workers) >= count:
             return
         if self._listener is None:
@@ -84,7 +119,7 @@ class WorkerPool:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the terminal reaches the parent only
             )
-            conn = self._listener.accept()
+            conn = self._accept(process)
             self._workers.append(_Worker(process, conn))
 
     def cancel(self) -> None:
@@ -132,7 +167,11 @@ class WorkerPool:
             if streams[index] == 0 or share == 0:
                 continue
             job = replace(base, streams=streams[index], prompts=share, seed=seed * 1009 + index)
-            worker.conn.send(job)
+            try:
+                worker.conn.send(job)
+            except OSError as exc:  # died since _ensure: the step cannot run at this level
+                self._drop_dead()
+                raise RuntimeError(f"load worker lost before the step: {exc}") from None
             active.append(worker)
         replies = await asyncio.gather(
             *(loop.run_in_executor(None, _receive, w) for w in active), return_exceptions=True
@@ -142,7 +181,7 @@ class WorkerPool:
         cpu, lag = 0.0, 0.0
         for reply in replies:
             if isinstance(reply, BaseException):
-                problems.append(f"worker lost: {reply}")
+                problems.append(f"load worker lost mid-step ({type(reply).__name__})")
                 continue
             status, payload = reply[0], reply[1]
             if status != "ok":
@@ -151,7 +190,11 @@ class WorkerPool:
             records.extend(RequestRecord.from_tuple(item) for item in payload)
             cpu, lag = max(cpu, reply[2][0]), max(lag, reply[2][1])
         self.last_health = (cpu, lag)
-        if problems and not records:
+        if problems:
+            # A lost worker took its share of the streams with it: what the others measured
+            # is a lower concurrency than the step's label, so the step fails (and the dead
+            # worker is replaced before the next one).
+            self._drop_dead()
             raise RuntimeError("; ".join(problems))
         return records, (start_at, deadline) if deadline else None, count
 

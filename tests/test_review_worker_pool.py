@@ -1,0 +1,32 @@
+"""Load-generator worker processes that die: the step says so, the next step still runs."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import pytest
+
+from console.bench.native import WorkerPool
+from console.bench.workload import Workload
+
+WORK = Workload(endpoint="generate", input_len=8, output_len=40)
+
+
+async def test_a_worker_killed_mid_step_fails_the_step_then_is_replaced(ideal_sim) -> None:
+    with WorkerPool(streams_per_worker=1, max_workers=2) as pool:
+        task = asyncio.ensure_future(
+            pool.run(ideal_sim.base_url, WORK, 2, prompts=None, seconds=1.5, timeout_s=30,
+                     seed=1)
+        )
+        await asyncio.sleep(0.8)
+        victim = pool._workers[0].process
+        victim.send_signal(signal.SIGKILL)
+        # Half the streams vanished: the numbers would be for concurrency 1, labelled 2.
+        with pytest.raises(RuntimeError, match="worker"):
+            await task
+        records, _window, workers = await pool.run(
+            ideal_sim.base_url, WORK, 2, prompts=4, seconds=None, timeout_s=30, seed=2
+        )
+        assert workers == 2 and len(records) == 4 and all(r.ok for r in records)
+        assert victim not in [w.process for w in pool._workers]
