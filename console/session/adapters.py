@@ -8,6 +8,7 @@ reports once in the event log instead of failing silently.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -273,7 +274,7 @@ async def make_engine(transport: Transport, host: HostConfig, spec: Any, server:
     """The preset's engine: native (this machine) or SGLang's bench_serving (on the host)."""
     engines = _module("console.bench.engines")
     if spec.engine == "native":
-        return engines.NativeEngine()
+        return engines.NativeEngine(headers=_auth_headers(server))
     result = await transport.run([host.python, "-c", _HAS_SGLANG], timeout=60.0)
     if result.exit_status == 3:
         raise SweepSetupError(
@@ -292,6 +293,18 @@ async def make_engine(transport: Transport, host: HostConfig, spec: Any, server:
         tokenizer=server.model_path,
         workdir=run_dir(host),
     )
+
+
+def _auth_headers(profile: Any) -> tuple[tuple[str, str], ...]:
+    """`Authorization` for a profile whose server wants an API key (`api_key_env` names a
+    variable of this machine's environment; the key is never stored)."""
+    name = getattr(profile, "api_key_env", None)
+    if not name:
+        return ()
+    key = os.environ.get(name)
+    if not key:
+        raise SweepSetupError(f"the server wants an API key, but ${name} is not set here")
+    return (("Authorization", f"Bearer {key}"),)
 
 
 def sweep_event_sink(host: str, emit: Emit, run_id: list[str]) -> Callable[[Any], None]:
