@@ -34,6 +34,8 @@ from widgets.gpu_render import (
 HistoryMetric = Literal["util", "power", "memory", "pcie"]
 HISTORY_METRICS: tuple[HistoryMetric, ...] = ("util", "power", "memory", "pcie")
 HISTORY_LEN = 240
+# Narrower than this (two columns on a small terminal) a row drops to its essentials.
+MINI_ROW_WIDTH = 60
 
 
 class GpuHistory:
@@ -74,6 +76,8 @@ class GpuRow(Widget):
             return Content(f"{self.index:>2} waiting for the first sample…")
         width = self.size.width or 80
         if self.panel.compact:
+            if width < MINI_ROW_WIDTH:
+                return mini_line(self.reading, self.panel, width)
             return compact_line(self.reading, self.panel, width)
         return full_lines(self.reading, self.panel, width)
 
@@ -139,6 +143,44 @@ def compact_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     ]
     if spark_w > 0:
         parts.append((_history(panel, r, spark_w), "$accent"))
+    return Content.assemble(*parts).truncate(width)
+
+
+def mini_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
+    """A row for half a small terminal: util and memory bars, power, temperature, a `!` after
+    the index when throttled (the reason too when there is room), the history sparkline when
+    there is more. Every row of one width has the same columns, so two columns stay aligned."""
+    v = _variables(panel)
+    a = panel.ascii_only
+    power_text = (NA if r.power_w is None else f"{r.power_w:.0f}W").rjust(5)
+    temp_text = (NA if r.temp_c is None else f"{r.temp_c:.0f}{'C' if a else '°'}").rjust(4)
+    badge = fmt.throttle_badge(r)
+    throttled = bool(badge) and badge != NA
+    # "NN!" + bar + " 100%" + " " + bar + " 100%" + " 9999W" + " 99°" (+ " BADGE")
+    fixed = 3 + 5 + 1 + 5 + 6 + 5
+    badge_w = 6 if width - fixed >= 20 else 0
+    room = max(4, width - fixed - badge_w)
+    spark_w = max(0, room - 20) if room >= 26 else 0
+    bar_room = room - (spark_w + 1 if spark_w else 0)
+    util_w = max(2, min(12, (bar_room + 1) // 2))
+    mem_w = max(2, min(12, bar_room - util_w))
+    util_s = _num_style("util", r.util_gpu, v, panel)
+    mem_s = _num_style("mem", r.mem_pct, v, panel)
+    parts: list[Content | str | tuple[str, str]] = [
+        f"{r.index:>2}",
+        ("!" if throttled else " ", "bold $error"),
+        bar(_frac(r.util_gpu), util_w, util_s, ascii_only=a),
+        (fmt.pct(r.util_gpu).rjust(5), util_s),
+        " ",
+        bar(_frac(r.mem_pct), mem_w, mem_s, ascii_only=a),
+        (fmt.pct(r.mem_pct).rjust(5), mem_s),
+        (" " + power_text, _num_style("power", r.power_pct, v, panel)),
+        (" " + temp_text, _num_style("temp", r.temp_c, v, panel)),
+    ]
+    if badge_w:
+        parts.append(((" " + badge[:5] if throttled else "").ljust(badge_w), "bold $error"))
+    if spark_w > 0:
+        parts += [" ", (_history(panel, r, spark_w), "$accent")]
     return Content.assemble(*parts).truncate(width)
 
 
@@ -214,8 +256,17 @@ class GpuPanel(Widget, can_focus=True):
 
     DEFAULT_CSS = """
     GpuPanel { height: auto; max-height: 100%; width: 1fr; }
-    GpuPanel > #gpu-summary { height: 1; color: $text-muted; }
-    GpuPanel > VerticalScroll { height: auto; max-height: 100%; }
+    GpuPanel > #gpu-summary {
+        height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    GpuPanel > VerticalScroll {
+        height: auto; max-height: 100%; scrollbar-size-vertical: 1;
+    }
+    /* Two GPUs a line (fit(columns=2)): a small terminal still sees all eight. */
+    GpuPanel.-two-col > VerticalScroll {
+        layout: grid; grid-size: 2; grid-columns: 1fr 1fr; grid-gutter: 0 2; grid-rows: 1;
+    }
+    GpuPanel.-two-col.-full > VerticalScroll { grid-rows: 3; }
     """
 
     compact: reactive[bool] = reactive(True)
@@ -248,6 +299,7 @@ class GpuPanel(Widget, can_focus=True):
             thresholds_with_load(*load_thresholds) if load_thresholds else dict(THRESHOLDS)
         )
         self._composed = False
+        self._max_rows: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("GPUs: waiting for the agent…", id="gpu-summary", markup=False)
@@ -284,10 +336,26 @@ class GpuPanel(Widget, can_focus=True):
             row.set_class(not self.compact, "-full")
         container.mount_all(self.rows.values())
 
+    def fit(self, *, columns: int = 1, max_rows: int | None = None) -> None:
+        """Lay the GPU rows out in `columns` (1 or 2) and show at most `max_rows` terminal
+        rows of them (the rest scroll); the summary line stays on top. Set by the screen
+        that knows how much room the panel has."""
+        self.set_class(columns >= 2, "-two-col")
+        self._max_rows = max_rows
+        if self._composed:
+            self.query_one("#gpu-rows", VerticalScroll).styles.max_height = (
+                max_rows if max_rows is not None else "100%"
+            )
+        for row in self.rows.values():
+            row.refresh()
+
     def on_mount(self) -> None:
         # `is_mounted` is still False inside on_mount, so track composition ourselves: a
         # sample given before mount is drawn now.
         self._composed = True
+        self.set_class(not self.compact, "-full")
+        if self._max_rows is not None:
+            self.query_one("#gpu-rows", VerticalScroll).styles.max_height = self._max_rows
         if self.sample is not None:
             self.update_sample(self.sample)
 
@@ -330,6 +398,7 @@ class GpuPanel(Widget, can_focus=True):
     # -- reactives and actions -------------------------------------------------------------
 
     def watch_compact(self, compact: bool) -> None:
+        self.set_class(not compact, "-full")
         for row in self.rows.values():
             row.set_class(not compact, "-full")
             row.refresh()

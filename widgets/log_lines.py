@@ -42,7 +42,10 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
 
     COMPONENT_CLASSES = {"loglines--cursor", "loglines--match"}
     DEFAULT_CSS = """
-    LogLines { background: $surface; }
+    /* No scrollbars while following: the status line says where the view is, long lines are
+       cut (the detail pane shows them whole). Paused, a thin one shows the position. */
+    LogLines { background: $surface; scrollbar-size: 0 0; }
+    LogLines.-paused { scrollbar-size-vertical: 1; }
     LogLines > .loglines--cursor { background: $accent 35%; }
     LogLines > .loglines--match { background: $warning 45%; text-style: bold; }
     """
@@ -105,6 +108,11 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         if strip is None:
             strip = self._render_row(index, selected=index == self.cursor)
             self._cache[key] = strip
+        if strip.cell_length > scroll_x + width > 1:
+            # Cut on the right: say so (the detail pane shows the whole line).
+            cut = strip.crop_extend(scroll_x, scroll_x + width - 1, base)
+            tail = list(cut)[-1].style if cut.cell_length else base
+            return Strip([*cut, Segment("…", tail)], width)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _render_row(self, index: int, *, selected: bool) -> Strip:
@@ -123,7 +131,8 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         if selected:
             text.stylize(self.get_component_rich_style("loglines--cursor", partial=True))
         segments = [Segment(s.text, s.style) for s in text.render(self.app.console)]
-        return Strip(segments, text.cell_len)
+        # Under the text, the widget's own background (else the terminal's shows through).
+        return Strip(segments, text.cell_len).apply_style(self.rich_style)
 
     def _severity_styles(self) -> dict[Severity, Style]:
         if self._styles is None:

@@ -222,6 +222,18 @@ class LogView(Vertical):
     def action_toggle_detail(self) -> None:
         self.query_one("#log-detail-scroll").toggle_class("-hidden")
 
+    @property
+    def detail_visible(self) -> bool:
+        return not self.query_one("#log-detail-scroll").has_class("-hidden")
+
+    def show_detail(self, visible: bool) -> None:
+        """Show or hide the detail pane (a screen short of rows hides it; enter brings it)."""
+        self.query_one("#log-detail-scroll").set_class(not visible, "-hidden")
+
+    def watch_follow(self, follow: bool) -> None:
+        if self.is_mounted:
+            self.query_one(LogLines).set_class(not follow, "-paused")
+
     def action_copy_line(self) -> None:
         event = self.selected_event
         if event is None:
@@ -318,6 +330,8 @@ class LogView(Vertical):
             if self.new_lines:
                 parts.append((f"  +{self.new_lines} new lines (end: follow)", "bold"))
         store = self.store
+        if not self.follow and store.visible_count:
+            parts.append((f"  at {self.lines.cursor + 1}", ""))
         parts.append((f"  {store.visible_count}/{store.line_count} lines", ""))
         if store.filter.active:
             parts.append((f"  filter: {store.filter.describe()}", "italic"))

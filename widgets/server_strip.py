@@ -23,9 +23,18 @@ class ServerStrip(Vertical):
     DEFAULT_CSS = """
     ServerStrip { height: auto; }
     ServerStrip > Horizontal { height: 1; }
-    ServerStrip .strip-label { width: 24; }
+    ServerStrip .strip-label { width: 24; text-wrap: nowrap; }
     ServerStrip Sparkline { width: 1fr; height: 1; }
-    ServerStrip #strip-graph { height: 1; }
+    ServerStrip #strip-graph { height: 1; text-wrap: nowrap; }
+    /* Full width but short of rows (class -dense): two stats a line, the graph line below. */
+    ServerStrip.-dense {
+        layout: grid; grid-size: 2; grid-columns: 1fr 1fr; grid-rows: 1; grid-gutter: 0 2;
+    }
+    ServerStrip.-dense .strip-label { width: 18; }
+    ServerStrip.-dense #strip-graph { column-span: 2; }
+    /* Beside a tall GPU panel (class -tall-2 / -tall-3): taller sparklines fill the box. */
+    ServerStrip.-tall-2 > Horizontal, ServerStrip.-tall-2 Sparkline { height: 2; }
+    ServerStrip.-tall-3 > Horizontal, ServerStrip.-tall-3 Sparkline { height: 3; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

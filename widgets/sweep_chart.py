@@ -26,6 +26,8 @@ FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
 SERIES_LETTERS = ("A", "B", "C")
 LATENCY_PANEL_WIDTH = 34
 Y_AXIS_WIDTH = 7
+# Below this many rows a plot is unreadable: the chart says the knee in words instead.
+CHART_MIN_HEIGHT = 6
 
 
 @dataclass
@@ -116,7 +118,9 @@ class SweepChart(Widget):
 
     def render(self) -> Text:
         width = max(self.size.width, 20)
-        height = max(self.size.height, 6)
+        height = max(self.size.height, 1)
+        if height < CHART_MIN_HEIGHT:
+            return render_summary(self.runs, width, height, self._colours(), self.progress)
         return render_chart(
             self.runs, width, height, self._colours(), self.ascii_only, self.progress
         )
@@ -138,6 +142,57 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
         itl = f"{m.itl_ms.p50 or 0:.1f}ms"
         lines.append(Text(f"{conc:>4}  {ttft:<13} {itl:>7}"[:width]))
     return lines
+
+
+def _short_knee(steps: Sequence[StepResult]) -> str:
+    knee = knee_of_steps(steps)
+    gain = "" if knee.gain_pct is None else f"{knee.gain_pct:+.1f}%".replace("-", "\u2212")
+    if knee.kind == "saturates":
+        return f"knee \u2248 {knee.concurrency} ({gain} to {knee.next_concurrency})"
+    if knee.kind == "declines":
+        return f"peaks at {knee.concurrency} ({gain} to {knee.next_concurrency})"
+    if knee.kind == "scaling":
+        return f"still scaling at {knee.concurrency} ({gain})"
+    return "one step so far"
+
+
+def render_summary(
+    runs: Sequence[ChartRun],
+    width: int,
+    height: int,
+    colours: Sequence[Style],
+    progress: str = "",
+) -> Text:
+    """The chart in words for short terminals: per run its peak and knee, newest last.
+
+    One row packs everything (progress first, then each run); more rows give each run a line.
+    """
+    dim = Style(dim=True)
+    items: list[Text] = []
+    for index, run in enumerate(runs):
+        points = run.points("total_tok_s")
+        if not points:
+            continue
+        peak_conc, peak = max(points, key=lambda p: p[1])
+        items.append(Text.assemble(
+            (f"{SERIES_LETTERS[index]} ", colours[index % len(colours)] + Style(bold=True)),
+            (run.label, "bold"),
+            f" {short_number(peak)} tok/s @{peak_conc} \u00b7 ",
+            _short_knee(run.steps),
+        ))
+    head = Text(progress, style=dim) if progress else None
+    if not items:
+        text = head or Text("no finished sweep step yet \u2014 press s", style=dim)
+        text.truncate(width)
+        return text
+    if height == 1:
+        line = Text(" \u00b7 ").join([*([head] if head else []), *items])
+        line.truncate(width, overflow="ellipsis")
+        return line
+    lines = [*([head] if head else []), *items][-height:]
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines)
 
 
 def render_chart(

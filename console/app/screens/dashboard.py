@@ -1,21 +1,29 @@
 """The dashboard: header, GPU panel | server strip, log, sweep chart, footer.
 
-Layout classes follow the terminal size so 80x24 stays usable: `-narrow` stacks the GPU panel
-over the server strip, `-short` shrinks the sweep chart to a summary. Panels are toggled with
-1-4 and maximised with `m`.
+Every size from 80x24 up is planned, not squeezed: `plan_layout` gives each panel its rows
+from the terminal size, the GPU count and which panels are shown. The log keeps a useful
+minimum; the GPU rows go two a line (then scroll) when they would take it; the sweep chart
+becomes its knee in one line when a plot would not fit; short terminals (`-short`) trade the
+panels' boxes for a title rule each; narrow ones (`-narrow`) stack the GPU panel over a
+two-column server strip. Panels are toggled with 1-4 and maximised with `z`.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
 
 from console.app import panels
+from console.app.bindings import ACTIONS
 from console.session.state import HostState
 from widgets.header import PlateauHeader
 
@@ -23,8 +31,152 @@ if TYPE_CHECKING:
     from console.app.app import PlateauApp
 
 PANELS = ("gpus", "server", "log", "sweep")
-NARROW_WIDTH = 120
-SHORT_HEIGHT = 36
+NARROW_WIDTH = 120  # below: the GPU panel over the server strip, both full width
+SHORT_HEIGHT = 32  # below: a title rule per panel instead of a box
+LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the chart grow
+GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
+SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
+SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
+DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
+DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
+SERVER_ROWS = 5  # four stats and the cuda-graph line
+SERVER_DENSE_ROWS = 3  # two stats a line
+
+
+@dataclass(frozen=True)
+class DashLayout:
+    """Rows per panel (chrome included; 0 = hidden) and how the GPU rows are laid out."""
+
+    short: bool
+    narrow: bool
+    chrome: int  # rows of border a panel costs: 2 (box) or 1 (title rule)
+    top: int | None  # the GPU+server row; None: it takes the rest (log and sweep hidden)
+    gpus: int
+    server: int
+    sweep: int | None  # None: takes the rest (log hidden)
+    gpu_columns: int
+    gpu_rows: int | None  # terminal rows of GPU lines shown (more scroll); None: all
+    server_dense: bool
+    server_scale: int  # rows per server sparkline (beside a tall GPU panel: 2 or 3)
+    log_detail: bool
+
+
+def plan_layout(
+    width: int,
+    height: int,
+    *,
+    gpus: int,
+    gpu_row_height: int = 1,
+    visible: frozenset[str] = frozenset(PANELS),
+    sweep_data: bool = False,
+) -> DashLayout:
+    """Share `height` rows (header and footer included) among the visible panels."""
+    short = height < SHORT_HEIGHT
+    narrow = width < NARROW_WIDTH
+    chrome = 1 if short else 2
+    body = max(0, height - 2)
+    show_gpus, show_server = "gpus" in visible, "server" in visible
+    show_log, show_sweep = "log" in visible, "sweep" in visible
+    stacked = narrow
+    dense = narrow
+    server_content = SERVER_DENSE_ROWS if dense else SERVER_ROWS
+    server = chrome + server_content if show_server else 0
+
+    log_need = chrome + 1 + LOG_MIN_LINES if show_log else 0
+    sweep_need = chrome + 1 if show_sweep else 0
+    # GPU panel: the summary line, then the GPU rows (1 or 3 rows each, 1 or 2 a line).
+    # Side by side, its inner width is ~2/3 of the screen less borders and padding.
+    inner = (width if stacked or not show_server else width * 2 // 3) - (2 if short else 4)
+    count = max(1, gpus)
+
+    def gpu_lines(columns: int) -> int:
+        return 1 + math.ceil(count / columns) * gpu_row_height
+
+    room = body - log_need - sweep_need - chrome - (server if stacked else 0)
+    room = min(room, max(4, body * 3 // 5))  # never more than ~60% for the GPU panel
+    columns = 1
+    if (gpu_lines(1) > room and inner >= 2 * GPU_CELL_MIN + 2 and gpus > 1
+            and gpu_row_height == 1):  # full rows (v) need the whole width
+        columns = 2
+    content = max(2, min(gpu_lines(columns), room))
+    gpu_rows = content - 1 if content < gpu_lines(columns) else None
+    gpus_h = chrome + content if show_gpus else 0
+    if not show_log and not show_sweep:
+        top: int | None = None  # the top row fills the screen; the GPU rows need no cap
+        gpu_rows = None
+    elif stacked:
+        top = gpus_h + server
+    else:
+        top = max(gpus_h, server)
+    rest = body - (top or 0)
+
+    sweep: int | None = 0
+    if show_sweep:
+        spare = rest - log_need - chrome
+        rows = 1
+        if not show_log:
+            sweep = None
+        else:
+            if sweep_data and spare >= SWEEP_CHART_MIN:
+                share = int((rest - 2 * chrome) * SWEEP_SHARE)
+                rows = max(SWEEP_CHART_MIN, min(share, spare))
+            sweep = chrome + rows
+    log_rows = rest - (sweep or 0) - chrome - 1
+    scale = 1
+    if not stacked and not dense and top is not None and show_gpus:
+        scale = max(1, min(3, (top - chrome - 1) // 4))  # the box is as tall as the GPUs'
+    return DashLayout(
+        short=short, narrow=narrow, chrome=chrome, top=top, gpus=gpus_h, server=server,
+        sweep=sweep, gpu_columns=columns, gpu_rows=gpu_rows, server_dense=dense,
+        server_scale=scale, log_detail=log_rows - DETAIL_ROWS >= DETAIL_MIN_LINES,
+    )
+
+
+# Footer order: what an operator reaches for first, so a narrow footer cuts the rarest keys.
+_FOOTER_FIRST = ("restart", "sweep", "cancel-sweep", "flags", "ab", "filter", "maximize",
+                 "help", "quit")
+_FOOTER_RANK = {
+    spec.id: rank
+    for rank, spec in enumerate(
+        [*(s for i in _FOOTER_FIRST for s in ACTIONS if s.id == i),
+         *(s for s in ACTIONS if s.id not in _FOOTER_FIRST)]
+    )
+}
+
+
+_TITLES = {"gpus": "GPUs", "server": "Server", "log": "Log", "sweep": "Sweep"}
+
+
+class DashboardFooter(Footer):
+    """The footer with the console's keys first (most used first), the focused panel's own
+    keys after them; compact spacing below 120 columns."""
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        active = list(self.screen.active_bindings.values())
+        order = {id(a): n for n, a in enumerate(active)}
+
+        def rank(item: Any) -> tuple[int, int]:
+            binding_id = item.binding.id
+            if item.node is self.app and binding_id in _FOOTER_RANK:
+                return (0, _FOOTER_RANK[binding_id])
+            return (1, order[id(item)])
+
+        seen: set[str] = set()
+        for item in sorted(active, key=rank):
+            binding = item.binding
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                disabled=not item.enabled,
+                tooltip=item.tooltip,
+            ).data_bind(compact=Footer.compact)
 
 
 class Panel(Vertical):
@@ -52,7 +204,7 @@ class DashboardScreen(Screen[None]):
         with Panel(id="sweep", classes="panel") as sweep:
             sweep.border_title = "Sweep"
             yield panels.sweep_widget(ui.ascii)
-        yield Footer()
+        yield DashboardFooter()
 
     def on_mount(self) -> None:
         self._views: dict[str, Any] = {
@@ -63,18 +215,104 @@ class DashboardScreen(Screen[None]):
         }
         self._rendered_host: str | None = None
         self._log_seen = 0
-        self._apply_size(self.size.width, self.size.height)
+        self._gpu_count = 0
+        self._sweep_data = False
+        self._layout: DashLayout | None = None
+        self._watch_gpu_view(self._views["gpus"])
         app: PlateauApp = self.app  # type: ignore[assignment]
         for name in app.hidden_panels:
             self.query_one(f"#{name}").display = False
+        self._apply_layout()
         self.render_host(app.active_state, None)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._apply_size(event.size.width, event.size.height)
+        del event
+        self._apply_layout()
 
-    def _apply_size(self, width: int, height: int) -> None:
-        self.set_class(width < NARROW_WIDTH, "-narrow")
-        self.set_class(height < SHORT_HEIGHT, "-short")
+    def watch_maximized(self) -> None:
+        if getattr(self, "_views", None) is not None:
+            self._apply_layout()
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def _watch_gpu_view(self, view: Widget) -> None:
+        # `v` switches GPU rows between one and three lines: the plan changes with it.
+        if hasattr(view, "compact"):
+            self.watch(view, "compact", lambda _compact: self._apply_layout(), init=False)
+
+    def _apply_layout(self) -> None:
+        """Give every panel its rows for the current size, GPU count and visible panels."""
+        width, height = self.size
+        if width == 0 or height == 0:
+            return
+        visible = frozenset(p for p in PANELS if self.query_one(f"#{p}").display)
+        gpu_view = self._views["gpus"]
+        plan = plan_layout(
+            width, height, gpus=self._gpu_count,
+            gpu_row_height=1 if getattr(gpu_view, "compact", True) else 3,
+            visible=visible, sweep_data=self._sweep_data,
+        )
+        self.set_class(plan.narrow, "-narrow")
+        self.set_class(plan.short, "-short")
+        top, gpus, server = (self.query_one(f"#{n}") for n in ("top-row", "gpus", "server"))
+        sweep, log = self.query_one("#sweep"), self.query_one("#log")
+        maximized = self.maximized
+        if isinstance(maximized, Panel):
+            # Zoomed: the panel fills the screen and its content is not capped.
+            maximized.styles.height = "1fr"
+            rows = 1 + self._gpu_count * (1 if getattr(gpu_view, "compact", True) else 3)
+            two = rows > height - 4 and width - 4 >= 2 * GPU_CELL_MIN + 2
+            self._fit_gpus(2 if two else 1, None)
+            self._set_detail(True)
+            self._layout = None  # back from the zoom: every panel is set again
+            return
+        top.styles.height = "1fr" if plan.top is None else plan.top
+        if plan.narrow:
+            gpus.styles.height = "1fr" if plan.top is None else (plan.gpus or None)
+            server.styles.height = plan.server or None
+        else:
+            gpus.styles.height = "100%"
+            server.styles.height = "100%"
+        sweep.styles.height = "1fr" if plan.sweep is None else (plan.sweep or None)
+        log.styles.height = "1fr"
+        server_view = self._views["server"]
+        server_view.set_class(plan.server_dense, "-dense")
+        server_view.set_class(plan.server_scale == 2, "-tall-2")
+        server_view.set_class(plan.server_scale == 3, "-tall-3")
+        self.query_one(DashboardFooter).compact = plan.narrow
+        # A title rule has no corner to space the title from: pad it ourselves.
+        for panel in (gpus, server, log, sweep):
+            name = _TITLES[panel.id or ""]
+            if not plan.short:
+                panel.border_title = name
+            elif panel is server and not plan.narrow:
+                panel.border_title = f"{name} "  # its left rule gives it a corner
+            else:
+                panel.border_title = f" {name} "
+        self._fit_gpus(plan.gpu_columns, plan.gpu_rows)
+        if self._layout is None or plan.log_detail != self._layout.log_detail:
+            # Only when the room changes: an operator's own enter (details) stays put.
+            self._set_detail(plan.log_detail)
+        self._layout = plan
+
+    def _fit_gpus(self, columns: int, max_rows: int | None) -> None:
+        fit = getattr(self._views["gpus"], "fit", None)
+        if callable(fit):
+            fit(columns=columns, max_rows=max_rows)
+
+    def _set_detail(self, visible: bool) -> None:
+        show = getattr(self._views["log"], "show_detail", None)
+        if callable(show):
+            show(visible)
+
+    def _note_shape(self, state: HostState) -> None:
+        """Re-plan when what the plan depends on changes: GPU count, sweep data or not."""
+        sample = state.gpu_sample
+        count = len(sample.gpus) if sample is not None else 0
+        data = bool(state.sweep.points) or chart_runs(state) is not None
+        if (count, data) != (self._gpu_count, self._sweep_data):
+            self._gpu_count, self._sweep_data = count, data
+            self._apply_layout()
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -88,6 +326,7 @@ class DashboardScreen(Screen[None]):
         if switched:
             self._replace_gpu_view(state.host)
         with app.batch_update():
+            self._note_shape(state)
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
                 panels.show_gpus(self._views["gpus"], state.gpu_header, state.gpu_sample)
@@ -118,6 +357,9 @@ class DashboardScreen(Screen[None]):
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new
+        self._watch_gpu_view(new)
+        self._layout = None
+        self._apply_layout()
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
@@ -131,6 +373,7 @@ class DashboardScreen(Screen[None]):
         panel.display = not panel.display
         if self.maximized is not None and not panel.display:
             self.minimize()
+        self._apply_layout()
         return bool(panel.display)
 
     def toggle_maximize(self) -> str | None:
