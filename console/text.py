@@ -43,3 +43,20 @@ def _control_picture(match: re.Match[str]) -> str:
 def decode_untrusted(data: bytes) -> str:
     """Decode bytes that may be invalid UTF-8, then sanitise."""
     return sanitize(data.decode("utf-8", errors="replace"))
+
+
+# SGLang prints `server_args=ServerArgs(..., api_key='KEY', ...)` at startup and keeps
+# `--api-key KEY` in launch commands: keys must not reach the screen, the history or exports.
+_SECRET_ASSIGNMENT = re.compile(
+    r"\b((?:admin_)?api_key|ssl_keyfile_password|hf_token)=('[^']*'|\"[^\"]*\")"
+)
+_SECRET_FLAG = re.compile(r"(--(?:admin-)?api-key(?:=|\s+))(?!\*\*\*)(\S+)")
+_SECRET_HINTS = ("api_key", "api-key", "password", "hf_token")
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with API keys and passwords in SGLang's argument dumps replaced by ***."""
+    if not any(hint in text for hint in _SECRET_HINTS):
+        return text
+    text = _SECRET_ASSIGNMENT.sub(r"\1='***'", text)
+    return _SECRET_FLAG.sub(r"\1***", text)

@@ -29,6 +29,7 @@ from console.logs.classify import (
 from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
 from console.logs.models import EVENT_TWIN, EventKind, LogEvent, Severity, new_event
 from console.logs.prefilter import compile_literals
+from console.text import redact_secrets
 
 TRACEBACK = "Traceback (most recent call last):"
 _CHAIN = (
@@ -126,6 +127,8 @@ class EventAssembler:
             # `isprintable()` is False for `\r`, escapes and controls: clean text skips
             # clean_line's work entirely.
             line = raw if len(raw) <= max_chars and raw.isprintable() else clean_line(raw)
+            if "api" in line or "password" in line or "hf_token" in line:  # cheap pre-check
+                line = redact_secrets(line)
             found = match(line)
             if found is not None:
                 message = line[found.end() :]
@@ -177,6 +180,8 @@ class EventAssembler:
 
     def feed(self, raw: str, offset: int | None = None) -> LogEvent | None:
         line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
+        if "api" in line or "password" in line or "hf_token" in line:  # cheap pre-check
+            line = redact_secrets(line)
         return self._feed_clean(line, _prefix_match(line), offset)
 
     def _feed_clean(

@@ -35,7 +35,7 @@ def clean_line(raw: str) -> str:
     if len(raw) > MAX_LINE_CHARS:
         dropped = len(raw) - MAX_LINE_CHARS
         raw = f"{raw[:MAX_LINE_CHARS]}… [{dropped} more characters dropped]"
-    return sanitize(raw)
+    return sanitize(raw)  # (secrets are redacted by the assembler, for every line)
 
 
 @dataclass(frozen=True, slots=True)

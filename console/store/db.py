@@ -18,6 +18,7 @@ from console.bench.models import StepResult
 from console.errors import PlateauError
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
 from console.store.redact import redact_server_info
+from console.text import redact_secrets
 
 ENV_VAR = "PLATEAU_DB"
 
@@ -181,7 +182,7 @@ class RunStore:
                     step.repeat,
                     step.status,
                     step.error,
-                    json.dumps(step.log_tail),
+                    json.dumps([redact_secrets(line) for line in step.log_tail]),
                     metrics.model_dump_json() if metrics else None,
                     json.dumps(step.raw) if step.raw is not None else None,
                     metrics.output_tok_s if metrics else None,
