@@ -53,3 +53,10 @@ def test_ab_result(snap_compare: Any, app_factory: Any, screen: str) -> None:
     """After an A/B: the chart overlays A and B; compare shows its deltas and noise note."""
     app = app_factory(screen=screen, with_ab=True)
     assert snap_compare(app, terminal_size=(160, 48), run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_sizes(snap_compare: Any, app_factory: Any, size: tuple[int, int]) -> None:
+    """Between and beyond the two sizes above: 100x30 (title rules, full-width GPU rows, the
+    sweep knee in a line) and 200x60 (boxes, a plotted sweep, the log's detail pane)."""
+    assert snap_compare(app_factory(), terminal_size=size, run_before=_settle)

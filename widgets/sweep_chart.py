@@ -144,16 +144,31 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
     return lines
 
 
-def _short_knee(steps: Sequence[StepResult]) -> str:
+def _short_knee(steps: Sequence[StepResult], *, terse: bool = False) -> str:
     knee = knee_of_steps(steps)
     gain = "" if knee.gain_pct is None else f"{knee.gain_pct:+.1f}%".replace("-", "\u2212")
     if knee.kind == "saturates":
+        if terse:
+            return f"knee \u2248 {knee.concurrency}"
         return f"knee \u2248 {knee.concurrency} ({gain} to {knee.next_concurrency})"
     if knee.kind == "declines":
-        return f"peaks at {knee.concurrency} ({gain} to {knee.next_concurrency})"
+        return f"peaks at {knee.concurrency}" + ("" if terse else f" ({gain} to "
+                                                 f"{knee.next_concurrency})")
     if knee.kind == "scaling":
-        return f"still scaling at {knee.concurrency} ({gain})"
+        return "still scaling" if terse else f"still scaling at {knee.concurrency} ({gain})"
     return "one step so far"
+
+
+def _run_summary(index: int, run: ChartRun, colours: Sequence[Style], *, terse: bool) -> Text:
+    peak_conc, peak = max(run.points("total_tok_s"), key=lambda p: p[1])
+    peak_text = (f" {short_number(peak)}@{peak_conc} " if terse
+                 else f" {short_number(peak)} tok/s @{peak_conc} \u00b7 ")
+    return Text.assemble(
+        (f"{SERIES_LETTERS[index]} ", colours[index % len(colours)] + Style(bold=True)),
+        (run.label, "bold"),
+        peak_text,
+        _short_knee(run.steps, terse=terse),
+    )
 
 
 def render_summary(
@@ -165,31 +180,29 @@ def render_summary(
 ) -> Text:
     """The chart in words for short terminals: per run its peak and knee, newest last.
 
-    One row packs everything (progress first, then each run); more rows give each run a line.
+    One row packs everything: progress first, then each run, tersely or without the progress
+    when that is what fits. More rows give each run a line of its own.
     """
     dim = Style(dim=True)
-    items: list[Text] = []
-    for index, run in enumerate(runs):
-        points = run.points("total_tok_s")
-        if not points:
-            continue
-        peak_conc, peak = max(points, key=lambda p: p[1])
-        items.append(Text.assemble(
-            (f"{SERIES_LETTERS[index]} ", colours[index % len(colours)] + Style(bold=True)),
-            (run.label, "bold"),
-            f" {short_number(peak)} tok/s @{peak_conc} \u00b7 ",
-            _short_knee(run.steps),
-        ))
+    shown = [(i, run) for i, run in enumerate(runs) if run.points("total_tok_s")]
     head = Text(progress, style=dim) if progress else None
-    if not items:
+    if not shown:
         text = head or Text("no finished sweep step yet \u2014 press s", style=dim)
         text.truncate(width)
         return text
+    full = [_run_summary(i, run, colours, terse=False) for i, run in shown]
     if height == 1:
-        line = Text(" \u00b7 ").join([*([head] if head else []), *items])
+        terse = [_run_summary(i, run, colours, terse=True) for i, run in shown]
+        sep = Text(" \u00b7 ")
+        choices = [
+            sep.join([*([head] if head else []), *full]),
+            sep.join([*([head] if head else []), *terse]),
+            sep.join(terse),
+        ]
+        line = next((c for c in choices if c.cell_len <= width), choices[-1])
         line.truncate(width, overflow="ellipsis")
         return line
-    lines = [*([head] if head else []), *items][-height:]
+    lines = [*([head] if head else []), *full][-height:]
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return Text("\n").join(lines)
