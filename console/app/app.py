@@ -296,8 +296,10 @@ class PlateauApp(App[int]):
                 try:
                     render(self.active_state, message.aspects)
                 except NoMatches:
-                    if screen.is_attached:
-                        raise  # a real bug; only a screen being torn down lacks its widgets
+                    # Only a screen being torn down, or one not mounted yet (its on_mount
+                    # renders the whole state), may lack its widgets; anything else is a bug.
+                    if screen.is_attached and screen.is_mounted:
+                        raise
         if message.host == self.active_host and {"server", "sweep", "connection"} & set(
             message.aspects
         ):
