@@ -70,7 +70,7 @@ def gpu_sample(count: int = 8, seq: int = 1) -> Any:
             sm_clock_max_mhz=2_617,
             mem_clock_mhz=14_001,
             mem_clock_max_mhz=14_001,
-            clock_reasons=["sw_power_cap"] if i == 5 else [],
+            clock_reasons=["sw power cap"] if i == 5 else [],
             pcie_gen=5,
             pcie_gen_max=5,
             pcie_width=16,
