@@ -635,6 +635,13 @@ class ServerLifecycle:
                         run.fail(Phase.STARTUP, f"not ready after {opts.startup_timeout_s:g} s "
                                  f"(last step: {state['step'].value})", tail[-12:])
                     await asyncio.sleep(opts.poll_interval_s)
+                # HTTP can answer before our log follower (a poll behind) has read the
+                # startup lines; give it a moment so the phases shown are complete.
+                catch_up = time.monotonic() + 2.0
+                while not state["ready_line"] and not follower.done():
+                    if time.monotonic() >= catch_up:
+                        break
+                    await asyncio.sleep(0.05)
                 how = "HTTP /ready" if code == 200 else "log line (HTTP unreachable)"
                 run.finish(Phase.STARTUP, f"ready via {how}")
                 run.start(Phase.READY)
