@@ -4,17 +4,18 @@ snapshot tests, and looking at a host's state after the fact. Commands are recor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.config_models import HostConfig
 from console.session.events import Problem, SessionEvent
+from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
 
 
 @dataclass
-class ReplaySession:
+class ReplaySession(EventFeed):
     host: HostConfig
     script: list[SessionEvent] = field(default_factory=list)
     clock: Clock = utc_now
@@ -39,15 +40,7 @@ class ReplaySession:
 
     def feed(self, event: SessionEvent) -> None:
         """Fold an event into state and hand it to the consumer (tests push more this way)."""
-        self.state.apply(event)
-        self._queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        while True:
-            event = await self._queue.get()
-            if event is None:
-                return
-            yield event
+        self.emit(event)
 
     async def restart(self, profile: str | None = None) -> None:
         self._command("restart", profile)
@@ -84,4 +77,4 @@ class ReplaySession:
         )
 
     async def close(self) -> None:
-        self._queue.put_nowait(None)
+        self.end_events()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +34,7 @@ from console.session.events import (
     SweepDone,
     TopologyUpdate,
 )
+from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
 
 STATS_PERIOD_S = 0.5
@@ -55,7 +56,7 @@ class TransportFactory(Protocol):
         ...
 
 
-class HostSession:
+class HostSession(EventFeed):
     def __init__(
         self,
         host: HostConfig,
@@ -91,17 +92,6 @@ class HostSession:
         self.store_path = store_path
 
     # -- events -------------------------------------------------------------------------------
-
-    def emit(self, event: SessionEvent) -> None:
-        self.state.apply(event)
-        self._queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        while True:
-            event = await self._queue.get()
-            if event is None:
-                return
-            yield event
 
     def _problem(self, source: str, message: str, level: str = "error") -> None:
         self.emit(Problem(self.host.name, source, message, level=level))  # type: ignore[arg-type]
@@ -607,7 +597,7 @@ class HostSession:
                 with contextlib.suppress(Exception):
                     await transport.close()
         self.emit(ConnectionChanged(self.host.name, "closed"))
-        self._queue.put_nowait(None)
+        self.end_events()
 
 
 async def _close_quietly(transport: Transport) -> None:
