@@ -8,10 +8,12 @@ the native API unless --incremental-streaming-output, deltas for OpenAI).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import os
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -303,6 +305,20 @@ async def _sse_response(request: web.Request) -> web.StreamResponse:
     return response
 
 
+@contextlib.asynccontextmanager
+async def _streaming(state: SimState, req: Any) -> AsyncIterator[None]:
+    """While a stream is sent: a client that goes away is logged (as SGLang does) and aborted;
+    the request always leaves the engine."""
+    try:
+        yield
+    except (ConnectionResetError, asyncio.CancelledError):
+        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
+                         f"obj.rid='{req.rid}'")
+        raise
+    finally:
+        state.engine.abort(req)
+
+
 async def generate(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     try:
@@ -326,7 +342,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     sent = 0
     text_acc = ""
     ids_acc = ""
-    try:
+    async with _streaming(state, req):
         while True:
             if len(req.output_ids) == sent and not req.finished:
                 await req.wait()
@@ -347,12 +363,6 @@ async def generate(request: web.Request) -> web.StreamResponse:
             if final:
                 break
         await response.write(P.DONE)
-    except (ConnectionResetError, asyncio.CancelledError):
-        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
-                         f"obj.rid='{req.rid}'")
-        raise
-    finally:
-        state.engine.abort(req)
     return response
 
 
@@ -400,7 +410,7 @@ async def openai(request: web.Request) -> web.StreamResponse:
             f'"created":{created},"model":{json.dumps(model)},"choices":[')
     response = await _sse_response(request)
     sent = 0
-    try:
+    async with _streaming(state, req):
         if chat:
             await response.write(P.sse(
                 head + '{"index":0,"delta":{"role":"assistant","content":"",'
@@ -435,12 +445,6 @@ async def openai(request: web.Request) -> web.StreamResponse:
                 u = {k: v for k, v in u.items() if v is not None}
             await response.write(P.sse(f'{head}],"usage":{P._compact(u)}}}'))
         await response.write(P.DONE)
-    except (ConnectionResetError, asyncio.CancelledError):
-        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
-                         f"obj.rid='{req.rid}'")
-        raise
-    finally:
-        state.engine.abort(req)
     return response
 
 
