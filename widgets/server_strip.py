@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical
+from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.widgets import Sparkline, Static
 
 from console.logs.server_stats import ServerStats
@@ -15,6 +18,28 @@ _ROWS = (
     ("queued", "queue_history"),
     ("usage", "usage_history"),
 )
+
+
+class _AsciiBars(SparklineBars):  # type: ignore[type-arg]
+    BARS = "_.-:=+*#"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # Rows under the top of a tall sparkline are drawn as a hard-coded full block.
+        for segment in super().__rich_console__(console, options):
+            if isinstance(segment, Segment) and "█" in segment.text:
+                yield Segment(segment.text.replace("█", "#"), segment.style, segment.control)
+            else:
+                yield segment
+
+
+class AsciiSparkline(Sparkline):
+    """Textual's sparkline drawn with ASCII levels (config `ui.ascii`)."""
+
+    def render(self) -> RenderResult:
+        bars = super().render()
+        if isinstance(bars, SparklineBars):
+            bars.__class__ = _AsciiBars  # same fields, only the glyphs differ
+        return bars
 
 
 class ServerStrip(Vertical):
@@ -37,8 +62,9 @@ class ServerStrip(Vertical):
     ServerStrip.-tall-3 > Horizontal, ServerStrip.-tall-3 Sparkline { height: 3; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.ascii_only = ascii_only
         self._version: int | None = None
         self.stats = ServerStats()
 
@@ -46,7 +72,8 @@ class ServerStrip(Vertical):
         for key, _history in _ROWS:
             with Horizontal():
                 yield Static(id=f"strip-{key}-label", classes="strip-label", markup=False)
-                yield Sparkline([], id=f"strip-{key}-spark")
+                spark = AsciiSparkline if self.ascii_only else Sparkline
+                yield spark([], id=f"strip-{key}-spark")
         yield Static(id="strip-graph", markup=False)
 
     def on_mount(self) -> None:
@@ -72,22 +99,25 @@ class ServerStrip(Vertical):
             data = list(getattr(stats, history))
             # Textual draws a single value as a full bar; one point is no trend yet.
             self.query_one(f"#strip-{key}-spark", Sparkline).data = data if len(data) > 1 else []
-        self.query_one("#strip-graph", Static).update(self._graph_text(stats))
+        self.query_one("#strip-graph", Static).update(self._graph_text(stats, self.ascii_only))
 
     @staticmethod
-    def _graph_text(stats: ServerStats) -> Text:
+    def _graph_text(stats: ServerStats, ascii_only: bool = False) -> Text:
+        on, off, on_mark, off_mark = ("on", "OFF", "#", ".") if ascii_only else (
+            "on ✓", "OFF ✗", "▮", "▯"
+        )
         text = Text("cuda graph ")
         if stats.cuda_graph is None:
             text.append("n/a", style="dim")
         elif stats.cuda_graph:
-            text.append("on ✓", style="bold green")
+            text.append(on, style="bold green")
         else:
-            text.append("OFF ✗", style="bold red")
+            text.append(off, style="bold red")
         history = stats.cuda_graph_history[-40:]
         if history:
             text.append("  ")
             for state in history:
-                text.append("▮" if state else "▯", style="green" if state else "red")
+                text.append(on_mark if state else off_mark, style="green" if state else "red")
         if stats.accept_len is not None:
             text.append(f"  accept len {stats.accept_len:.2f}")
         if stats.retractions:

@@ -74,7 +74,7 @@ def show_gpus(widget: Widget, header: Any, sample: Any) -> None:
 def server_widget(ascii_only: bool) -> Widget:
     from widgets.server_strip import ServerStrip
 
-    return ServerStrip(id="server-view")
+    return ServerStrip(ascii_only=ascii_only, id="server-view")
 
 
 def show_stats(widget: Widget, stats: Any) -> None:
