@@ -20,11 +20,13 @@ from typing import Any
 
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
+from console.sim.noise import GpuNoise
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
 
 NEW_TOKEN_RATIO_INIT = 0.7
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = (NEW_TOKEN_RATIO_INIT - NEW_TOKEN_RATIO_MIN) / 600
+CATCH_UP_LIMIT_S = 0.5
 
 
 class SimCrash(Exception):
@@ -189,6 +191,7 @@ class Engine(BaseEngine):
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
+        self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
 
     # ---- scheduling -------------------------------------------------------------------------
@@ -257,7 +260,8 @@ class Engine(BaseEngine):
             )
 
     def _noise(self) -> float:
-        return min(1.1, max(0.9, self.rng.gauss(1.0, 0.02)))
+        """Step jitter x launch factor x drift (console/sim/noise.py says why and how big)."""
+        return self.noise.factor()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -271,7 +275,10 @@ class Engine(BaseEngine):
                 self._log_t = time.monotonic()
                 continue
             now = loop.time()
-            start = t_end if now - t_end < 0.005 else now
+            # A late wakeup (the machine running the sim is busy) must not slow the simulated
+            # GPU down: the next step starts where the last one ended, and the steps catch up.
+            # Only when far behind (the process was stopped) does the clock resync.
+            start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
             done, new_tokens, partial = self._schedule_prefill()
             if new_tokens:
                 seqs = len(done) + len(partial)
@@ -282,6 +289,7 @@ class Engine(BaseEngine):
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
                 self.stats.busy_s += duration / self.speed
                 self.stats.prefill_busy_s += duration / self.speed
+                self.noise.advance(duration)
                 self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
                 stamp = time.monotonic()
                 for req in done:
@@ -311,6 +319,7 @@ class Engine(BaseEngine):
             t_end = start + duration / self.speed
             await asyncio.sleep(max(0.0, t_end - loop.time()))
             self.stats.busy_s += duration / self.speed
+            self.noise.advance(duration)
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
