@@ -309,6 +309,22 @@ class RunStore:
         )
         return RunRecord(summary=summary, steps=steps)
 
+    def step_times(
+        self, host: str, runs: int = 20
+    ) -> list[tuple[dict[str, Any], int, float, float]]:
+        """(run spec, concurrency, started_at, finished_at) of the ok steps of `host`'s
+        newest `runs` runs: what an A/B's time estimate goes by."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.spec, s.concurrency, s.started_at, s.finished_at FROM steps s "
+                "JOIN runs r ON r.id = s.run_id WHERE r.host = ? AND s.status = 'ok' AND "
+                "r.id IN (SELECT id FROM runs WHERE host = ? ORDER BY id DESC LIMIT ?)",
+                (host, host, runs),
+            ).fetchall()
+        return [
+            (json.loads(row[0] or "{}"), row[1], row[2] or 0.0, row[3] or 0.0) for row in rows
+        ]
+
     def latest_run_id(self) -> int | None:
         with self._lock:
             row = self._db.execute("SELECT MAX(id) FROM runs").fetchone()
