@@ -117,7 +117,7 @@ class HistoryScreen(HostScreen):
 
 
 class CompareScreen(HostScreen):
-    TITLE_TEXT = "Compare: the two latest runs of this host (B vs A)"
+    TITLE_TEXT = "Compare: the two newest complete runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
         cls = views_data.optional("widgets.compare_table", "CompareTable")
@@ -148,29 +148,26 @@ class CompareScreen(HostScreen):
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
         app: PlateauApp = self.app  # type: ignore[assignment]
-        compare = views_data.optional("console.bench.compare", "compare_runs")
-        pair = views_data.latest_two_runs(app.store_path, host)
-        if pair is not None and compare is not None:
-            a, b = pair
-            comparison = compare(a.steps, b.steps, label_a=a.label, label_b=b.label)
-            note = f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
-            self.app.call_from_thread(self._show_comparison, comparison, note)
+        marked = app.marked_runs if len(app.marked_runs) == 2 else None
+        pair = views_data.latest_two_runs(app.store_path, host, marked)  # type: ignore[arg-type]
+        if pair is None:
+            note = ("need two complete runs of this host to compare (cancelled and failed runs "
+                    "are not picked; mark two in history with m to compare those)")
+            self.app.call_from_thread(self._show_comparison, None, note)
             return
-        rows, note = views_data.compare_rows(app.store_path, host)
-        self.app.call_from_thread(self._show, rows, note)
+        comparison, verdict, flags, note = views_data.judged(*pair)
+        if marked:
+            self.app.call_from_thread(self._title, "Compare: the two runs marked in history")
+        lines = [note, f"verdict: {verdict.sentence}", views_data.flags_line(flags),
+                 *verdict.notes]
+        self.app.call_from_thread(self._show_comparison, comparison, "\n".join(lines), verdict)
 
-    def _show_comparison(self, comparison: Any, note: str) -> None:
+    def _show_comparison(self, comparison: Any, note: str, verdict: Any = None) -> None:
         table: Any = self.query_one("#compare-table")
-        if hasattr(table, "set_comparison"):
-            table.set_comparison(comparison)
-        self.query_one("#compare-note", Static).update(Content(note))
-
-    def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
-        table: Any = self.query_one("#compare-table")
-        if not hasattr(table, "set_comparison"):
-            fill_table(
-                table, views_data.COMPARE_COLUMNS, [[Text(cell) for cell in row] for row in rows]
-            )
+        if comparison is None:
+            table.clear()
+        elif hasattr(table, "set_comparison"):
+            table.set_comparison(comparison, verdict)
         self.query_one("#compare-note", Static).update(Content(note))
 
 
