@@ -1,4 +1,4 @@
-"""`/metrics` in Prometheus text format with SGLang's real `sglang:` names (reference §3.6, B).
+"""`/metrics` in Prometheus text format with SGLang's real `sglang:` names (docs/sglang.md §3.6, B).
 
 Only mounted with --enable-metrics. Gauges are refreshed from the engine at scrape time;
 latency histograms are fed from samples the engine records while metrics are enabled.
