@@ -327,7 +327,14 @@ class HostSession(EventFeed):
                     self.emit(status)
             else:
                 previous = None  # after a restart, ask HTTP again at once
+            self._expire_stats()
             await asyncio.sleep(STATUS_POLL_S)
+
+    def _expire_stats(self) -> None:
+        """Age the strip's gen rate out when nothing new arrived (no batch lines when idle)."""
+        aggregator = self._aggregator
+        if aggregator is not None and aggregator.expire():
+            self.emit(ServerStats(self.host.name, aggregator.snapshot()))
 
     # -- commands -----------------------------------------------------------------------------
 
