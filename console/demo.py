@@ -51,10 +51,20 @@ def demo_profiles(
 
 
 def demo_config(
-    run_dir: Path, port: int | None = None, startup_seconds: float = 4.0
+    run_dir: Path,
+    port: int | None = None,
+    startup_seconds: float = 4.0,
+    seed: int | None = None,
 ) -> PlateauConfig:
-    """A config with one local host running the simulator under `run_dir`."""
+    """A config with one local host running the simulator under `run_dir` (`seed` makes the
+    simulator deterministic)."""
     chosen_port = port or free_port()
+    profiles = demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds)
+    if seed is not None:
+        profiles = {
+            name: profile.model_copy(update={"flags": {**profile.flags, "sim-seed": seed}})
+            for name, profile in profiles.items()
+        }
     return PlateauConfig(
         default_host=DEMO_HOST,
         hosts=[
@@ -67,7 +77,7 @@ def demo_config(
                 sim_state_file=str(run_dir / "gpu-state.json"),
             )
         ],
-        profiles=demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds),
+        profiles=profiles,
         sweeps={
             "default": SweepPreset(
                 concurrency=[1, 2, 4, 8, 16, 32, 64, 128],

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
+from console.bench.compare import Comparison, compare_runs
+from console.bench.verdict import Verdict, differing_flags, judge
 from console.commands.config_cmd import _flatten
 from console.config import LoadedConfig, redacted
 from console.session.state import HostState
+from console.store.db import RunStore
+from console.store.models import RunRecord, RunSummary
 
 HISTORY_COLUMNS = ("run", "started", "status", "profile", "steps", "best total tok/s")
-
-
-def optional(module: str, name: str) -> Any | None:
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ModuleNotFoundError, AttributeError):
-        return None
 
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
@@ -29,11 +24,10 @@ def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     ]
 
 
-def _open_store(path: Path | None) -> Any | None:
+def _open_store(path: Path | None) -> RunStore | None:
     if path is None or not path.exists():
         return None
-    store_cls = optional("console.store.db", "RunStore")
-    return None if store_cls is None else store_cls(path)
+    return RunStore(path)
 
 
 def history_rows(
@@ -64,7 +58,7 @@ def history_rows(
     return [], f"no runs of {host} yet — press s on the dashboard to run a sweep"
 
 
-def complete(run: Any) -> bool:
+def complete(run: RunSummary) -> bool:
     """A run that may be compared by default: finished, with at least one measured step
     (cancelled, failed, interrupted and still-running runs are marked, never picked)."""
     return bool(run.status == "finished" and run.steps_ok > 0)
@@ -72,7 +66,7 @@ def complete(run: Any) -> bool:
 
 def latest_two_runs(
     store_path: Path | None, host: str, ids: tuple[int, int] | None = None
-) -> tuple[Any, Any] | None:
+) -> tuple[RunRecord, RunRecord] | None:
     """(A, B) RunRecords, older first: the runs `ids` when given (marked in history), else
     the two newest complete runs of `host`."""
     store = _open_store(store_path)
@@ -95,11 +89,10 @@ def latest_two_runs(
         store.close()
 
 
-def judged(a: Any, b: Any) -> tuple[Any, Any, list[tuple[str, str, str]], str]:
+def judged(
+    a: RunRecord, b: RunRecord
+) -> tuple[Comparison, Verdict, list[tuple[str, str, str]], str]:
     """(comparison, verdict, differing flags, note) for two RunRecords, B against A."""
-    from console.bench.compare import compare_runs
-    from console.bench.verdict import differing_flags, judge
-
     comparison = compare_runs(a.steps, b.steps, label_a=a.label, label_b=b.label)
     verdict = judge(a.steps, b.steps, label_a=a.label, label_b=b.label)
     flags = differing_flags(a.summary.meta.flags, b.summary.meta.flags)
@@ -115,9 +108,3 @@ def flags_line(flags: list[tuple[str, str, str]]) -> str:
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
-
-def topology_text(topology: Any) -> str:
-    if topology is None:
-        return "no topology yet (the GPU collector reports it once per connection)"
-    text = getattr(topology, "text", None)
-    return text if isinstance(text, str) else str(topology)
