@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "history": "history",
     "compare": "compare",
+    "diagnose": "diagnose",
     "server": "server",
     "config": "config_cmd",
 }

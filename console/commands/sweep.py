@@ -26,6 +26,8 @@ from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarte
 from console.bench.report import steps_table
 from console.bench.sweep import LogTail, run_sweep
 from console.config_models import SweepPreset
+from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
+from console.diagnose.recorder import EvidenceRecorder
 from console.errors import PlateauError, UsageError
 from console.host.transport import Transport
 from console.store.db import RunStore
@@ -121,6 +123,10 @@ class Target:
     log_tail: LogTail | None = None
     api_key_env: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Diagnosis evidence sources (console/diagnose): the server's log, the GPU agent, env.
+    evidence_log: Any = None
+    gpu_options: Any = None
+    env: dict[str, str] = field(default_factory=dict)
 
 
 async def _wait_ready(base_url: str, timeout: float, process_alive: Any = None) -> None:
@@ -153,6 +159,8 @@ def _file_tail(path: Path) -> LogTail:
 async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterator[Target]:
     """Start the demo simulator on this machine for the duration, then stop it."""
     from console.demo import demo_config
+    from console.diagnose.recorder import LocalLog
+    from console.gpu.collector import AgentOptions
     from console.host.local import LocalTransport
 
     with tempfile.TemporaryDirectory(prefix="plateau-demo-") as tmp:
@@ -162,12 +170,13 @@ async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterato
         transport = LocalTransport("demo")
         await transport.connect()
         log_path = run_dir / "sim.log"
-        process = await transport.start_detached(profile.argv(), log_path=str(log_path))
+        process = await transport.start_detached(profile.argv(), log_path=str(log_path),
+                                                 env=dict(profile.env) or None)
         base_url = f"http://127.0.0.1:{profile.port}"
         try:
             await _wait_ready(base_url, 60, lambda: transport.is_alive(process.pid))
             if spec_out is not None:
-                spec_out.append(config.sweep("quick"))
+                spec_out.append(config.sweep("default"))
             yield Target(
                 base_url=base_url,
                 meta=RunMeta(
@@ -180,6 +189,10 @@ async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterato
                 host_port=profile.port,
                 host_python=sys.executable,
                 log_tail=_file_tail(log_path),
+                evidence_log=LocalLog(log_path),
+                gpu_options=AgentOptions(backend="sim", python=sys.executable, interval=1.0,
+                                         sim_state=str(run_dir / "gpu-state.json")),
+                env=dict(profile.env),
             )
         finally:
             await transport.signal_group(process.pgid, "TERM")
@@ -196,6 +209,7 @@ async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterato
 async def host_target(args: argparse.Namespace) -> AsyncIterator[Target]:
     """A configured host: the server port from its profile, reached through a port forward."""
     from console.config import load_config
+    from console.gpu.collector import AgentOptions
     from console.host.factory import transport_for
 
     config = load_config(args.config).config
@@ -224,11 +238,30 @@ async def host_target(args: argparse.Namespace) -> AsyncIterator[Target]:
                 host_python=host.python,
                 log_tail=_server_log_tail(transport, host),
                 api_key_env=profile.api_key_env,
+                evidence_log=await _remote_log(transport, host),
+                gpu_options=AgentOptions(backend="sim" if host.sim_state_file else "auto",
+                                         python=host.python, interval=1.0,
+                                         sim_state=host.sim_state_file),
+                env=dict(profile.env),
             )
         finally:
             await forward.close()
     finally:
         await transport.close()
+
+
+async def _remote_log(transport: Transport, host: Any) -> Any:
+    """The running server's log on the host, read from where it is now (or None)."""
+    from console.diagnose.recorder import RemoteLog
+    from console.server.lifecycle import ServerLifecycle
+
+    try:
+        record = await ServerLifecycle(transport, host).read_record()
+    except Exception:
+        return None
+    if record is None or not record.log_path:
+        return None
+    return RemoteLog(transport, record.log_path)
 
 
 def _server_log_tail(transport: Transport, host: Any) -> LogTail:
@@ -287,6 +320,20 @@ def make_engine(spec: SweepPreset, target: Target, args: argparse.Namespace) -> 
     )
 
 
+def make_recorder(
+    target: Target, store: RunStore | None, headers: tuple[tuple[str, str], ...]
+) -> EvidenceRecorder:
+    """What the diagnosis will see: the log, /metrics, the GPU agent (when there is one)."""
+    collector = None
+    if target.transport is not None and target.gpu_options is not None:
+        from console.gpu.collector import GpuCollector
+
+        collector = GpuCollector(target.transport, target.gpu_options)
+    return EvidenceRecorder(target.base_url, log=target.evidence_log, gpu_collector=collector,
+                            headers=headers, flags=target.meta.flags, env=target.env,
+                            store=store)
+
+
 def _progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
         print(
@@ -338,18 +385,22 @@ async def _handle(args: argparse.Namespace) -> int:
                 base = demo_spec[0]
             spec = build_spec(base, args)
             meta = target.meta.model_copy(update={"label": args.label})
+            engine = make_engine(spec, target, args)
+            recorder = make_recorder(target, store, auth_headers(target, args))
             outcome = await run_sweep(
                 spec,
                 target.base_url,
-                engine=make_engine(spec, target, args),
+                engine=engine,
                 store=store,
                 meta=meta,
                 on_event=None if args.json else _progress,
                 log_tail=target.log_tail,
+                recorder=recorder,
             )
     finally:
         store.close()
     knee = knee_of_steps(outcome.steps)
+    diagnosis = diagnose(outcome.steps, recorder.evidence())
     if args.json:
         print(
             json.dumps(
@@ -360,6 +411,7 @@ async def _handle(args: argparse.Namespace) -> int:
                         "knee": knee.sentence,
                         "spec": spec.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in outcome.steps],
+                        "diagnosis": diagnosis_json(diagnosis),
                     }
                 ),
                 allow_nan=False,
@@ -368,6 +420,8 @@ async def _handle(args: argparse.Namespace) -> int:
     else:
         print(steps_table(outcome.steps))
         print(f"\nknee: {knee.sentence}")
+        for line in diagnosis_lines(diagnosis):
+            print(line)
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")
     failed = sum(1 for s in outcome.steps if s.status != "ok")
     if failed:
