@@ -62,10 +62,20 @@ def demo_profiles(
 
 
 def demo_config(
-    run_dir: Path, port: int | None = None, startup_seconds: float = 4.0
+    run_dir: Path,
+    port: int | None = None,
+    startup_seconds: float = 4.0,
+    seed: int | None = None,
 ) -> PlateauConfig:
-    """A config with one local host running the simulator under `run_dir`."""
+    """A config with one local host running the simulator under `run_dir` (`seed` makes the
+    simulator deterministic)."""
     chosen_port = port or free_port()
+    profiles = demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds)
+    if seed is not None:
+        profiles = {
+            name: profile.model_copy(update={"flags": {**profile.flags, "sim-seed": seed}})
+            for name, profile in profiles.items()
+        }
     return PlateauConfig(
         default_host=DEMO_HOST,
         hosts=[
@@ -78,7 +88,7 @@ def demo_config(
                 sim_state_file=str(run_dir / "gpu-state.json"),
             )
         ],
-        profiles=demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds),
+        profiles=profiles,
         sweeps={
             # The reference run: 256 in / 128 out, one wave per concurrency (it ran 128 prompts
             # at concurrency 128). Real time: about two and a half minutes.

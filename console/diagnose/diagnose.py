@@ -71,6 +71,13 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
                      sources=list(evidence.sources))
 
 
+def diagnose_stored(store: Any, run_id: int | None, steps: Sequence[StepResult]) -> Diagnosis:
+    """The diagnosis from the evidence stored with run `run_id` (the client's record alone when
+    nothing was stored)."""
+    evidence = store.load_evidence(run_id) if store is not None and run_id is not None else None
+    return diagnose(steps, evidence if evidence is not None else RunEvidence(sources=["client"]))
+
+
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
     """The `diagnosis` object of `plateau sweep --json` and `plateau diagnose --json`."""
     return {

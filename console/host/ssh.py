@@ -20,7 +20,7 @@ import asyncssh
 
 from console.errors import HostKeyError, TransportError
 from console.host import scripts
-from console.host.hostkeys import VerifyingClient
+from console.host.hostkeys import VerifyingClient, match_known_hosts
 from console.host.process_ops import ProcessOps
 from console.host.transport import CommandResult, ConnectionEvent
 
@@ -292,9 +292,9 @@ class SshTransport(ProcessOps):
         return connection
 
     def _trusted_keys(self) -> object:
-        if self._known_hosts.is_file():
-            return str(self._known_hosts)
-        return asyncssh.import_known_hosts("")
+        # Matched here, as OpenSSH does (asyncssh's own matcher retries a non-22 port
+        # without the port and then forgets @revoked entries).
+        return match_known_hosts(self._known_hosts, self._address, self._port).for_asyncssh()
 
     async def close(self) -> None:
         self._closing = True

@@ -1,4 +1,4 @@
-"""Severity by text: SGLang's own lines carry no level name (reference §0.4, §2.1)."""
+"""Severity by text: SGLang's own lines carry no level name (docs/sglang.md §0.4, §2.1)."""
 
 from __future__ import annotations
 

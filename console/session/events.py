@@ -97,7 +97,7 @@ class SweepDone:
 
 @dataclass(frozen=True, slots=True)
 class ABUpdate:
-    """A/B progress: `stage` is console.server.ab's stage, or "failed" / "cancelled";
+    """A/B progress: `stage` is console.jobs.ab's stage, or "failed" / "cancelled";
     `result` (an ABResult) comes with stage "done"."""
 
     host: str

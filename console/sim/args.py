@@ -23,7 +23,7 @@ from typing import Any
 OPTIONS_FILE = Path(__file__).parent / "data" / "sglang-0.5.23-options.json"
 PROG = "sglang serve"
 
-# A few real help strings (reference §1.5); the rest of the options print without help text.
+# A few real help strings (docs/sglang.md §1.5); the rest of the options print without help text.
 HELP: dict[str, str] = {
     "--model-path": "The path of the model weights. This can be a local folder or a Hugging "
     "Face repo ID.",

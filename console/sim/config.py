@@ -1,6 +1,6 @@
 """Resolve parsed SGLang args into the values a real server would log and report.
 
-SGLang resolves `None` defaults late (reference §1.6); the simulator does the same for the
+SGLang resolves `None` defaults late (docs/sglang.md §1.6); the simulator does the same for the
 fields it models, so `server_args={...}`, `/server_info` and the batch logs agree.
 """
 
@@ -51,7 +51,7 @@ class SimConfig:
 
     @property
     def rank_prefix(self) -> str:
-        """Scheduler rank-0 log prefix (reference §2.1): DP, PP, ATTN_CP, MOE_DP, TP, EP."""
+        """Scheduler rank-0 log prefix (docs/sglang.md §2.1): DP, PP, ATTN_CP, MOE_DP, TP, EP."""
         return rank_prefix(self.server_args, tp_rank=0)
 
     def gpus_in_use(self) -> int:

@@ -78,10 +78,22 @@ class EngineStats:
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
+    last_decode_log_at: float = 0.0  # time.monotonic() of the last Decode line
     cuda_graph_passes: int = 0
     ttft: list[float] = field(default_factory=list)  # drained by the metrics collector
     itl: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
+
+
+GEN_THROUGHPUT_STALENESS_S = 30.0
+"""SGLang's exported gen_throughput drops to 0 once no Decode line came for this long
+(`metrics_reporter.py:74,266-274`, `_current_gen_throughput`)."""
+
+
+def current_gen_throughput(stats: EngineStats, now: float) -> float:
+    if now - stats.last_decode_log_at > GEN_THROUGHPUT_STALENESS_S:
+        return 0.0
+    return stats.last_gen_throughput
 
 
 class BaseEngine:
@@ -269,8 +281,9 @@ class Engine(BaseEngine):
                 self.last_step_kind = "idle"
                 self._wake.clear()
                 await self._wake.wait()
+                # The decode-log window is not restarted on wake: SGLang's is not either
+                # (metrics_reporter.py:942-944), so the first Decode line after idle spans it.
                 t_end = loop.time()
-                self._log_t = time.monotonic()
                 continue
             now = loop.time()
             start = t_end if now - t_end < 0.005 else now
@@ -383,6 +396,7 @@ class Engine(BaseEngine):
         gap = max(1e-6, now - self._log_t)
         throughput = self._log_tokens / gap
         self.stats.last_gen_throughput = throughput
+        self.stats.last_decode_log_at = now
         self._log_t = now
         self._log_tokens = 0
         self.log.sglang(

@@ -272,7 +272,8 @@ class Profile:
 
 
 def auto_chunked_and_graph_bs(gpu_memory_mib: int, tp: int) -> tuple[int, int]:
-    """Reference §1.6 table: chunked-prefill size and decode CUDA-graph max bs by GPU memory."""
+    """Chunked-prefill size and decode CUDA-graph max bs by GPU memory (docs/sglang.md §1.6
+    table)."""
     gib = gpu_memory_mib / 1024
     if gib < 20:
         return 2048, 8
@@ -286,7 +287,8 @@ def auto_chunked_and_graph_bs(gpu_memory_mib: int, tp: int) -> tuple[int, int]:
 
 
 def auto_mem_fraction(gpu_memory_mib: int, chunked: int, tp: int, pp: int = 1) -> float:
-    """Reference §1.6: reserved = 512 + max(chunked, 2048) * 1.5 + tp*pp/8*1024 + graphs (MB)."""
+    """reserved = 512 + max(chunked, 2048) * 1.5 + tp*pp/8*1024 + graphs (MB), as in
+    docs/sglang.md §1.6."""
     reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + 1024
     if gpu_memory_mib > 60 * 1024:
         reserved = max(reserved, 10240)

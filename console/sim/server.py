@@ -1,6 +1,6 @@
 """The HTTP side of the simulated SGLang server (aiohttp.web).
 
-Routes and shapes follow reference §3. Streaming handlers wait on their request's waiter and
+Routes and shapes follow docs/sglang.md §3. Streaming handlers wait on their request's waiter and
 write one SSE event per wakeup with everything new since the last write (cumulative text for
 the native API unless --incremental-streaming-output, deltas for OpenAI).
 """
