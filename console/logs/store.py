@@ -7,7 +7,8 @@ Memory bound: at most `max_lines` rows and `max_chars` characters of line text a
 per event of index.
 
 Events are kept packed as plain tuples of str/int/None (`_pack`), which Python's cyclic GC
-stops tracking after their first collection; `row()` rebuilds the LogEvent on demand (only
+stops tracking after a collection or two (a tuple is untracked once the tuples it holds
+are); `row()` rebuilds the LogEvent on demand (only
 visible rows are ever asked for). With 50,000 retained lines, each tracked object is one more
 thing every full collection walks, on the UI's event loop: keeping the LogEvents themselves
 made 70-90 ms pauses every couple of seconds while following a busy log.
