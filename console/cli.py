@@ -10,6 +10,7 @@ from types import ModuleType
 
 from console import __version__
 from console.commands import (
+    ab,
     compare,
     config_cmd,
     console_cmd,
@@ -37,6 +38,7 @@ COMMANDS: dict[str, ModuleType] = {
     "sweep": sweep,
     "history": history,
     "compare": compare,
+    "ab": ab,
     "diagnose": diagnose,
     "server": server,
     "config": config_cmd,

@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from console.app import views_data
 from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
@@ -48,8 +49,10 @@ from console.app.theming import (
     fallback_theme,
     load_themes,
 )
+from console.bench.abplan import restart_guess, step_durations
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
+from console.jobs.ab import ABRequest
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -447,7 +450,7 @@ class PlateauApp(App[int]):
 
     def _send(
         self, session: Session, command: str, argument: str | None,
-        ab: tuple[str, str, str] | None = None,
+        ab: ABRequest | None = None,
     ) -> None:
         self.post_message(CommandSent(session.host.name, command, argument))
         if command == "restart":
@@ -455,7 +458,7 @@ class PlateauApp(App[int]):
         elif command == "sweep":
             work = session.start_sweep(argument or "default")
         elif command == "ab" and ab is not None:
-            work = session.start_ab(*ab)
+            work = session.start_ab(ab)
         else:
             work = session.cancel_sweep()
         self.run_worker(
@@ -546,16 +549,26 @@ class PlateauApp(App[int]):
         current = session.state.profile or session.host.profile
         a = current if current in names else names[0]
         b = next(n for n in names if n != a)
-        presets = list(self.config.sweeps) or ["default"]
-        if "quick" in presets:  # the demo's fast preset first
-            presets.insert(0, presets.pop(presets.index("quick")))
+        names_of_presets = list(self.config.sweeps) or ["default"]
+        if "quick" in names_of_presets:  # the demo's fast preset first
+            names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
+        presets = {name: self.config.sweep(name) for name in names_of_presets}
+        stored = views_data.step_times(self.store_path, session.host.name)
 
-        def picked(choice: tuple[str, str, str] | None) -> None:
+        def picked(choice: ABRequest | None) -> None:
             if choice is not None and not self._refuse("ab"):
-                a, b, preset = choice
-                self._send(session, "ab", f"{a} vs {b} ({preset})", ab=choice)
+                what = f"{choice.a} vs {choice.b} ({choice.preset}, x{choice.repeats}" + (
+                    ", interleaved)" if choice.interleave else ")")
+                self._send(session, "ab", what, ab=choice)
 
-        self.push_screen(ABPicker(names, presets, a, b), picked)
+        self.push_screen(
+            ABPicker(
+                names, presets, a, b,
+                restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
+                measured=lambda spec: step_durations(spec, stored),
+            ),
+            picked,
+        )
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:

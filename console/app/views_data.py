@@ -58,6 +58,19 @@ def history_rows(
     return [], f"no runs of {host} yet — press s on the dashboard to run a sweep"
 
 
+def step_times(
+    store_path: Path | None, host: str
+) -> list[tuple[dict[str, object], int, float, float]]:
+    """Stored step durations of `host` (for the A/B dialog's time estimate)."""
+    store = _open_store(store_path)
+    if store is None:
+        return []
+    try:
+        return store.step_times(host)  # type: ignore[return-value]
+    finally:
+        store.close()
+
+
 def complete(run: RunSummary) -> bool:
     """A run that may be compared by default: finished, with at least one measured step
     (cancelled, failed, interrupted and still-running runs are marked, never picked)."""
