@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
+from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
 ENV_VAR = "PLATEAU_CONFIG"
 APP_NAME = "plateau"
@@ -65,21 +65,21 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
 
 def load_config_file(path: Path) -> LoadedConfig:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config file ({exc})") from None
+        text = read_toml_text(path, what="config file")
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     return LoadedConfig(parse_config_text(text, path), path, text)
 
 
 def parse_config_text(text: str, path: Path) -> PlateauConfig:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        data = loads_toml(text, path)
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return PlateauConfig.model_validate(data)
+    except RecursionError:
+        raise ConfigError(f"{path}: values nested too deeply") from None
     except ValidationError as exc:
         raise ConfigError(_describe_validation_error(exc, text, path)) from None
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from console.commands import argtypes
 from console.errors import UsageError
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.gpu.format import header_line, table
@@ -26,16 +27,17 @@ def register(subparsers: Any) -> None:
     where.add_argument("--demo", action="store_true", help="simulated GPUs on this machine")
     where.add_argument("--local", action="store_true", help="this machine's GPUs")
     parser.add_argument("--once", action="store_true", help="print one sample and exit")
-    parser.add_argument("--count", type=int, default=0, metavar="N", help="stop after N samples")
+    parser.add_argument("--count", type=argtypes.count, default=0, metavar="N",
+                        help="stop after N samples (default 0: until interrupted)")
     parser.add_argument("--json", action="store_true", help="JSON lines (header, then samples)")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+    parser.add_argument("--interval", type=argtypes.float_at_least(0.25), default=1.0, metavar="S",
                         help="seconds between samples (min 0.25; default 1)")
     parser.add_argument("--backend", choices=("auto", "nvml", "smi", "sim"), default=None,
                         help="agent backend (default: sim for --demo and simulated hosts, "
                         "else auto: NVML, then nvidia-smi)")
     parser.add_argument("--no-pcie", action="store_true",
                         help="skip PCIe throughput (its NVML call blocks ~20 ms per GPU)")
-    parser.add_argument("--sim-gpus", type=int, default=None, metavar="N")
+    parser.add_argument("--sim-gpus", type=argtypes.int_at_least(1, 64), default=None, metavar="N")
     parser.add_argument("--sim-state", default=None, metavar="FILE",
                         help="simulator GPU state file (sim backend)")
     parser.set_defaults(handler=run)
