@@ -75,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-flush", action="store_true", help="do not POST /flush_cache per step")
     p.add_argument("--stop-on-failure", action="store_true")
     p.add_argument("--engine", choices=["native", "bench-serving"])
-    p.add_argument("--bench-command", type=argtypes.command_words, help="bench_serving command prefix on the host "
+    p.add_argument("--bench-command", type=argtypes.command_words,
+                   help="bench_serving command prefix on the host "
                    "(default: HOST_PYTHON -m sglang.benchmark.serving)")
     p.add_argument("--tokenizer", help="tokenizer path on the host (bench-serving engine)")
     p.add_argument("--workers", type=argtypes.int_at_least(1, 256),
@@ -295,6 +296,10 @@ def make_engine(spec: SweepPreset, target: Target, args: argparse.Namespace) -> 
     )
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
 def _progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
         print(
@@ -309,7 +314,7 @@ def _progress(event: SweepEvent) -> None:
         m = event.result.metrics
         print(
             f"  done: {m.total_tok_s:,.1f} total tok/s, {m.output_tok_s:,.1f} output tok/s, "
-            f"TTFT p50 {m.ttft_ms.p50 or 0:.1f} ms, {m.errors} error(s)",
+            f"TTFT p50 {_ms(m.ttft_ms.p50)}, {m.errors} error(s)",
             file=sys.stderr,
             flush=True,
         )
@@ -377,6 +382,8 @@ async def _handle(args: argparse.Namespace) -> int:
         print(steps_table(outcome.steps))
         print(f"\nknee: {knee.sentence}")
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")
+    if outcome.reason:
+        print(f"plateau: {outcome.reason}", file=sys.stderr)
     failed = sum(1 for s in outcome.steps if s.status != "ok")
     if failed:
         print(f"plateau: {failed} of {len(outcome.steps)} step(s) failed", file=sys.stderr)
