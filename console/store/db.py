@@ -126,7 +126,7 @@ class RunStore:
             self._db = self._open_writable()
         except (OSError, sqlite3.Error) as exc:
             # A history someone made read-only (or on a read-only mount) can still be read.
-            if not _is_read_only_problem(exc) or not self.path.is_file():
+            if not _is_read_only_problem(exc) or not os.path.isfile(self.path):
                 raise StoreError(f"history database {self.path}: {_why(exc)}") from None
             self._db = self._open_read_only(exc)
             self.read_only = True
