@@ -226,6 +226,8 @@ class PlateauConfig(StrictModel):
         for host in self.hosts:
             if wanted is None or host.name == wanted:
                 return host
+        if wanted is None:
+            raise KeyError("no hosts configured: add a [[hosts]] entry to the config")
         known = ", ".join(h.name for h in self.hosts) or "none configured"
         raise KeyError(f"unknown host {wanted!r} (known: {known})")
 

@@ -65,6 +65,12 @@ def _resolve(args: argparse.Namespace) -> tuple[Transport, AgentOptions]:
     from console.host.factory import transport_for
 
     loaded = load_config(getattr(args, "config", None))
+    if not loaded.config.hosts:
+        where = loaded.path or "no config file found"
+        raise UsageError(
+            f"no hosts configured ({where}): add a [[hosts]] entry, or use --demo "
+            "(simulated GPUs) or --local (this machine's GPUs)"
+        )
     try:
         host = loaded.config.host(args.host)
     except KeyError as exc:

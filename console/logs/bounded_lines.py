@@ -14,10 +14,13 @@ from typing import IO
 from console.logs.line_format import MAX_LINE_CHARS
 
 CHUNK_BYTES = 1 << 16
+MAX_LINE_BYTES = MAX_LINE_CHARS - 64
+"""Room for the marker: the line stays within MAX_LINE_CHARS, so clean_line does not cut it
+again."""
 
 
 def bounded_lines(
-    handle: IO[bytes], *, max_bytes: int = MAX_LINE_CHARS, chunk_bytes: int = CHUNK_BYTES
+    handle: IO[bytes], *, max_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[str]:
     """Decoded lines (no trailing newline) of `handle`; memory stays O(max_bytes + chunk)."""
     kept = bytearray()
@@ -50,5 +53,5 @@ def bounded_lines(
 def _finish(kept: bytearray, dropped: int) -> str:
     text = kept.decode("utf-8", errors="replace")
     if dropped:
-        text += f"… [{dropped} more bytes dropped]"
+        text += f"… [{dropped} more bytes dropped]"  # as the follower marks a cut line
     return text
