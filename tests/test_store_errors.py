@@ -34,6 +34,14 @@ def _small_page_db(path: Path) -> None:
     db.close()
 
 
+def _fill_the_disk(store: RunStore) -> None:
+    """From now on SQLite answers SQLITE_FULL ("database or disk is full") to any write that
+    needs a new page, exactly as on ENOSPC: no free pages left (VACUUM), and the file may not
+    grow (max_page_count cannot go below the file's size, so 1 means "as it is")."""
+    store._db.execute("VACUUM")
+    store._db.execute("PRAGMA max_page_count = 1")
+
+
 async def test_disk_full_mid_sweep_keeps_the_stored_steps(ideal_sim, tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite3"
     _small_page_db(path)
@@ -41,9 +49,7 @@ async def test_disk_full_mid_sweep_keeps_the_stored_steps(ideal_sim, tmp_path: P
 
     def fill_the_disk(event: SweepEvent) -> None:
         if isinstance(event, StepFinished) and event.result.concurrency == 1:
-            # The disk is now full: SQLite answers SQLITE_FULL ("database or disk is full")
-            # to any write that needs a page, exactly as on ENOSPC.
-            store._db.execute("PRAGMA max_page_count = 1")  # cannot go below the file's size
+            _fill_the_disk(store)
 
     with pytest.raises(StoreError) as caught:
         await run_sweep(QUICK, ideal_sim.base_url, engine=NativeEngine(), store=store,
@@ -70,7 +76,7 @@ def test_a_write_on_a_full_disk_rolls_back_and_is_one_line(
     _small_page_db(path)
     with RunStore(path) as store:
         run_id = store.create_run(RunMeta(host="h", profile="p"))
-        store._db.execute("PRAGMA max_page_count = 1")  # the disk is full from here on
+        _fill_the_disk(store)
         with pytest.raises(StoreError, match=r"disk full$"):
             store.add_step(run_id, fake_step(1, 100.0))
         assert store.get_run(run_id).steps == []  # rolled back; the run itself kept

@@ -106,8 +106,20 @@ async def run_sweep(
     cancel_event: asyncio.Event | None = None,
     snapshot_server_info: bool = True,
     headers: Sequence[tuple[str, str]] | None = None,
+    run_id: int | None = None,
+    repeat_base: int = 0,
+    finish: bool = True,
+    recorder: Any = None,
 ) -> SweepFinished:
-    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order."""
+    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
+
+    An A/B that interleaves its sides (A B A B ...) stores each side as one run: it passes the
+    side's `run_id` to append to, `repeat_base` (the repeat this pass is) and `finish=False`
+    until the last pass, so `plateau compare` sees the same repeats the A/B judged. A cancel
+    or a failure still closes the run.
+
+    `recorder` (a console.diagnose EvidenceRecorder) collects each step's diagnosis
+    evidence; its failures never fail the sweep."""
     emit = on_event or (lambda _event: None)
     meta = meta or RunMeta()
     if snapshot_server_info and meta.server_info is None:
@@ -123,8 +135,12 @@ async def run_sweep(
     meta = meta.model_copy(
         update={"engine": engine.name, "server_url": meta.server_url or base_url}
     )
-    run_id = store.create_run(meta) if store is not None else None
-    plan = [(c, r) for c in spec.concurrency for r in range(spec.repeats)]
+    if run_id is None and store is not None:
+        run_id = store.create_run(meta)
+    if recorder is not None:
+        await _quietly(recorder.start(run_id, meta.server_info))
+    plan = [(c, repeat_base + r) for c in spec.concurrency for r in range(spec.repeats)]
+    index_base = repeat_base * len(spec.concurrency)
     emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
     results: list[StepResult] = []
     status = "finished"
@@ -135,7 +151,10 @@ async def run_sweep(
             if cancel_event is not None and cancel_event.is_set():
                 status = "cancelled"
                 break
-            emit(StepStarted(index, concurrency, repeat, len(plan)))
+            index += index_base
+            emit(StepStarted(index, concurrency, repeat, index_base + len(plan)))
+            if recorder is not None:
+                await _quietly(recorder.step_started(index))
             started = time.time()
             error: str | None = None
             metrics = None
@@ -178,6 +197,8 @@ async def run_sweep(
                         f"{exc}; stopped at step {index + 1}, the {len(results)} step(s) "
                         f"before it are stored as run {run_id}"
                     ) from None
+            if recorder is not None:
+                await _quietly(recorder.step_finished(result))
             results.append(result)
             emit(StepFailed(result) if error else StepFinished(result))
             if gone is not None:
@@ -206,11 +227,23 @@ async def run_sweep(
     finally:
         with contextlib.suppress(Exception):
             await engine.close()
-    if store is not None and run_id is not None:
+        if recorder is not None:
+            await _quietly(recorder.close())
+    if store is not None and run_id is not None and (finish or status != "finished"):
         store.finish_run(run_id, status)  # type: ignore[arg-type]
     finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+async def _quietly(work: Awaitable[Any]) -> None:
+    """Evidence is a bonus: a failing recorder must never cost the sweep its steps."""
+    try:
+        await asyncio.wait_for(work, timeout=30)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        pass  # the diagnosis says what it could not check
 
 
 async def _stop_step(task: asyncio.Future[Any], engine: Engine) -> None:

@@ -36,7 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     wait = parser.add_mutually_exclusive_group()
     wait.add_argument("--after", type=argtypes.seconds_or_zero, metavar="SECONDS",
                       help="capture after SECONDS")
-    wait.add_argument("--until", choices=("ready", "sweep-done"), help="capture when …")
+    wait.add_argument(
+        "--until", choices=("ready", "sweep-done"),
+        help="capture when the server is ready, or run a sweep (--preset) and capture when "
+        "it is done",
+    )
     parser.add_argument("--timeout", type=argtypes.seconds, default=180.0,
                         help="give up after SECONDS")
     parser.add_argument("--preset", default="quick", help="sweep preset for --until sweep-done")
@@ -57,9 +61,11 @@ async def _run(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, SnapshotSpec, take_snapshot
 
     if args.demo:
-        from console.session.demo import demo_loaded_config, demo_profile
+        from console.config import LoadedConfig
+        from console.jobs.target import demo_profile, temp_demo
 
-        loaded, run_dir = demo_loaded_config(args.seed, startup_seconds=2.0)
+        config, run_dir = temp_demo(args.seed, startup_seconds=2.0)
+        loaded = LoadedConfig(config, None)
         launch = Launch(
             loaded,
             launch_profile=demo_profile(loaded.config),

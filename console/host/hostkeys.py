@@ -3,13 +3,17 @@ keys always refused."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import base64
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import asyncssh
 
-Verdict = Literal["unknown", "changed"]
+Verdict = Literal["unknown", "changed", "revoked"]
 
 # A headless command accepts one unknown key by naming its fingerprint (never "any key").
 ACCEPT_ENV = "PLATEAU_ACCEPT_HOST_KEY"
@@ -28,6 +32,12 @@ class HostKeyProblem:
 
     def message(self) -> str:
         where = f"{self.host}:{self.port}"
+        if self.verdict == "revoked":
+            return (
+                f"REVOKED HOST KEY for {where}: it presents {self.key_type} {self.fingerprint}, "
+                f"which {self.known_hosts} marks @revoked. Refusing to connect (a revoked key "
+                "is never accepted, whatever the policy)."
+            )
         if self.verdict == "changed":
             return (
                 f"HOST KEY CHANGED for {where}: it now presents {self.key_type} "
@@ -52,16 +62,98 @@ def known_hosts_entry_name(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
-def host_has_entries(known_hosts: Path, host: str, port: int) -> bool:
-    """True when known_hosts lists any key for this host (so a new key means *changed*)."""
-    if not known_hosts.is_file():
+@dataclass
+class KnownHostsMatch:
+    """The known_hosts lines that apply to one host and port, as OpenSSH selects them."""
+
+    host_keys: list[asyncssh.SSHKey] = field(default_factory=list)
+    ca_keys: list[asyncssh.SSHKey] = field(default_factory=list)
+    revoked: list[asyncssh.SSHKey] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.host_keys or self.ca_keys or self.revoked)
+
+    def is_revoked(self, key: asyncssh.SSHKey) -> bool:
+        return any(key == bad for bad in self.revoked)
+
+    def for_asyncssh(self) -> tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[object]]:
+        """(trusted keys, CA keys, revoked) with no further matching by asyncssh (whose own
+        matcher retries a non-22 port without it). A revoked key is never trusted, and is
+        left to `VerifyingClient`, which refuses it with a clear problem."""
+        trusted = [k for k in self.host_keys if not self.is_revoked(k)]
+        return trusted, list(self.ca_keys), []
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    # OpenSSH's match_pattern: `*` and `?` only (brackets are literal, as in "[host]:port").
+    return re.compile("".join(
+        ".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern
+    ))
+
+
+def _hashed_match(entry: str, name: str) -> bool:
+    """`|1|salt|hash`: HMAC-SHA1 of the name keyed by the salt (HashKnownHosts)."""
+    parts = entry.split("|")
+    if len(parts) != 4 or parts[1] != "1":
         return False
     try:
-        trusted = asyncssh.read_known_hosts(str(known_hosts))
-    except (OSError, ValueError, asyncssh.KeyImportError):
+        salt, digest = base64.b64decode(parts[2]), base64.b64decode(parts[3])
+    except ValueError:
         return False
-    host_keys, ca_keys, revoked, *_rest = trusted.match(host, "", port)
-    return bool(host_keys or ca_keys or revoked)
+    mine = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return hmac.compare_digest(mine, digest)
+
+
+def host_field_matches(field_text: str, name: str) -> bool:
+    """OpenSSH's match_hostname: any negated pattern that matches excludes the line;
+    otherwise any positive (or hashed) pattern that matches selects it."""
+    name = name.lower()
+    if field_text.startswith("|"):
+        return _hashed_match(field_text, name)
+    matched = False
+    for pattern in field_text.lower().split(","):
+        negated = pattern.startswith("!")
+        if _glob(pattern[1:] if negated else pattern).fullmatch(name):
+            if negated:
+                return False
+            matched = True
+    return matched
+
+
+def match_known_hosts(known_hosts: Path, host: str, port: int) -> KnownHostsMatch:
+    """The keys known_hosts lists for `host` on `port`, matched like OpenSSH: a non-22 port
+    is looked up only as "[host]:port" (a plain "host" entry means port 22), hashed names,
+    `*`/`?` wildcards and `!` negation; `@revoked` and `@cert-authority` markers."""
+    found = KnownHostsMatch()
+    try:
+        text = known_hosts.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return found
+    name = known_hosts_entry_name(host, port)
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        marker = fields.pop(0)[1:] if fields[0].startswith("@") else None
+        if len(fields) < 3 or not host_field_matches(fields[0], name):
+            continue
+        try:
+            key = asyncssh.import_public_key(f"{fields[1]} {fields[2]}")
+        except (asyncssh.KeyImportError, ValueError):
+            continue
+        if marker == "revoked":
+            found.revoked.append(key)
+        elif marker == "cert-authority":
+            found.ca_keys.append(key)
+        elif marker is None:
+            found.host_keys.append(key)
+    return found
+
+
+def host_has_entries(known_hosts: Path, host: str, port: int) -> bool:
+    """True when known_hosts lists any key for this host (so a new key means *changed*)."""
+    return match_known_hosts(known_hosts, host, port).any
 
 
 def append_known_host(known_hosts: Path, host: str, port: int, key: asyncssh.SSHKey) -> None:
@@ -96,8 +188,11 @@ class VerifyingClient(asyncssh.SSHClient):
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey
     ) -> bool:
         fingerprint = key.get_fingerprint("sha256")
-        changed = host_has_entries(self._known_hosts, self._host, self._port)
-        verdict: Verdict = "changed" if changed else "unknown"
+        known = match_known_hosts(self._known_hosts, self._host, self._port)
+        changed = known.any
+        verdict: Verdict = "revoked" if known.is_revoked(key) else (
+            "changed" if changed else "unknown"
+        )
         if not changed and (
             self._policy == "accept-new" or self._accept_fingerprint == fingerprint
         ):

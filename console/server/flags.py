@@ -80,6 +80,24 @@ class FlagSchema(BaseModel):
         bare = name.lstrip("-")
         return sorted(n for n in self._by_any_name() if n.startswith(bare) and n != bare)
 
+    def resolve(self, name: str) -> list[FlagSpec]:
+        """The flag(s) SGLang's argparse (allow_abbrev=True) reads `--name` as.
+
+        An exact option string wins; otherwise every option string that `name` is a prefix
+        of is a candidate (argparse `_get_option_tuples`): one action means the abbreviation
+        resolves to it, several mean argparse refuses the option as ambiguous. Every
+        candidate is returned, so a guard can refuse a name that could reach a guarded flag.
+        """
+        bare = name.lstrip("-")
+        table = self._by_any_name()
+        if bare in table:
+            return [table[bare]]
+        found: dict[str, FlagSpec] = {}
+        for option, spec in table.items():
+            if option.startswith(bare):
+                found.setdefault(spec.name, spec)
+        return [found[key] for key in sorted(found)]
+
     def with_hints(self, hints: dict[str, ValueType]) -> FlagSchema:
         """Apply numeric type hints to flags this schema has (never adds flags)."""
         updated = {

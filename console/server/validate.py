@@ -192,12 +192,16 @@ def validate_profile(
     for use in uses:
         if not FLAG_NAME.match(use.name):
             continue  # already reported by check_safety
-        if use.name in PROFILE_FIELD_FLAGS:
-            field_name = PROFILE_FIELD_FLAGS[use.name]
+        guarded = guarded_target(use.name, schema)
+        if guarded is not None:
+            field_name = PROFILE_FIELD_FLAGS[guarded]
+            read_as = "" if guarded == use.name else (
+                f" (SGLang's argparse reads it as --{guarded}, abbreviations allowed)"
+            )
             out.error(
                 "profile-field",
-                f"--{use.name} is set by the profile's `{field_name}`; remove it from "
-                f"{use.origin}",
+                f"--{use.name} is set by the profile's `{field_name}`{read_as}; remove it "
+                f"from {use.origin}",
                 use.name,
             )
             continue
@@ -216,6 +220,27 @@ def validate_profile(
         for issue in _check_value(spec, use):
             out.issues.append(issue)
     return ValidationReport(tuple(out.issues), checked_against)
+
+
+def guarded_target(name: str, schema: FlagSchema | None) -> str | None:
+    """The profile-field flag (--host, --port, --model-path, --api-key) that `--name` would
+    set on SGLang's command line, or None.
+
+    argparse accepts any unambiguous prefix (allow_abbrev), so `--ho` is `--host` and
+    `--model-p=X` replaces the model. The name is resolved against the host's schema like
+    argparse does; any candidate that is a guarded flag counts (an ambiguous prefix is still
+    refused). Unless the schema has the exact name, a prefix of a guarded name counts too,
+    so the guard holds without a schema and for launch commands whose help lacks them."""
+    bare = name.lstrip("-")
+    candidates: list[str] = [bare] if bare in PROFILE_FIELD_FLAGS else []
+    if schema is not None:
+        candidates += [n for spec in schema.resolve(bare) for n in spec.names]
+    if schema is None or schema.get(bare) is None:
+        candidates += [n for n in PROFILE_FIELD_FLAGS if n.startswith(bare)]
+    for candidate in candidates:
+        if candidate in PROFILE_FIELD_FLAGS:
+            return "model-path" if candidate == "model" else candidate
+    return None
 
 
 def _resolve(name: str, schema: FlagSchema, out: _Collector) -> FlagSpec | None:

@@ -20,11 +20,13 @@ from typing import Any
 
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
+from console.sim.noise import GpuNoise
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
 
 NEW_TOKEN_RATIO_INIT = 0.7
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = (NEW_TOKEN_RATIO_INIT - NEW_TOKEN_RATIO_MIN) / 600
+CATCH_UP_LIMIT_S = 0.5
 
 
 class SimCrash(Exception):
@@ -72,14 +74,28 @@ class EngineStats:
     num_requests_total: int = 0
     num_aborted_total: int = 0
     num_retracted_total: int = 0
-    busy_s: float = 0.0  # wall seconds spent inside steps (GPU activity)
+    busy_s: float = 0.0  # wall seconds spent inside steps
+    sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
+    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap)
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
+    last_decode_log_at: float = 0.0  # time.monotonic() of the last Decode line
     cuda_graph_passes: int = 0
     ttft: list[float] = field(default_factory=list)  # drained by the metrics collector
     itl: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
+
+
+GEN_THROUGHPUT_STALENESS_S = 30.0
+"""SGLang's exported gen_throughput drops to 0 once no Decode line came for this long
+(`metrics_reporter.py:74,266-274`, `_current_gen_throughput`)."""
+
+
+def current_gen_throughput(stats: EngineStats, now: float) -> float:
+    if now - stats.last_decode_log_at > GEN_THROUGHPUT_STALENESS_S:
+        return 0.0
+    return stats.last_gen_throughput
 
 
 class BaseEngine:
@@ -189,6 +205,7 @@ class Engine(BaseEngine):
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
+        self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
 
     # ---- scheduling -------------------------------------------------------------------------
@@ -257,7 +274,8 @@ class Engine(BaseEngine):
             )
 
     def _noise(self) -> float:
-        return min(1.1, max(0.9, self.rng.gauss(1.0, 0.02)))
+        """Step jitter x launch factor x drift (console/sim/noise.py says why and how big)."""
+        return self.noise.factor()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -267,21 +285,29 @@ class Engine(BaseEngine):
                 self.last_step_kind = "idle"
                 self._wake.clear()
                 await self._wake.wait()
+                # The decode-log window is not restarted on wake: SGLang's is not either
+                # (metrics_reporter.py:942-944), so the first Decode line after idle spans it.
                 t_end = loop.time()
-                self._log_t = time.monotonic()
                 continue
             now = loop.time()
-            start = t_end if now - t_end < 0.005 else now
+            # A late wakeup (the machine running the sim is busy) must not slow the simulated
+            # GPU down: the next step starts where the last one ended, and the steps catch up.
+            # Only when far behind (the process was stopped) does the clock resync.
+            start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
             done, new_tokens, partial = self._schedule_prefill()
             if new_tokens:
                 seqs = len(done) + len(partial)
-                duration = self.profile.prefill_seconds(new_tokens, seqs) * self._noise()
+                duration = self.profile.prefill_seconds(
+                    new_tokens, seqs, self.stats.sm_clock_ratio) * self._noise()
                 self.last_step_kind = "prefill"
                 t_end = start + duration / self.speed
                 self._log_prefill(done, partial, new_tokens)
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
                 self.stats.busy_s += duration / self.speed
                 self.stats.prefill_busy_s += duration / self.speed
+                self.noise.advance(duration)
+                self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) \
+                    / self.speed
                 self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
                 stamp = time.monotonic()
                 for req in done:
@@ -306,11 +332,16 @@ class Engine(BaseEngine):
                 continue
             self._retract_for_decode()
             batch = len(self.running)
-            duration = self.profile.decode_seconds(batch, self.kv_used) * self._noise()
+            parts = self._decode_parts(batch)
+            noise = self._noise()
+            duration = sum(parts.values()) * noise
             self.last_step_kind = "decode"
             t_end = start + duration / self.speed
             await asyncio.sleep(max(0.0, t_end - loop.time()))
             self.stats.busy_s += duration / self.speed
+            self.noise.advance(duration)
+            self.stats.sm_busy_s += (duration - (parts["allreduce"] + parts["eager"]) * noise) \
+                / self.speed
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
@@ -334,6 +365,18 @@ class Engine(BaseEngine):
                 self._log_decode(batch)
             if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
                 raise SimCrash("NaN")
+
+    def _decode_parts(self, batch: int) -> dict[str, float]:
+        """The step's terms at the clock the power limit allows: under load the SMs are busy
+        for the non-communication share of the step, which sets the board's power demand."""
+        parts = self.profile.decode_parts(batch, self.kv_used)
+        total = sum(parts.values())
+        busy = (parts["base"] + parts["weights"] + parts["compute"]) / max(1e-9, total)
+        clock = self.profile.clock_ratio(busy, 0.45 * busy)
+        self.stats.sm_clock_ratio = clock
+        if clock < 1.0:
+            parts = self.profile.decode_parts(batch, self.kv_used, clock)
+        return parts
 
     def _release(self, req: Req) -> None:
         self.kv_used -= req.kv
@@ -362,6 +405,7 @@ class Engine(BaseEngine):
         gap = max(1e-6, now - self._log_t)
         throughput = self._log_tokens / gap
         self.stats.last_gen_throughput = throughput
+        self.stats.last_decode_log_at = now
         self._log_t = now
         self._log_tokens = 0
         self.log.sglang(
