@@ -14,6 +14,7 @@ from console.commands import (
     config_cmd,
     console_cmd,
     demo,
+    diagnose,
     gpus,
     history,
     logscan,
@@ -36,6 +37,7 @@ COMMANDS: dict[str, ModuleType] = {
     "sweep": sweep,
     "history": history,
     "compare": compare,
+    "diagnose": diagnose,
     "server": server,
     "config": config_cmd,
 }

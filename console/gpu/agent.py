@@ -1051,6 +1051,9 @@ class SimGpu:
         in_use = bool(g.get("in_use")) if g else False
         used = clean_num(g.get("memory_used_mib")) if g else None
         used = min(self.mem_total, max(0.0, used)) if used is not None else 0.0
+        limit = clean_num(g.get("power_limit_w")) if g else None
+        if limit is not None and limit > 0:
+            self.power_limit = limit  # the simulated board's limit (`nvidia-smi -pl`)
         busy = activity > 0.01
         # Time-based util: any kernel in flight counts, so it saturates early.
         util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) if busy else 0.0
