@@ -158,6 +158,8 @@ class PlateauApp(App[int]):
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
+        # Run ids marked in the history screen (m); two marked runs are what compare shows.
+        self.marked_runs: list[int] = []
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
