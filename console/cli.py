@@ -17,6 +17,8 @@ from console.commands import (
     gpus,
     history,
     logscan,
+    record,
+    replay,
     server,
     sim,
     snapshot,
@@ -37,6 +39,8 @@ COMMANDS: dict[str, ModuleType] = {
     "history": history,
     "compare": compare,
     "server": server,
+    "record": record,
+    "replay": replay,
     "config": config_cmd,
 }
 

@@ -6,8 +6,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from console.commands.config_cmd import _flatten
-from console.config import LoadedConfig, redacted
+from console.config import LoadedConfig, flatten_config, redacted
 from console.session.state import HostState
 from console.store.db import RunStore
 from console.store.models import RunRecord, StepResult
@@ -18,9 +17,8 @@ COMPARE_COLUMNS = ("concurrency", "A total tok/s", "B total tok/s", "Δ tok/s", 
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     data = redacted(loaded.config.model_dump(mode="json"))
-    return [
-        (key, json.dumps(value), loaded.source_of(path)) for key, path, value in _flatten(data)
-    ]
+    rows = flatten_config(data)
+    return [(key, json.dumps(value), loaded.source_of(path)) for key, path, value in rows]
 
 
 def _open_store(path: Path | None) -> RunStore | None:

@@ -16,8 +16,8 @@ import platformdirs
 
 from console.bench.models import StepResult
 from console.errors import PlateauError
+from console.server.redact import redact_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
-from console.store.redact import redact_server_info
 from console.text import redact_secrets
 
 ENV_VAR = "PLATEAU_DB"
