@@ -17,6 +17,7 @@ from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarte
 from console.bench.report import steps_table
 from console.config import load_config
 from console.config_models import PlateauConfig, SweepPreset
+from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
 from console.errors import UsageError
 from console.jobs import sweep as sweep_jobs
 from console.jobs.sweep import EngineOptions, run_label
@@ -166,7 +167,8 @@ async def _handle(args: argparse.Namespace) -> int:
     try:
         async with _open_target(args, config) as (target, presets):
             # --demo without --preset: the demo's own quick preset.
-            preset = args.preset or ("quick" if args.demo else "default")
+            # --demo without --preset: the reference run (console/demo.py).
+            preset = args.preset or "default"
             source = config if args.preset else presets
             base = source.sweep(preset) if source is not None else SweepPreset()
             spec = build_spec(base, args)
@@ -178,6 +180,7 @@ async def _handle(args: argparse.Namespace) -> int:
                 on_event=None if args.json else _progress,
                 options=engine_options(args),
             )
+        diagnosis = diagnose_stored(store, outcome.run_id, outcome.steps)
     finally:
         store.close()
     knee = knee_of_steps(outcome.steps)
@@ -191,6 +194,7 @@ async def _handle(args: argparse.Namespace) -> int:
                         "knee": knee.sentence,
                         "spec": spec.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in outcome.steps],
+                        "diagnosis": diagnosis_json(diagnosis),
                     }
                 ),
                 allow_nan=False,
@@ -199,6 +203,8 @@ async def _handle(args: argparse.Namespace) -> int:
     else:
         print(steps_table(outcome.steps))
         print(f"\nknee: {knee.sentence}")
+        for line in diagnosis_lines(diagnosis):
+            print(line)
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")
     failed = sum(1 for s in outcome.steps if s.status != "ok")
     if failed:
