@@ -175,6 +175,7 @@ class DashboardScreen(Screen[None]):
         }
         self._rendered_host: str | None = None
         self._log_seen = 0
+        self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
         self._layout: DashLayout | None = None
@@ -289,7 +290,10 @@ class DashboardScreen(Screen[None]):
             self._note_shape(state)
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, state.gpu_sample)
+                missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
+                fresh = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, fresh)
+                self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
             if full:
@@ -317,6 +321,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new
+        self._gpu_seen = 0  # the new panel gets the host's whole recent history
         self._watch_gpu_view(new)
         self._layout = None
         self._apply_layout()
