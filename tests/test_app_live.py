@@ -82,7 +82,8 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         assert state.sweep.last_ok, state.sweep.detail
         assert [p.status for p in state.sweep.points] == ["ok", "ok"]
         assert _sent(messages) == [("app-ssh", "sweep", "default")]
-        assert adapters.host_busy("app-ssh") is None
+        # the lease is released on the host too (a round trip after the sweep's last event)
+        await wait_until(pilot, lambda: adapters.host_busy("app-ssh") is None, "the lease", 20)
     with RunStore(live.root / "runs.db") as store:
         (run,) = store.list_runs()
         assert run.meta.host == "app-ssh" and run.steps_ok == 2

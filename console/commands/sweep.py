@@ -27,7 +27,8 @@ from console.bench.report import steps_table
 from console.bench.sweep import LogTail, run_sweep
 from console.config_models import SweepPreset
 from console.errors import PlateauError, UsageError
-from console.host.transport import Transport
+from console.host.transport import DetachedProcess, PortForward, Transport
+from console.server.lease import LeaseHolder, host_lease
 from console.store.db import RunStore
 from console.store.export import _finite
 from console.store.models import RunMeta
@@ -76,6 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-env", metavar="VAR",
                    help="local environment variable holding the server's --api-key "
                    "(default: the profile's api_key_env)")
+    p.add_argument("--wait", action="store_true",
+                   help="queue behind a restart/sweep holding the host instead of refusing")
     p.add_argument("--label", default="", help="a name for this run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
@@ -150,7 +153,9 @@ def _file_tail(path: Path) -> LogTail:
 
 
 @contextlib.asynccontextmanager
-async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterator[Target]:
+async def demo_target(
+    spec_out: list[SweepPreset] | None = None, wait: bool = False
+) -> AsyncIterator[Target]:
     """Start the demo simulator on this machine for the duration, then stop it."""
     from console.demo import demo_config
     from console.host.local import LocalTransport
@@ -161,10 +166,17 @@ async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterato
         profile = config.profiles[DEMO_PROFILE]
         transport = LocalTransport("demo")
         await transport.connect()
-        log_path = run_dir / "sim.log"
-        process = await transport.start_detached(profile.argv(), log_path=str(log_path))
-        base_url = f"http://127.0.0.1:{profile.port}"
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(transport.close)
+            # The same host-side lease as a real host (here in the demo's run dir).
+            await stack.enter_async_context(host_lease("demo").hold(
+                f"sweep {DEMO_PROFILE} (demo)", wait=wait, transport=transport,
+                host=config.host("demo"), on_wait=_say_waiting,
+            ))
+            log_path = run_dir / "sim.log"
+            process = await transport.start_detached(profile.argv(), log_path=str(log_path))
+            stack.push_async_callback(_stop_demo, transport, process)
+            base_url = f"http://127.0.0.1:{profile.port}"
             await _wait_ready(base_url, 60, lambda: transport.is_alive(process.pid))
             if spec_out is not None:
                 spec_out.append(config.sweep("quick"))
@@ -181,15 +193,15 @@ async def demo_target(spec_out: list[SweepPreset] | None = None) -> AsyncIterato
                 host_python=sys.executable,
                 log_tail=_file_tail(log_path),
             )
-        finally:
-            await transport.signal_group(process.pgid, "TERM")
-            for _ in range(50):
-                if not await transport.is_alive(process.pid):
-                    break
-                await asyncio.sleep(0.1)
-            else:
-                await transport.signal_group(process.pgid, "KILL")
-            await transport.close()
+
+
+async def _stop_demo(transport: Transport, process: DetachedProcess) -> None:
+    await transport.signal_group(process.pgid, "TERM")
+    for _ in range(50):
+        if not await transport.is_alive(process.pid):
+            return
+        await asyncio.sleep(0.1)
+    await transport.signal_group(process.pgid, "KILL")
 
 
 @contextlib.asynccontextmanager
@@ -212,8 +224,10 @@ async def host_target(args: argparse.Namespace) -> AsyncIterator[Target]:
     transport = transport_for(host)
     await transport.connect()
     try:
-        forward = await transport.forward_port(profile.port)
-        try:
+        async with host_lease(host.name).hold(
+            f"sweep {profile_name}", wait=args.wait, transport=transport, host=host,
+            on_wait=_say_waiting,
+        ), _forward(transport, profile.port) as forward:
             yield Target(
                 base_url=f"http://127.0.0.1:{forward.local_port}",
                 meta=RunMeta(
@@ -225,10 +239,21 @@ async def host_target(args: argparse.Namespace) -> AsyncIterator[Target]:
                 log_tail=_server_log_tail(transport, host),
                 api_key_env=profile.api_key_env,
             )
-        finally:
-            await forward.close()
     finally:
         await transport.close()
+
+
+@contextlib.asynccontextmanager
+async def _forward(transport: Transport, port: int) -> AsyncIterator[PortForward]:
+    forward = await transport.forward_port(port)
+    try:
+        yield forward
+    finally:
+        await forward.close()
+
+
+def _say_waiting(holder: LeaseHolder) -> None:
+    print(f"waiting: the host is busy with {holder.describe()}", file=sys.stderr, flush=True)
 
 
 def _server_log_tail(transport: Transport, host: Any) -> LogTail:
@@ -326,7 +351,7 @@ async def _handle(args: argparse.Namespace) -> int:
         base = config.sweep(args.preset or "default")
     demo_spec: list[SweepPreset] = []
     if args.demo:
-        context = demo_target(demo_spec)
+        context = demo_target(demo_spec, wait=args.wait)
     elif args.url:
         context = url_target(args.url)
     else:

@@ -346,7 +346,7 @@ async def sweep_profile(
     store_mod = _module("console.store.db")
     store_models = _module("console.store.models")
     lease = _module("console.server.lease").host_lease(host.name)
-    async with lease.hold(f"sweep {label}"):
+    async with lease.hold(f"sweep {label}", transport=transport, host=host):
         engine = await make_engine(transport, host, spec, server)
         store = store_mod.RunStore(store_path)
         meta = store_models.RunMeta(
