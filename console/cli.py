@@ -4,27 +4,42 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from types import ModuleType
 
 from console import __version__
+from console.commands import (
+    compare,
+    config_cmd,
+    console_cmd,
+    demo,
+    diagnose,
+    gpus,
+    history,
+    logscan,
+    server,
+    sim,
+    snapshot,
+    sweep,
+)
 from console.errors import PlateauError
 
-# Subcommand name -> module under console.commands. `plateau [HOST]` (no subcommand) is "console".
-COMMANDS: dict[str, str] = {
-    "console": "console_cmd",
-    "demo": "demo",
-    "sim": "sim",
-    "snapshot": "snapshot",
-    "gpus": "gpus",
-    "logscan": "logscan",
-    "sweep": "sweep",
-    "history": "history",
-    "compare": "compare",
-    "server": "server",
-    "config": "config_cmd",
+# Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
+# (and names the handler). `plateau [HOST]` (no subcommand) is "console".
+COMMANDS: dict[str, ModuleType] = {
+    "console": console_cmd,
+    "demo": demo,
+    "sim": sim,
+    "snapshot": snapshot,
+    "gpus": gpus,
+    "logscan": logscan,
+    "sweep": sweep,
+    "history": history,
+    "compare": compare,
+    "diagnose": diagnose,
+    "server": server,
+    "config": config_cmd,
 }
 
 Handler = Callable[[argparse.Namespace], "int | Awaitable[int]"]
@@ -42,21 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="config file (else $PLATEAU_CONFIG, else the XDG config)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMANDS.values():
-        module = _load_command_module(module_name)
-        if module is not None:
-            module.register(sub)
+    for module in COMMANDS.values():
+        module.register(sub)
     return parser
-
-
-def _load_command_module(module_name: str) -> Any | None:
-    qualified = f"console.commands.{module_name}"
-    try:
-        return importlib.import_module(qualified)
-    except ModuleNotFoundError as exc:
-        if exc.name == qualified:  # the command is not built yet; everything else is a real bug
-            return None
-        raise
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:

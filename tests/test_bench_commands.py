@@ -77,19 +77,20 @@ def test_bad_values_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["compare", "1", "2", "--db", str(tmp_path / "x.db")]) == 2
 
 
-def test_sweep_demo_starts_and_stops_the_simulator(
+def test_sweep_demo_starts_the_chosen_profile_and_stops_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "demo.db")
-    code = main(["sweep", "--demo", "--concurrency", "1,2", "--input-len", "16",
-                 "--output-len", "4", "--num-prompts", "2", "--json", "--db", db])  # fmt: skip
+    code = main(["sweep", "--demo", "--profile", "triton-moe", "--concurrency", "1,2",
+                 "--input-len", "16", "--output-len", "4", "--num-prompts", "2", "--json",
+                 "--db", db])  # fmt: skip
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert [s["status"] for s in data["steps"]] == ["ok", "ok"]
     assert main(["history", "--json", "--db", db]) == 0
     (run,) = json.loads(capsys.readouterr().out)
-    assert run["meta"]["host"] == "demo" and run["meta"]["profile"] == "cutlass-moe"
-    assert run["meta"]["flags"]["moe-runner-backend"] == "cutlass"
+    assert run["meta"]["host"] == "demo" and run["meta"]["profile"] == "triton-moe"
+    assert run["meta"]["flags"]["moe-runner-backend"] == "triton"
     assert run["meta"]["server_version"] == "0.5.23"
     port = int(run["meta"]["server_url"].rsplit(":", 1)[1])
     import socket

@@ -1,4 +1,4 @@
-"""Parsing SGLang's line format, grouping and classification (reference §2.1, §2.6)."""
+"""Parsing SGLang's line format, grouping and classification (docs/sglang.md §2.1, §2.6)."""
 
 from __future__ import annotations
 

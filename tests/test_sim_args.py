@@ -1,4 +1,5 @@
-"""The simulator's command line mimics SGLang 0.5.23's parser (reference §0, §1, Appendix A)."""
+"""The simulator's command line mimics SGLang 0.5.23's parser (docs/sglang.md §0, §1,
+Appendix A)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_resolution_of_auto_values() -> None:
     args, sim, argv = parse(["--model-path", "m"])
     cfg = resolve(args, sim, argv)
     sa = cfg.server_args
-    assert sa["chunked_prefill_size"] == 8192  # 96 GB class GPU (reference §1.6)
+    assert sa["chunked_prefill_size"] == 8192  # 96 GB class GPU (docs/sglang.md §1.6)
     assert sa["cuda_graph_max_bs_decode"] == 256
     assert 0.8 < sa["mem_fraction_static"] < 0.9
     assert sa["served_model_name"] == "m"

@@ -23,6 +23,7 @@ from textual.widgets import Input, Static
 
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.models import LogEvent, Severity
+from console.logs.own_requests import ProbeRate
 from console.logs.store import LogFilter, LogStore
 from widgets.log_lines import LogLines
 
@@ -54,6 +55,7 @@ class LogView(Vertical):
         Binding("N", "search_prev", "Prev match", id="log-search-prev", show=False),
         Binding("v", "cycle_severity", "Severity", id="log-severity"),
         Binding("R", "cycle_rank", "Rank", id="log-rank", show=False),
+        Binding("o", "toggle_own", "Own polls", id="log-own", show=False),
         Binding("escape", "clear", "Clear", id="log-clear", show=False),
         Binding("space", "toggle_follow", "Follow/pause", id="log-follow"),
         Binding("end,G", "follow_end", "End", id="log-end", show=False),
@@ -84,6 +86,8 @@ class LogView(Vertical):
         self.message_text = ""
         self._input_mode: str | None = None
         self._selected_row_id: int | None = None
+        self.probes = ProbeRate()
+        self.store.set_filter(LogFilter(hide_own=True))
 
     def compose(self) -> ComposeResult:
         yield LogLines(self.store, id="log-lines")
@@ -104,6 +108,7 @@ class LogView(Vertical):
         if not events:
             return
         added = self.store.append(events)
+        self.probes.add(events)
         if not self.is_mounted:
             return
         lines = self.lines
@@ -131,8 +136,7 @@ class LogView(Vertical):
         compiled = self._compile(pattern) if pattern else None
         if pattern and compiled is None:
             return False
-        flt = self.store.filter
-        self.set_filter(LogFilter(flt.min_severity, flt.ranks, compiled))
+        self.set_filter(self.store.filter.replace(pattern=compiled))
         return True
 
     def search(self, pattern: str, *, forward: bool = True) -> int | None:
@@ -179,22 +183,26 @@ class LogView(Vertical):
         current = flt.min_severity
         position = _SEVERITY_CYCLE.index(current) if current in _SEVERITY_CYCLE else 0
         severity = _SEVERITY_CYCLE[(position + 1) % len(_SEVERITY_CYCLE)]
-        self.set_filter(LogFilter(severity, flt.ranks, flt.pattern))
+        self.set_filter(flt.replace(min_severity=severity))
 
     def action_cycle_rank(self) -> None:
         flt = self.store.filter
         ranks = sorted(self.store.ranks_seen)
         options: list[frozenset[str] | None] = [None, *(frozenset({r}) for r in ranks)]
         position = options.index(flt.ranks) if flt.ranks in options else 0
-        self.set_filter(LogFilter(flt.min_severity, options[(position + 1) % len(options)],
-                                  flt.pattern))
+        self.set_filter(flt.replace(ranks=options[(position + 1) % len(options)]))
+
+    def action_toggle_own(self) -> None:
+        """Show or fold the console's own access lines (/ready, /metrics... polls)."""
+        flt = self.store.filter
+        self.set_filter(flt.replace(hide_own=not flt.hide_own))
 
     def action_clear(self) -> None:
         if self._input_mode is not None:
             self._close_input()
             return
         self.search("")
-        self.set_filter(LogFilter())
+        self.set_filter(LogFilter(hide_own=self.store.filter.hide_own))
 
     def action_toggle_follow(self) -> None:
         if self.follow:
@@ -333,8 +341,13 @@ class LogView(Vertical):
         if not self.follow and store.visible_count:
             parts.append((f"  at {self.lines.cursor + 1}", ""))
         parts.append((f"  {store.visible_count}/{store.line_count} lines", ""))
-        if store.filter.active:
+        if store.filter.narrowing:
             parts.append((f"  filter: {store.filter.describe()}", "italic"))
+        own = self.probes.per_minute
+        if store.filter.hide_own:
+            parts.append((f"  console polls: {own}/min folded (o: show)", "dim"))
+        else:
+            parts.append((f"  console polls: {own}/min shown (o: fold)", "dim"))
         if self.search_pattern is not None:
             parts.append((f"  search: /{self.search_pattern.pattern}/", "italic"))
         if store.dropped_lines:

@@ -89,7 +89,7 @@ class ServerStrip(Vertical):
 
     def _render_stats(self, stats: ServerStats) -> None:
         labels = {
-            "gen": f"gen {_num(stats.gen_throughput, '.0f')} tok/s",
+            "gen": _gen_label(stats),
             "running": f"running {_num(stats.running_reqs, '.0f')}",
             "queued": f"queued {_num(stats.queue_reqs, '.0f')}",
             "usage": f"token usage {_num(stats.token_usage, '.2f')}",
@@ -124,6 +124,15 @@ class ServerStrip(Vertical):
             text.append(f"  retractions {stats.retractions}", style="bold yellow")
         text.append(f"  [{stats.source}]", style="dim")
         return text
+
+
+def _gen_label(stats: ServerStats) -> str:
+    """The current rate, or, when nothing has generated for a while, that it is idle and what
+    the last rate was (never an old rate as if it were current)."""
+    if stats.gen_idle:
+        last = "" if stats.gen_last is None else f", was {stats.gen_last:.0f}"
+        return f"gen idle{last}"
+    return f"gen {_num(stats.gen_throughput, '.0f')} tok/s"
 
 
 def _num(value: float | int | None, fmt: str) -> str:

@@ -24,8 +24,8 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
-from console.app.commands import PlateauCommands
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
+from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.modals import (
     ABPicker,
@@ -114,7 +114,7 @@ class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
     BINDINGS: ClassVar = app_bindings()
-    COMMANDS = App.COMMANDS | {PlateauCommands}
+    COMMANDS = App.COMMANDS | {PaletteProvider}
     MODES: ClassVar = {
         "dashboard": DashboardScreen,
         "history": HistoryScreen,

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from console.commands.config_cmd import _flatten
 from console.config import LoadedConfig, redacted
 from console.session.state import HostState
+from console.store.db import RunStore
+from console.store.models import RunRecord, StepResult
 
 HISTORY_COLUMNS = ("run", "started", "status", "profile", "steps", "best total tok/s")
 COMPARE_COLUMNS = ("concurrency", "A total tok/s", "B total tok/s", "Δ tok/s", "Δ %")
-
-
-def optional(module: str, name: str) -> Any | None:
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ModuleNotFoundError, AttributeError):
-        return None
 
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
@@ -30,11 +23,10 @@ def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     ]
 
 
-def _open_store(path: Path | None) -> Any | None:
+def _open_store(path: Path | None) -> RunStore | None:
     if path is None or not path.exists():
         return None
-    store_cls = optional("console.store.db", "RunStore")
-    return None if store_cls is None else store_cls(path)
+    return RunStore(path)
 
 
 def history_rows(
@@ -87,7 +79,7 @@ def compare_rows(store_path: Path | None, host: str) -> tuple[list[tuple[str, ..
     return rows, f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
 
 
-def latest_two_runs(store_path: Path | None, host: str) -> tuple[Any, Any] | None:
+def latest_two_runs(store_path: Path | None, host: str) -> tuple[RunRecord, RunRecord] | None:
     """(A, B) RunRecords: the two latest runs of `host`, older first."""
     store = _open_store(store_path)
     if store is None:
@@ -101,7 +93,7 @@ def latest_two_runs(store_path: Path | None, host: str) -> tuple[Any, Any] | Non
         store.close()
 
 
-def _totals(steps: list[Any]) -> dict[int, float]:
+def _totals(steps: list[StepResult]) -> dict[int, float]:
     out: dict[int, float] = {}
     for step in steps:
         if step.metrics is not None and step.status == "ok":
@@ -112,9 +104,3 @@ def _totals(steps: list[Any]) -> dict[int, float]:
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
-
-def topology_text(topology: Any) -> str:
-    if topology is None:
-        return "no topology yet (the GPU collector reports it once per connection)"
-    text = getattr(topology, "text", None)
-    return text if isinstance(text, str) else str(topology)

@@ -235,7 +235,7 @@ class BenchServingEngine:
         emit(StepPhase(index, "measure", shlex.join(argv)))
         lines: list[str] = []
         # stderr carries warnings and tracebacks; merge it so a crash is visible.
-        shell = ["sh", "-c", shlex.join(argv) + " 2>&1"]
+        shell = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]  # argv stays data, never parsed
         stream = await self.transport.stream_lines(shell, env=self.env)
         self._stream = stream
         try:

@@ -100,8 +100,12 @@ async def run_sweep(
     cancel_event: asyncio.Event | None = None,
     snapshot_server_info: bool = True,
     headers: Sequence[tuple[str, str]] | None = None,
+    recorder: Any = None,
 ) -> SweepFinished:
-    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order."""
+    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
+
+    `recorder` (a console.diagnose EvidenceRecorder) collects each step's diagnosis
+    evidence; its failures never fail the sweep."""
     emit = on_event or (lambda _event: None)
     meta = meta or RunMeta()
     if snapshot_server_info and meta.server_info is None:
@@ -118,6 +122,8 @@ async def run_sweep(
         update={"engine": engine.name, "server_url": meta.server_url or base_url}
     )
     run_id = store.create_run(meta) if store is not None else None
+    if recorder is not None:
+        await _quietly(recorder.start(run_id, meta.server_info))
     plan = [(c, r) for c in spec.concurrency for r in range(spec.repeats)]
     emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
     results: list[StepResult] = []
@@ -129,6 +135,8 @@ async def run_sweep(
                 status = "cancelled"
                 break
             emit(StepStarted(index, concurrency, repeat, len(plan)))
+            if recorder is not None:
+                await _quietly(recorder.step_started(index))
             started = time.time()
             error: str | None = None
             metrics = None
@@ -164,6 +172,8 @@ async def run_sweep(
             )
             if store is not None and run_id is not None:
                 store.add_step(run_id, result)
+            if recorder is not None:
+                await _quietly(recorder.step_finished(result))
             results.append(result)
             emit(StepFailed(result) if error else StepFinished(result))
             if error and spec.stop_on_failure:
@@ -185,11 +195,23 @@ async def run_sweep(
     finally:
         with contextlib.suppress(Exception):
             await engine.close()
+        if recorder is not None:
+            await _quietly(recorder.close())
     if store is not None and run_id is not None:
         store.finish_run(run_id, status)  # type: ignore[arg-type]
     finished = SweepFinished(run_id, status, tuple(results))  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+async def _quietly(work: Awaitable[Any]) -> None:
+    """Evidence is a bonus: a failing recorder must never cost the sweep its steps."""
+    try:
+        await asyncio.wait_for(work, timeout=30)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        pass  # the diagnosis says what it could not check
 
 
 async def _stop_step(task: asyncio.Future[Any], engine: Engine) -> None:

@@ -24,9 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, run_console
-    from console.session.demo import demo_loaded_config, demo_profile
+    from console.config import LoadedConfig
+    from console.jobs.target import demo_profile, temp_demo
 
-    loaded, _run_dir = demo_loaded_config(args.seed, args.startup_seconds, args.run_dir)
+    config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
+    loaded = LoadedConfig(config, None)
     launch = Launch(
         loaded,
         launch_profile=demo_profile(loaded.config),

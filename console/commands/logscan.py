@@ -150,6 +150,9 @@ def format_report(report: ScanReport) -> str:
         if batches.mean_gen_throughput is not None:
             out.append(f"  mean gen throughput   {batches.mean_gen_throughput:,.2f} tok/s "
                        "(decode lines with running requests)")
+        if batches.decode_lines_not_rate:
+            out.append(f"  not a rate            {batches.decode_lines_not_rate} decode line(s) "
+                       "right after idle (their window spans the idle time; not counted)")
         if batches.peak_input_throughput is not None:
             out.append(f"  peak input throughput {batches.peak_input_throughput:,.2f} tok/s")
         out.append(f"  max running requests  {_fmt(batches.max_running_reqs)}")

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
-import platformdirs
 
 from console.config import load_config
-from console.config_models import PlateauConfig, ServerProfile
-from console.demo import demo_config, free_port
 from console.errors import UsageError
 from console.host.factory import transport_for
+from console.jobs import server as server_jobs
+from console.jobs.target import standing_demo
 from console.server.events import (
     CommandShown,
     LifecycleDone,
@@ -26,7 +23,7 @@ from console.server.events import (
     PhaseProgress,
     PhaseStarted,
 )
-from console.server.lifecycle import LifecycleOptions, ServerLifecycle, ServerStatus
+from console.server.lifecycle import LifecycleOptions, ServerStatus
 
 ACTIONS = ("status", "start", "stop", "restart")
 EXIT_NOT_RUNNING = 3
@@ -51,34 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="queue behind a running sweep/restart instead of refusing")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print log lines")
     parser.set_defaults(handler=run)
-
-
-def demo_run_dir() -> Path:
-    """A fixed place, so `start`, `status` and `stop` in separate invocations agree."""
-    return Path(platformdirs.user_state_dir("plateau")) / "demo-server"
-
-
-def demo_setup() -> PlateauConfig:
-    run_dir = demo_run_dir()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    port_file = run_dir / "port"
-    try:
-        port = int(port_file.read_text().strip())
-    except (OSError, ValueError):
-        port = free_port()
-        port_file.write_text(f"{port}\n")
-    return demo_config(run_dir, port=port, startup_seconds=2.0)
-
-
-def pick_profile(config: PlateauConfig, wanted: str | None, default: str | None
-                 ) -> tuple[str, ServerProfile]:
-    name = wanted or default or next(iter(config.profiles), None)
-    if name is None:
-        raise UsageError("no launch profiles configured ([profiles.NAME] in the config)")
-    if name not in config.profiles:
-        known = ", ".join(sorted(config.profiles)) or "none"
-        raise UsageError(f"unknown profile {name!r} (known: {known})")
-    return name, config.profiles[name]
 
 
 class EventPrinter:
@@ -133,7 +102,7 @@ def _duration(seconds: float) -> str:
 async def run(args: argparse.Namespace) -> int:
     if args.demo and args.host:
         raise UsageError("give a HOST or --demo, not both")
-    config = demo_setup() if args.demo else load_config(args.config).config
+    config = standing_demo() if args.demo else load_config(args.config).config
     try:
         host = config.host(args.host)
     except KeyError as exc:
@@ -141,7 +110,7 @@ async def run(args: argparse.Namespace) -> int:
     transport = transport_for(host)
     await transport.connect()
     try:
-        life = ServerLifecycle(
+        life = server_jobs.lifecycle_for(
             transport,
             host,
             options=LifecycleOptions(
@@ -154,13 +123,11 @@ async def run(args: argparse.Namespace) -> int:
             print(format_status(status))
             return 0 if status.running else EXIT_NOT_RUNNING
         if args.action == "stop":
-            await life.stop(printer, wait=args.wait)
-            return 0
-        name, profile = pick_profile(config, args.profile, host.profile)
-        if args.action == "start":
-            await life.start(name, profile, printer, wait=args.wait)
+            await server_jobs.stop(life, printer, wait=args.wait)
+        elif args.action == "start":
+            await server_jobs.start(life, config, args.profile, printer, wait=args.wait)
         else:
-            await life.restart(name, profile, printer, wait=args.wait)
+            await server_jobs.restart(life, config, args.profile, printer, wait=args.wait)
         return 0
     finally:
         await transport.close()

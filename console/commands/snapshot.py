@@ -54,9 +54,11 @@ async def _run(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, SnapshotSpec, take_snapshot
 
     if args.demo:
-        from console.session.demo import demo_loaded_config, demo_profile
+        from console.config import LoadedConfig
+        from console.jobs.target import demo_profile, temp_demo
 
-        loaded, run_dir = demo_loaded_config(args.seed, startup_seconds=2.0)
+        config, run_dir = temp_demo(args.seed, startup_seconds=2.0)
+        loaded = LoadedConfig(config, None)
         launch = Launch(
             loaded,
             launch_profile=demo_profile(loaded.config),

@@ -129,7 +129,7 @@ class LocalTransport(ProcessOps):
         except TimeoutError:
             await _terminate_group(process, grace=0.5)
             raise TransportError(f"{self._host_name}: command timed out after {timeout} s: "
-                                 f"{scripts.command_line(argv)[:200]}") from None
+                                 f"{scripts.display(argv)[:200]}") from None
         return CommandResult(
             tuple(argv),
             process.returncode if process.returncode is not None else -1,
@@ -159,6 +159,9 @@ class LocalTransport(ProcessOps):
             scripts.with_env(argv, env), stderr=asyncio.subprocess.DEVNULL
         )
         return LocalLineStream(process)
+
+    async def home_dir(self) -> str:
+        return os.path.expanduser("~")
 
     async def read_file(self, path: str) -> bytes:
         try:

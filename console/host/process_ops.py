@@ -38,6 +38,15 @@ class ProcessOps:
         pid = int(lines[-1])
         return DetachedProcess(pid=pid, pgid=pid, log_path=log_path)
 
+    async def home_dir(self) -> str:
+        raise NotImplementedError
+
+    async def resolve_path(self, path: str) -> str:
+        """PATH with a leading `~` replaced by the host's home directory."""
+        if not path.startswith("~"):
+            return path
+        return scripts.resolve_home(path, await self.home_dir())
+
     async def signal_group(self, pgid: int, signal_name: str) -> bool:
         result = await self.run(scripts.signal_argv(pgid, signal_name), timeout=10)
         return result.ok

@@ -1,11 +1,13 @@
-"""Shell snippets shared by the transports, each a constant script taking argv as "$@".
+"""Shell snippets shared by the transports, each a constant script taking argv as "$@",
+and the one fixed bootstrap every SSH exec request carries (`command_line`).
 
-The scripts themselves never contain user data: values travel as positional arguments,
-quoted with `shlex.join`, so nothing a user types is ever parsed as shell.
+The scripts never contain user data: values travel as positional arguments, and over SSH as
+base64 words decoded on the host, so nothing a user types is ever parsed by any shell.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -74,10 +76,77 @@ def signal_argv(pgid: int, signal_name: str) -> list[str]:
     return ["kill", f"-{name}", "--", f"-{pgid}"]
 
 
+# sshd hands an exec request's text to the user's LOGIN shell (`$SHELL -c TEXT`), and login
+# shells disagree about quoting: fish treats \' and \\ inside '...' as escapes, tcsh expands
+# `!` and refuses newlines inside quotes, zsh expands a word starting with `=`. `shlex.join` is
+# right for POSIX sh only. So the text sent is always this fixed program, single-quoted, with no
+# backslash, `!`, newline or quote inside (identical under bash, dash, zsh, fish and tcsh),
+# followed by one word per argument: "x" + standard base64 (letters, digits, `+/=`, never
+# empty, never starting with `=`), which no shell expands. The program decodes each word and
+# execs the argv: the arguments themselves are never parsed by any shell.
+# Host requirements: a POSIX `sh` and `base64 -d` (coreutils or busybox) in the login PATH.
+BOOTSTRAP = (
+    'for a in "$@"; do shift; x=$(printf %s "${a#x}" | base64 -d && echo .) || exit 125; '
+    'set -- "$@" "${x%.}"; done; exec "$@"'
+)
+BOOTSTRAP_PREFIX = f"sh -c '{BOOTSTRAP}' sh"
+BOOTSTRAP_NEEDS = (
+    "Plateau sends every command through a fixed `sh -c` bootstrap (whatever the login shell) "
+    "and needs a POSIX `sh` and `base64` (coreutils) on the host's PATH"
+)
+
+# Run through the bootstrap once per connection: proves it works and reports $HOME, the
+# directory `~` means on the host (never the client's).
+PROBE = 'printf "plateau-home:%s\\n" "$HOME"'
+_PROBE_PREFIX = "plateau-home:"
+
+
+def parse_probe(stdout: str) -> str | None:
+    """The home directory from PROBE's output (login scripts may print before it), or None."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(_PROBE_PREFIX):
+            home = line.removeprefix(_PROBE_PREFIX).rstrip("/") or "/"
+            return home if home.startswith("/") else None
+    return None
+
+
+def resolve_home(path: str, home: str) -> str:
+    """`~` and `~/...` resolved against the host's home; other paths unchanged (`~user` is
+    refused by the config, so it never gets here)."""
+    if path == "~":
+        return home
+    if path.startswith("~/"):
+        return home.rstrip("/") + path[1:]
+    return path
+
+# Linux caps one argv string at MAX_ARG_STRLEN (32 pages = 128 KiB), and the whole exec text is
+# ONE argument of the login shell (`$SHELL -c TEXT`); base64 grows data by 4/3. Past this the
+# host answers "Connection reset by peer" or "Argument list too long", so refuse it here.
+MAX_COMMAND_BYTES = 120 * 1024
+
+
+class CommandTooLong(ValueError):
+    """The encoded command would not fit in one exec request on Linux."""
+
+
 def command_line(argv: Sequence[str]) -> str:
-    """The single command string an SSH exec request carries."""
+    """The single command string an SSH exec request carries: the fixed bootstrap plus one
+    base64 word per argument (see BOOTSTRAP)."""
     if not argv:
         raise ValueError("empty command")
     if any("\x00" in arg for arg in argv):
         raise ValueError("command arguments cannot contain NUL bytes")
+    words = ["x" + base64.b64encode(arg.encode("utf-8", "surrogateescape")).decode("ascii")
+             for arg in argv]
+    text = " ".join([BOOTSTRAP_PREFIX, *words])
+    if len(text) > MAX_COMMAND_BYTES:
+        raise CommandTooLong(
+            f"command too long for one remote exec ({len(text) // 1024} KiB encoded, limit "
+            f"{MAX_COMMAND_BYTES // 1024} KiB): {display(argv)[:120]}..."
+        )
+    return text
+
+
+def display(argv: Sequence[str]) -> str:
+    """How an argv is shown to the operator (POSIX quoting; what runs is exactly `argv`)."""
     return shlex.join(argv)

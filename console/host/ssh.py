@@ -5,6 +5,10 @@
 - Streams run under a stdin-EOF watchdog: closing our side kills the remote process group
   (closing a channel alone does not, and SSH signals are refused for root logins).
 - After a drop the connection is re-established with backoff; callers see events.
+- Every exec request is the fixed bootstrap of `scripts.command_line`, so the user's login
+  shell (bash, dash, zsh, fish, tcsh, ...) never parses an argument. Each new connection is
+  probed once: the probe proves the bootstrap works there (clear error if not) and learns the
+  home directory, which resolves `~` in host paths (`resolve_path`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from console.host import scripts
 from console.host.hostkeys import VerifyingClient, match_known_hosts
 from console.host.process_ops import ProcessOps
 from console.host.transport import CommandResult, ConnectionEvent
+from console.text import sanitize
 
 MAX_SESSIONS = 8  # OpenSSH allows 10 per connection; keep headroom for an SFTP or a human.
 
@@ -182,6 +187,7 @@ class SshTransport(ProcessOps):
         self._closing = False
         self._ever_connected = False
         self._reconnect_task: asyncio.Task[None] | None = None
+        self._home: str | None = None  # the host's home directory, from the connection probe
 
     @property
     def host_name(self) -> str:
@@ -210,12 +216,42 @@ class SshTransport(ProcessOps):
             if self._closing:
                 raise TransportError(f"{self._host_name}: transport is closed")
             if not self._ever_connected:
-                self._conn = await self._open()
+                connection = await self._open()
+                try:
+                    self._home = await self._probe(connection)
+                except BaseException:
+                    connection.close()
+                    raise
+                self._conn = connection
                 self._ever_connected = True
                 self._emit("connected", f"{self._address}:{self._port}")
             else:
                 self._conn = await self._reconnect_with_backoff()
             return self._conn
+
+    async def _probe(self, connection: asyncssh.SSHClientConnection) -> str:
+        """Run the bootstrap once on a fresh connection; its answer is the home directory."""
+        try:
+            result = await connection.run(
+                scripts.command_line(scripts.sh(scripts.PROBE)), check=False,
+                timeout=self._connect_timeout * 3, errors="replace",
+            )
+        except (asyncssh.Error, OSError) as exc:
+            raise TransportError(f"{self._host_name}: cannot run commands: {exc}") from None
+        home = scripts.parse_probe(_text(result.stdout))
+        if result.exit_status != 0 or home is None:
+            detail = " ".join(_text(result.stderr).split())[:300] or f"exit {result.exit_status}"
+            raise TransportError(
+                f"{self._host_name}: cannot run remote commands: {scripts.BOOTSTRAP_NEEDS} "
+                f"(the host said: {sanitize(detail)})"
+            )
+        return home
+
+    async def home_dir(self) -> str:
+        """The login user's home directory on the host (absolute)."""
+        await self.connection()
+        assert self._home is not None
+        return self._home
 
     async def _reconnect_with_backoff(self) -> asyncssh.SSHClientConnection:
         delay = 0.5
@@ -224,6 +260,7 @@ class SshTransport(ProcessOps):
             self._emit("reconnecting", f"attempt {attempt}")
             try:
                 connection = await self._open()
+                self._home = await self._probe(connection)
             except HostKeyError:
                 raise
             except TransportError as exc:
@@ -316,7 +353,7 @@ class SshTransport(ProcessOps):
         timeout: float | None = 60.0,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        command = scripts.command_line(scripts.with_env(argv, env))
+        command = self._command(scripts.with_env(argv, env))
         async with self._sessions:
             connection = await self.connection()
             try:
@@ -325,7 +362,8 @@ class SshTransport(ProcessOps):
                 )
             except asyncssh.TimeoutError:
                 raise TransportError(
-                    f"{self._host_name}: command timed out after {timeout} s: {command[:200]}"
+                    f"{self._host_name}: command timed out after {timeout} s: "
+                    f"{scripts.display(argv)[:200]}"
                 ) from None
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: command failed: {exc}") from None
@@ -339,9 +377,7 @@ class SshTransport(ProcessOps):
     async def stream_lines(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> SshLineStream:
-        command = scripts.command_line(
-            scripts.sh(scripts.WATCHDOG, *scripts.with_env(argv, env))
-        )
+        command = self._command(scripts.sh(scripts.WATCHDOG, *scripts.with_env(argv, env)))
         await self._sessions.acquire()
         try:
             connection = await self.connection()
@@ -361,7 +397,7 @@ class SshTransport(ProcessOps):
             connection = await self.connection()
             try:
                 result = await connection.run(
-                    scripts.command_line(["cat", "--", path]), encoding=None, check=False
+                    self._command(["cat", "--", path]), encoding=None, check=False
                 )
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot read {path}: {exc}") from None
@@ -371,7 +407,7 @@ class SshTransport(ProcessOps):
         return bytes(result.stdout or b"")
 
     async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
-        command = scripts.command_line(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
+        command = self._command(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
         async with self._sessions:
             connection = await self.connection()
             try:
@@ -381,6 +417,12 @@ class SshTransport(ProcessOps):
         if result.exit_status != 0:
             detail = _text(result.stderr).strip()
             raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
+
+    def _command(self, argv: Sequence[str]) -> str:
+        try:
+            return scripts.command_line(argv)
+        except scripts.CommandTooLong as exc:
+            raise TransportError(f"{self._host_name}: {exc}") from None
 
     async def forward_port(self, remote_port: int) -> SshPortForward:
         await self.connection()

@@ -1,7 +1,8 @@
 """The Transport protocol every service is written against.
 
-Commands are always argv lists; implementations quote them with `shlex.join` when a shell
-is involved, so nothing a user types is ever parsed as shell.
+Commands are always argv lists. LocalTransport execs them directly; SshTransport sends a
+fixed bootstrap carrying the arguments as base64 (see `scripts.command_line`), so nothing a
+user types is ever parsed by a shell, whatever the host's login shell is.
 """
 
 from __future__ import annotations
@@ -116,6 +117,14 @@ class Transport(Protocol):
         ...
 
     async def is_alive(self, pid: int) -> bool: ...
+
+    async def home_dir(self) -> str:
+        """The home directory on the host (resolved there once per connection)."""
+        ...
+
+    async def resolve_path(self, path: str) -> str:
+        """PATH with a leading `~` resolved on the host: use the result everywhere."""
+        ...
 
     async def read_file(self, path: str) -> bytes: ...
 

@@ -1,4 +1,4 @@
-"""`Prefill batch` / `Decode batch` lines as typed stats (reference §2.2, §2.3).
+"""`Prefill batch` / `Decode batch` lines as typed stats (docs/sglang.md §2.2, §2.3).
 
 Fields are read as `key: value` pairs, never by position: the set of fields depends on the
 version (old releases write `Decode batch.`), spec decoding, PD disaggregation, hybrid pools

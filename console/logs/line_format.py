@@ -1,4 +1,4 @@
-"""SGLang's line format (reference §2.1, §2.6): prefix, rank parts, uvicorn level/access lines.
+"""SGLang's line format (docs/sglang.md §2.1, §2.6): prefix, rank parts, uvicorn level/access lines.
 
 `[%(asctime)s{.ms}{ranks}] %(message)s` with ranks in the emitted order
 DP, PP, ATTN_CP, MOE_DP, TP, EP (the in-tree log_parser.py has the order wrong).

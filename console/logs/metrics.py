@@ -1,6 +1,6 @@
 """`/metrics` (with `--enable-metrics`) as a typed snapshot; parsed by prometheus-client.
 
-Scheduler series carry `tp_rank`/`dp_rank`/... labels (reference §3.6). Per DP group the TP
+Scheduler series carry `tp_rank`/`dp_rank`/... labels (docs/sglang.md §3.6). Per DP group the TP
 ranks report the same value, so a gauge is reduced as: max within a dp_rank, then summed across
 dp_ranks for counts and rates, or max across dp_ranks for usages/ratios.
 """

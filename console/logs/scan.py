@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from console.logs.batch_stats import batch_stats
 from console.logs.catalogue import Catalogue, default_catalogue
+from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
 
 _MAX_OTHER = 1000
@@ -93,6 +94,8 @@ class CudaGraphOffPeriod(BaseModel):
 class BatchSummary(BaseModel):
     prefill_lines: int = 0
     decode_lines: int = 0
+    decode_lines_not_rate: int = 0
+    """Decode lines right after an idle spell: their throughput is not a rate (not counted)."""
     peak_gen_throughput: float | None = None
     peak_gen_line: int | None = None
     peak_gen_timestamp: str | None = None
@@ -123,6 +126,7 @@ class _LaunchState:
                              start_timestamp=event.timestamp)
         self.marks: dict[str, tuple[int, str | None]] = {}
         self.elapsed: dict[str, float] = {}
+        self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
 
     def mark(self, key: str, event: LogEvent, *, last: bool = False) -> None:
         if last or key not in self.marks:
@@ -143,6 +147,7 @@ class LogScanner:
         self._accept_sum = 0.0
         self._accept_n = 0
         self._graph_off: CudaGraphOffPeriod | None = None
+        self._rate_gate = DecodeRateGate()
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         report = self.report_
@@ -236,6 +241,7 @@ class LogScanner:
         summary = self.report_.batches
         line = event.seq + 1
         if stats.kind == "prefill":
+            self._rate_gate.prefill(stats.running_reqs, stats.timestamp)
             summary.prefill_lines += 1
             if stats.input_throughput is not None:
                 summary.peak_input_throughput = _max(summary.peak_input_throughput,
@@ -243,6 +249,9 @@ class LogScanner:
         else:
             summary.decode_lines += 1
             gen = stats.gen_throughput
+            if not self._rate_gate.decode_is_rate(stats.timestamp):
+                gen = None  # the first line after idle: its window spans the idle spell
+                summary.decode_lines_not_rate += 1
             if gen is not None:
                 if summary.peak_gen_throughput is None or gen > summary.peak_gen_throughput:
                     summary.peak_gen_throughput = gen
@@ -308,9 +317,11 @@ class LogScanner:
             state.mark("graph_end", event, last=True)
             found = _ELAPSED.search(message)
             if found:
-                state.elapsed["CUDA graph capture"] = round(
-                    state.elapsed.get("CUDA graph capture", 0.0) + float(found.group(1)), 3
-                )
+                # Every rank captures at the same time: sum a rank's captures (prefill, then
+                # decode graphs), never the ranks' (8 ranks of 1.2 s are 1.2 s of startup).
+                per_rank = state.graph_elapsed
+                per_rank[event.ranks] = per_rank.get(event.ranks, 0.0) + float(found.group(1))
+                state.elapsed["CUDA graph capture"] = round(max(per_rank.values()), 3)
         elif message.startswith("max_total_num_tokens="):
             state.mark("scheduler_ready", event)
         elif message.startswith("Engine startup timings (s):"):

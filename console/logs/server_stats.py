@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, decode_values
 from console.logs.classify import BATCH_PREFIXES
+from console.logs.decode_rate import DecodeRateGate
 from console.logs.metrics import MetricsSnapshot
 from console.logs.models import LogEvent
 
@@ -34,18 +36,31 @@ class ServerStats:
     retractions: int = 0
     """KV-pool-full retractions seen in the log since the aggregator started."""
     last_timestamp: str | None = None
+    gen_idle: bool = False
+    """No generation for IDLE_AFTER_S (or /metrics says nothing runs): `gen_throughput` is
+    None and `gen_last` is the last rate seen, for "idle · last N tok/s"."""
+    gen_last: float | None = None
     version: int = 0
     """Increments on every change, so a widget can skip identical updates."""
 
 
 _RETRACT_IDS = frozenset({"kv-pool-full-retract", "decode-oom-retract-legacy"})
+IDLE_AFTER_S = 10.0
+"""A gen rate older than this is not shown as current (SGLang logs a Decode line every 40
+decode steps, about once a second under load; its own /metrics gauge goes to 0 after 30 s)."""
 
 
 class StatsAggregator:
     """Feed events (or BatchStats, or metrics snapshots); read `snapshot()` at 1-2 Hz."""
 
-    def __init__(self, history: int = 120) -> None:
+    def __init__(
+        self, history: int = 120, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.history = history
+        self.clock = clock
+        self._gate = DecodeRateGate()
+        self._rate_at: float | None = None  # clock() when the last real rate arrived
+        self._gen_last: float | None = None
         self._gen: deque[float] = deque(maxlen=history)
         self._running: deque[float] = deque(maxlen=history)
         self._queue: deque[float] = deque(maxlen=history)
@@ -78,6 +93,9 @@ class StatsAggregator:
                         self.add(stats)
                         used += 1
                     continue
+                rate = self._gate.decode_is_rate(event.timestamp)
+                if not rate:  # the window spans an idle spell: keep the last real rate
+                    values = (*values[:4], -1.0, *values[5:])
                 pending = values
                 # The standard decode line, applied as add(parse_batch_message(...)) would.
                 run, queued, use, on, tput, _tokens, _accept = values
@@ -85,7 +103,9 @@ class StatsAggregator:
                 queue.append(float(queued))
                 usage.append(use)
                 graph.append(on)
-                gen.append(tput)
+                if rate:
+                    gen.append(tput)
+                    self._fresh_rate(tput)
                 if event.timestamp is not None:
                     latest["last_timestamp"] = event.timestamp
                 used += 1
@@ -108,7 +128,8 @@ class StatsAggregator:
         latest["queue_reqs"] = float(queued)
         latest["token_usage"] = use
         latest["cuda_graph"] = on
-        latest["gen_throughput"] = tput
+        if tput >= 0:
+            latest["gen_throughput"] = tput
         latest["num_tokens"] = tokens
         latest["accept_len"] = accept
 
@@ -127,14 +148,18 @@ class StatsAggregator:
             self._graph.append(stats.cuda_graph)
             latest["cuda_graph"] = stats.cuda_graph
         if stats.kind == "decode":
-            if stats.gen_throughput is not None:
+            rate = self._gate.decode_is_rate(stats.timestamp)
+            if stats.gen_throughput is not None and rate:
                 self._gen.append(stats.gen_throughput)
                 latest["gen_throughput"] = stats.gen_throughput
+                self._fresh_rate(stats.gen_throughput)
             if stats.num_tokens is not None:
                 latest["num_tokens"] = stats.num_tokens
             latest["accept_len"] = stats.accept_len
-        elif stats.input_throughput is not None:
-            latest["input_throughput"] = stats.input_throughput
+        else:
+            self._gate.prefill(stats.running_reqs, stats.timestamp)
+            if stats.input_throughput is not None:
+                latest["input_throughput"] = stats.input_throughput
         if stats.timestamp is not None:
             latest["last_timestamp"] = stats.timestamp
         self._source = "log"
@@ -143,8 +168,11 @@ class StatsAggregator:
     def add_metrics(self, snapshot: MetricsSnapshot) -> None:
         """A `/metrics` scrape; it is authoritative over batch lines when both arrive."""
         latest = self._latest
+        gen = snapshot.gen_throughput
+        if snapshot.running_reqs == 0:
+            gen = 0.0 if gen is not None else None  # a gauge left over from the last batch
         pairs = (
-            ("gen_throughput", snapshot.gen_throughput, self._gen),
+            ("gen_throughput", gen, self._gen),
             ("running_reqs", snapshot.running_reqs, self._running),
             ("queue_reqs", snapshot.queue_reqs, self._queue),
             ("token_usage", snapshot.token_usage, self._usage),
@@ -158,8 +186,35 @@ class StatsAggregator:
             latest["cuda_graph"] = snapshot.cuda_graph
         if snapshot.spec_accept_length is not None:
             latest["accept_len"] = snapshot.spec_accept_length
+        if snapshot.running_reqs == 0:
+            self._go_idle()
+        elif gen is not None:
+            self._fresh_rate(gen)
         self._source = "metrics"
         self._changed()
+
+    def _fresh_rate(self, value: float) -> None:
+        self._rate_at = self.clock()
+        self._gen_last = value
+        self._latest.pop("gen_idle", None)
+
+    def _go_idle(self) -> None:
+        latest = self._latest
+        if latest.get("gen_throughput") is not None:
+            self._gen_last = latest["gen_throughput"]  # type: ignore[assignment]
+        latest["gen_throughput"] = None
+        latest["gen_idle"] = True
+
+    def expire(self) -> bool:
+        """Age the gen rate out after IDLE_AFTER_S without a new one; True when that changed
+        the snapshot (the caller re-publishes it). Call every second or two."""
+        if self._latest.get("gen_idle") or self._rate_at is None:
+            return False
+        if self.clock() - self._rate_at < IDLE_AFTER_S:
+            return False
+        self._go_idle()
+        self._changed()
+        return True
 
     def snapshot(self) -> ServerStats:
         if self._snapshot is None:
@@ -181,6 +236,8 @@ class StatsAggregator:
                 cuda_graph_history=tuple(self._graph),
                 retractions=self._retractions,
                 last_timestamp=latest.get("last_timestamp"),  # type: ignore[arg-type]
+                gen_idle=bool(latest.get("gen_idle")),
+                gen_last=self._gen_last,
                 version=self._version,
             )
         return self._snapshot

@@ -23,7 +23,7 @@ class Phase(StrEnum):
 
 
 class StartupStep(StrEnum):
-    """What the server's log says it is doing (reference §2.4), in order."""
+    """What the server's log says it is doing (docs/sglang.md §2.4), in order."""
 
     LAUNCHED = "launched"
     ARGS = "server args"

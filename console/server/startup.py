@@ -1,6 +1,6 @@
 """Reading SGLang's startup log: which phase it is in, and why it failed.
 
-The strings are SGLang 0.5.23's (reference §2.4, §2.5); they have been stable for several
+The strings are SGLang 0.5.23's (docs/sglang.md §2.4, §2.5); they have been stable for several
 releases. Unknown lines are simply not progress; failure reasons fall back to the last lines.
 """
 

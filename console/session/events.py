@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
+from console.bench.models import StepResult
+from console.gpu.models import GpuHeader, GpuSample
+from console.jobs.ab import ABResult
 from console.logs.models import LogEvent
+from console.logs.server_stats import ServerStats as StatsSnapshot
 
 ConnectionStatus = Literal["connecting", "connected", "lost", "reconnecting", "failed", "closed"]
 ServerStateName = Literal["unknown", "stopped", "starting", "ready", "stopping", "failed"]
@@ -28,7 +32,7 @@ class GpuUpdate:
     """The newest tick of every GPU (a console.gpu.models.GpuSample)."""
 
     host: str
-    sample: Any
+    sample: GpuSample
     at: datetime | None = None
 
 
@@ -37,7 +41,7 @@ class TopologyUpdate:
     """Sent once per agent connection: GPUs, topology, NVLink (a console.gpu GpuHeader)."""
 
     host: str
-    header: Any
+    header: GpuHeader
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,7 @@ class ServerStats:
     """The rolling server stats (console.logs.server_stats.ServerStats snapshot)."""
 
     host: str
-    stats: Any
+    stats: StatsSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +88,7 @@ class SweepPointDone:
 
     host: str
     run_id: str
-    point: Any
+    point: StepResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +101,7 @@ class SweepDone:
 
 @dataclass(frozen=True, slots=True)
 class ABUpdate:
-    """A/B progress: `stage` is console.server.ab's stage, or "failed" / "cancelled";
+    """A/B progress: `stage` is console.jobs.ab's stage, or "failed" / "cancelled";
     `result` (an ABResult) comes with stage "done"."""
 
     host: str
@@ -106,7 +110,7 @@ class ABUpdate:
     name_b: str
     preset: str
     message: str = ""
-    result: Any = None
+    result: ABResult | None = None
 
     @property
     def running(self) -> bool:

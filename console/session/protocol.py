@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Protocol
 
-from console.config_models import HostConfig
+from console.config_models import HostConfig, ServerProfile
+from console.server.flags import FlagSchema
+from console.server.records import LaunchRecord
 from console.session.events import SessionEvent
 from console.session.state import HostState
 
@@ -32,15 +34,15 @@ class Session(Protocol):
 
     async def start_ab(self, a: str, b: str, preset: str = "default") -> None: ...
 
-    def set_profiles(self, profiles: dict[str, Any]) -> None:
+    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         """The console's profile list changed (saved or kept from the flags editor)."""
         ...
 
-    async def flag_schema(self, profile: str) -> Any:
+    async def flag_schema(self, profile: str) -> FlagSchema:
         """The host's discovered flag schema (console.server FlagSchema) for `profile`."""
         ...
 
-    async def server_record(self) -> Any:
+    async def server_record(self) -> LaunchRecord | None:
         """The running server's launch record, or None."""
         ...
 

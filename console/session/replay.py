@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from console.config_models import HostConfig
+from console.config_models import HostConfig, ServerProfile
+from console.server.flags import FlagSchema
+from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent
 from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
@@ -21,7 +22,7 @@ class ReplaySession(EventFeed):
     clock: Clock = utc_now
     state: HostState = field(init=False)
     commands: list[tuple[str, str | None]] = field(default_factory=list)
-    profiles: dict[str, Any] = field(default_factory=dict)
+    profiles: dict[str, ServerProfile] = field(default_factory=dict)
     _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -61,13 +62,13 @@ class ReplaySession(EventFeed):
     async def refuse_host_key(self) -> None:
         self._command("refuse-host-key", None)
 
-    def set_profiles(self, profiles: dict[str, Any]) -> None:
+    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         self.profiles = dict(profiles)
 
-    async def flag_schema(self, profile: str) -> Any:
+    async def flag_schema(self, profile: str) -> FlagSchema:
         raise RuntimeError("a replay has no host to discover flags on")
 
-    async def server_record(self) -> Any:
+    async def server_record(self) -> LaunchRecord | None:
         return None
 
     def _command(self, name: str, arg: str | None) -> None:

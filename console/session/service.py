@@ -14,13 +14,20 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from console.config_models import HostConfig, PlateauConfig
+import httpx
+
+from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
+from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
+from console.jobs.ab import ABProgress
+from console.logs.server_stats import StatsAggregator
+from console.server.discovery import FlagDiscovery
+from console.server.flags import FlagSchema
+from console.server.records import LaunchRecord
 from console.session import adapters
-from console.session.adapters import AdapterMissing
 from console.session.events import (
     ABUpdate,
     ConnectionChanged,
@@ -79,11 +86,10 @@ class HostSession(EventFeed):
         self._restart_task: asyncio.Task[None] | None = None
         self._ab_task: asyncio.Task[None] | None = None
         self.flag_cache_dir = flag_cache_dir
-        self.discovery: Any = None
-        self.record: Any = None  # the running server's launch record (status poll)
-        self._aggregator: Any = None
+        self.discovery: FlagDiscovery | None = None
+        self.record: LaunchRecord | None = None  # the running server's (status poll)
+        self._aggregator: StatsAggregator | None = None
         self._metrics_failing = False
-        self._missing_reported: set[str] = set()
         self._closed = False
         self._loops: list[asyncio.Task[None]] = []
         self._dropped: list[Transport] = []  # transports given up on (host key refused)
@@ -118,9 +124,6 @@ class HostSession(EventFeed):
                     self.host, accept_fingerprint=accept_fingerprint
                 )
             await transport.connect()
-        except AdapterMissing as exc:
-            self.emit(ConnectionChanged(self.host.name, "failed", str(exc)))
-            return
         except HostKeyError as exc:
             self._host_key_refused(exc)
             return
@@ -129,8 +132,7 @@ class HostSession(EventFeed):
             return
         self.transport = transport
         self._host_key_reported = None
-        with contextlib.suppress(AdapterMissing):
-            self.discovery = adapters.flag_discovery(transport, self.host, self.flag_cache_dir)
+        self.discovery = adapters.flag_discovery(transport, self.host, self.flag_cache_dir)
         transport.subscribe(partial(self._on_connection_event, transport))
         self.emit(ConnectionChanged(self.host.name, "connected"))
         self._loops = [
@@ -148,8 +150,6 @@ class HostSession(EventFeed):
             await adapters.start_server(
                 transport, self.host, self.config, profile, self.emit, self.discovery
             )
-        except AdapterMissing as exc:
-            self._problem("server", f"cannot launch: {exc}", "warning")
         except Exception as exc:
             if self.state.server_state != "failed":
                 self._problem("server", f"launch failed: {_describe(exc)}")
@@ -258,11 +258,6 @@ class HostSession(EventFeed):
                               "warning")
             except asyncio.CancelledError:
                 raise
-            except AdapterMissing as exc:
-                if source not in self._missing_reported:
-                    self._missing_reported.add(source)
-                    self._problem(source, f"{source} not available: {exc}", "warning")
-                return
             except Exception as exc:
                 host_key = _host_key_error(exc)
                 if host_key is not None:  # a reconnect met a refused key: retrying is no use
@@ -277,12 +272,12 @@ class HostSession(EventFeed):
 
     async def _gpu_loop(self, transport: Transport) -> None:
         async for event in adapters.gpu_events(transport, self.host, self.config):
-            if adapters.is_gpu_header(event):
+            if isinstance(event, GpuHeader):
                 self.emit(TopologyUpdate(self.host.name, event))
             else:
                 self.emit(GpuUpdate(self.host.name, event, self.state.clock()))
 
-    def aggregator(self) -> Any:
+    def aggregator(self) -> StatsAggregator:
         """One StatsAggregator per session: fed by the log's batch lines and /metrics."""
         if self._aggregator is None:
             self._aggregator = adapters.stats_aggregator()
@@ -332,7 +327,14 @@ class HostSession(EventFeed):
                     self.emit(status)
             else:
                 previous = None  # after a restart, ask HTTP again at once
+            self._expire_stats()
             await asyncio.sleep(STATUS_POLL_S)
+
+    def _expire_stats(self) -> None:
+        """Age the strip's gen rate out when nothing new arrived (no batch lines when idle)."""
+        aggregator = self._aggregator
+        if aggregator is not None and aggregator.expire():
+            self.emit(ServerStats(self.host.name, aggregator.snapshot()))
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -352,10 +354,7 @@ class HostSession(EventFeed):
         return self._ab_task is not None and not self._ab_task.done()
 
     def _busy(self) -> str | None:
-        try:
-            return adapters.host_busy(self.host.name)
-        except AdapterMissing:
-            return None
+        return adapters.host_busy(self.host.name)
 
     # -- metrics ------------------------------------------------------------------------------
 
@@ -385,13 +384,11 @@ class HostSession(EventFeed):
                         await asyncio.sleep(METRICS_PERIOD_S)
             except asyncio.CancelledError:
                 raise
-            except AdapterMissing:
-                raise
             except Exception as exc:  # the forward itself failed
                 self._metrics_failed(exc)
                 await asyncio.sleep(METRICS_PERIOD_S)
 
-    async def _scrape(self, client: Any) -> None:
+    async def _scrape(self, client: httpx.AsyncClient) -> None:
         try:
             snapshot = await adapters.scrape_metrics(client)
         except asyncio.CancelledError:
@@ -446,8 +443,6 @@ class HostSession(EventFeed):
                 transport, self.host, self.config, profile, self.emit, self._gpu_memory,
                 self.discovery,
             )
-        except AdapterMissing as exc:
-            self._problem("server", f"restart not available: {exc}", "warning")
         except Exception as exc:
             # LifecycleFailed was already reported by the sink; this keeps other errors visible.
             if self.state.server_state != "failed":
@@ -481,30 +476,19 @@ class HostSession(EventFeed):
         profile = self.state.profile or self.host.profile
         try:
             await adapters.run_sweep(
-                transport, self.host, self.config, preset, profile, self.emit, self.store_path,
-                self._log_tail,
+                transport, self.host, self.config, preset, profile, self.emit, self.store_path
             )
         except asyncio.CancelledError:
             if self.state.sweep.running:
                 self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
                                     "cancelled"))
             raise
-        except AdapterMissing as exc:
-            self._problem("sweep", f"sweeps not available: {exc}", "warning")
         except Exception as exc:
             if self.state.sweep.running:
                 self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
                                     _describe(exc)))
             else:  # it never started (host busy, engine unavailable): say why
                 self._problem("sweep", f"sweep not started: {_describe(exc)}")
-
-    async def _log_tail(self) -> list[str]:
-        """The server's last log lines, for a failed sweep step."""
-        record, transport = self.record, self.transport
-        if record is None or transport is None or not record.log_path:
-            return []
-        life = adapters.lifecycle(transport, self.host, discovery=self.discovery)
-        return list(await life.read_log_tail(record.log_path, 16384))[-20:]
 
     async def cancel_sweep(self) -> None:
         """Cancel the running sweep, or the running A/B (its restart cleans up after itself)."""
@@ -516,11 +500,11 @@ class HostSession(EventFeed):
 
     # -- flags, profiles, A/B -----------------------------------------------------------------
 
-    def set_profiles(self, profiles: dict[str, Any]) -> None:
+    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         """The console's profile list changed (a profile saved from the flags editor)."""
         self.config = self.config.model_copy(update={"profiles": dict(profiles)})
 
-    async def flag_schema(self, profile: str) -> Any:
+    async def flag_schema(self, profile: str) -> FlagSchema:
         """The host's discovered flag schema for `profile`'s launch command (cached)."""
         if self.transport is None:
             raise RuntimeError(f"{self.host.name} is not connected")
@@ -530,7 +514,7 @@ class HostSession(EventFeed):
             self.transport, self.host, self.config.profiles[profile], self.discovery
         )
 
-    async def server_record(self) -> Any:
+    async def server_record(self) -> LaunchRecord | None:
         """The running server's launch record (None when nothing runs)."""
         if self.transport is None:
             return None
@@ -557,7 +541,7 @@ class HostSession(EventFeed):
         self._ab_task = self._spawn(self._ab(self.transport, a, b, preset), "ab")
 
     async def _ab(self, transport: Transport, a: str, b: str, preset: str) -> None:
-        def progress(p: Any) -> None:
+        def progress(p: ABProgress) -> None:
             if p.stage != "done":
                 self.emit(ABUpdate(self.host.name, p.stage, a, b, preset, p.message))
 
@@ -621,6 +605,3 @@ def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0][:300]
 
-
-def session_info(session: Any) -> str:
-    return f"{session.host.name}: {session.state.connection}"

@@ -10,9 +10,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
+from console.bench.models import StepResult
+from console.gpu.models import GpuHeader, GpuSample
+from console.jobs.ab import ABResult
 from console.logs.models import LogEvent
+from console.logs.server_stats import ServerStats as StatsSnapshot
 from console.session.events import (
     ABUpdate,
     ConnectionChanged,
@@ -31,6 +35,8 @@ from console.session.events import (
     SweepProgress,
     TopologyUpdate,
 )
+
+Level = Literal["info", "warning", "error"]
 
 Aspect = Literal["connection", "gpus", "topology", "log", "stats", "server", "sweep", "events"]
 Clock = Callable[[], datetime]
@@ -52,7 +58,7 @@ class EventRecord:
     at: datetime
     host: str
     source: str
-    level: Literal["info", "warning", "error"]
+    level: Level
     message: str
 
 
@@ -64,7 +70,7 @@ class SweepView:
     total: int = 0
     concurrency: int | None = None
     detail: str = ""
-    points: list[Any] = field(default_factory=list)
+    points: list[StepResult] = field(default_factory=list)
     last_ok: bool | None = None
 
 
@@ -78,9 +84,9 @@ class ABView:
     stage: str = "validate"
     message: str = ""
     running: bool = True
-    result: Any = None
+    result: ABResult | None = None
     run_ids: list[str] = field(default_factory=list)  # the sweeps that belong to it
-    steps_a: list[Any] = field(default_factory=list)
+    steps_a: list[StepResult] = field(default_factory=list)
 
     def owns(self, run_id: str | None) -> bool:
         return run_id is not None and run_id in self.run_ids
@@ -92,12 +98,12 @@ class HostState:
     clock: Clock = utc_now
     connection: ConnectionStatus = "connecting"
     connection_detail: str = ""
-    gpu_sample: Any = None
+    gpu_sample: GpuSample | None = None
     gpus_at: datetime | None = None
-    gpu_header: Any = None
+    gpu_header: GpuHeader | None = None
     log: deque[LogEvent] = field(default_factory=lambda: deque(maxlen=LOG_RING))
     log_total: int = 0
-    server_stats: Any = None
+    server_stats: StatsSnapshot | None = None
     server_state: ServerState = "unknown"
     server_version: str | None = None
     profile: str | None = None
@@ -113,7 +119,7 @@ class HostState:
     def bump(self, aspect: Aspect) -> None:
         self.revision[aspect] = self.revision.get(aspect, 0) + 1
 
-    def note(self, source: str, message: str, level: Literal["info", "warning", "error"]) -> None:
+    def note(self, source: str, message: str, level: Level) -> None:
         self.events.append(EventRecord(self.clock(), self.host, source, level, message))
         self.bump("events")
 
@@ -167,7 +173,7 @@ class HostState:
                 self.sweep.running = False
                 self.sweep.last_ok = event.ok
                 self.sweep.detail = event.detail
-                level = "info" if event.ok else "error"
+                level: Level = "info" if event.ok else "error"
                 text = f"sweep {event.run_id} {'finished' if event.ok else 'failed'}"
                 self.note("sweep", f"{text}: {event.detail}" if event.detail else text, level)
                 self.bump("sweep")
@@ -201,7 +207,7 @@ class HostState:
         ab.stage, ab.message, ab.running = event.stage, event.message, event.running
         if event.result is not None:
             ab.result = event.result
-        level: Literal["info", "warning", "error"] = {
+        level: Level = {
             "failed": "error", "cancelled": "warning",
         }.get(event.stage, "info")  # type: ignore[assignment]
         text = f"A/B {ab.name_a} vs {ab.name_b}: {event.stage}"
@@ -213,7 +219,7 @@ class HostState:
         """Not connected, and why; an unknown key waits for a decision, a changed one is an
         error the operator must see."""
         unknown = isinstance(event, HostKeyUnknown)
-        self.host_key = event if unknown else None
+        self.host_key = event if isinstance(event, HostKeyUnknown) else None
         self.connection = "failed"
         self.connection_detail = (
             f"unknown host key {event.fingerprint}" if unknown
@@ -238,7 +244,7 @@ class HostState:
         self.bump("connection")
         if event.status == previous:
             return ("connection",)
-        level: Literal["info", "warning", "error"] = {
+        level: Level = {
             "lost": "error",
             "failed": "error",
             "reconnecting": "warning",
@@ -262,7 +268,7 @@ class HostState:
         self.bump("server")
         if not changed_state:
             return ("server",)
-        level: Literal["info", "warning", "error"] = "error" if event.state == "failed" else "info"
+        level: Level = "error" if event.state == "failed" else "info"
         detail = f": {event.detail}" if event.detail else ""
         self.note("server", f"server {event.state}{detail}", level)
         return ("server", "events")

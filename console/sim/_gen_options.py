@@ -45,7 +45,7 @@ def parse_appendix_a(text: str) -> list[dict[str, object]]:
 def main() -> None:
     text = Path(sys.argv[1]).read_text()
     rows = parse_appendix_a(text)
-    # The §1.3 order for the sampling set, so help output is stable.
+    # The docs/sglang.md §1.3 order for the sampling set, so help output is stable.
     for row in rows:
         if row["names"][0] == "--sampling-backend":
             row["choices"] = ["flashinfer", "pytorch", "ascend", "intel_xpu"]

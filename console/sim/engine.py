@@ -72,14 +72,28 @@ class EngineStats:
     num_requests_total: int = 0
     num_aborted_total: int = 0
     num_retracted_total: int = 0
-    busy_s: float = 0.0  # wall seconds spent inside steps (GPU activity)
+    busy_s: float = 0.0  # wall seconds spent inside steps
+    sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
+    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap)
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
+    last_decode_log_at: float = 0.0  # time.monotonic() of the last Decode line
     cuda_graph_passes: int = 0
     ttft: list[float] = field(default_factory=list)  # drained by the metrics collector
     itl: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
+
+
+GEN_THROUGHPUT_STALENESS_S = 30.0
+"""SGLang's exported gen_throughput drops to 0 once no Decode line came for this long
+(`metrics_reporter.py:74,266-274`, `_current_gen_throughput`)."""
+
+
+def current_gen_throughput(stats: EngineStats, now: float) -> float:
+    if now - stats.last_decode_log_at > GEN_THROUGHPUT_STALENESS_S:
+        return 0.0
+    return stats.last_gen_throughput
 
 
 class BaseEngine:
@@ -267,21 +281,25 @@ class Engine(BaseEngine):
                 self.last_step_kind = "idle"
                 self._wake.clear()
                 await self._wake.wait()
+                # The decode-log window is not restarted on wake: SGLang's is not either
+                # (metrics_reporter.py:942-944), so the first Decode line after idle spans it.
                 t_end = loop.time()
-                self._log_t = time.monotonic()
                 continue
             now = loop.time()
             start = t_end if now - t_end < 0.005 else now
             done, new_tokens, partial = self._schedule_prefill()
             if new_tokens:
                 seqs = len(done) + len(partial)
-                duration = self.profile.prefill_seconds(new_tokens, seqs) * self._noise()
+                duration = self.profile.prefill_seconds(
+                    new_tokens, seqs, self.stats.sm_clock_ratio) * self._noise()
                 self.last_step_kind = "prefill"
                 t_end = start + duration / self.speed
                 self._log_prefill(done, partial, new_tokens)
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
                 self.stats.busy_s += duration / self.speed
                 self.stats.prefill_busy_s += duration / self.speed
+                self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) \
+                    / self.speed
                 self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
                 stamp = time.monotonic()
                 for req in done:
@@ -306,11 +324,15 @@ class Engine(BaseEngine):
                 continue
             self._retract_for_decode()
             batch = len(self.running)
-            duration = self.profile.decode_seconds(batch, self.kv_used) * self._noise()
+            parts = self._decode_parts(batch)
+            noise = self._noise()
+            duration = sum(parts.values()) * noise
             self.last_step_kind = "decode"
             t_end = start + duration / self.speed
             await asyncio.sleep(max(0.0, t_end - loop.time()))
             self.stats.busy_s += duration / self.speed
+            self.stats.sm_busy_s += (duration - (parts["allreduce"] + parts["eager"]) * noise) \
+                / self.speed
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
@@ -334,6 +356,18 @@ class Engine(BaseEngine):
                 self._log_decode(batch)
             if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
                 raise SimCrash("NaN")
+
+    def _decode_parts(self, batch: int) -> dict[str, float]:
+        """The step's terms at the clock the power limit allows: under load the SMs are busy
+        for the non-communication share of the step, which sets the board's power demand."""
+        parts = self.profile.decode_parts(batch, self.kv_used)
+        total = sum(parts.values())
+        busy = (parts["base"] + parts["weights"] + parts["compute"]) / max(1e-9, total)
+        clock = self.profile.clock_ratio(busy, 0.45 * busy)
+        self.stats.sm_clock_ratio = clock
+        if clock < 1.0:
+            parts = self.profile.decode_parts(batch, self.kv_used, clock)
+        return parts
 
     def _release(self, req: Req) -> None:
         self.kv_used -= req.kv
@@ -362,6 +396,7 @@ class Engine(BaseEngine):
         gap = max(1e-6, now - self._log_t)
         throughput = self._log_tokens / gap
         self.stats.last_gen_throughput = throughput
+        self.stats.last_decode_log_at = now
         self._log_t = now
         self._log_tokens = 0
         self.log.sglang(

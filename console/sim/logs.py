@@ -1,4 +1,4 @@
-"""SGLang-format log output (reference §2.1, §2.6).
+"""SGLang-format log output (docs/sglang.md §2.1, §2.6).
 
 SGLang lines: `[%Y-%m-%d %H:%M:%S{prefix}] message` on stderr, no level name.
 Uvicorn lines: `[%Y-%m-%d %H:%M:%S] INFO:     message`; lifecycle on stderr, access on stdout.

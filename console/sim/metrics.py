@@ -1,4 +1,4 @@
-"""`/metrics` in Prometheus text format with SGLang's real `sglang:` names (reference §3.6, B).
+"""`/metrics` in Prometheus text format with SGLang's real `sglang:` names (docs/sglang.md §3.6, B).
 
 Only mounted with --enable-metrics. Gauges are refreshed from the engine at scrape time;
 latency histograms are fed from samples the engine records while metrics are enabled.
@@ -6,9 +6,12 @@ latency histograms are fed from samples the engine records while metrics are ena
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from console.sim.engine import current_gen_throughput
 
 if TYPE_CHECKING:
     from console.sim.server import SimState
@@ -116,7 +119,7 @@ class Metrics:
             "num_running_reqs": len(engine.running),
             "num_queue_reqs": len(engine.waiting),
             "num_grammar_queue_reqs": 0,
-            "gen_throughput": stats.last_gen_throughput,
+            "gen_throughput": current_gen_throughput(stats, time.monotonic()),
             "cache_hit_rate": 0.0,
             "token_usage": round(engine.kv_used / cap, 2),
             "full_token_usage": round(engine.kv_used / cap, 2),

@@ -1,6 +1,6 @@
 """Request parsing and response shapes for the native and OpenAI-compatible endpoints.
 
-Shapes follow reference §3.7 (native `/generate`) and §3.8 (OpenAI chunks). Streaming chunks
+Shapes follow docs/sglang.md §3.7 (native `/generate`) and §3.8 (OpenAI chunks). Streaming chunks
 are assembled from pre-escaped string pieces: the token text is plain ASCII words, so building
 the JSON by hand is exact and far cheaper than serialising a dict per token per request.
 """

@@ -1,6 +1,6 @@
 """The HTTP side of the simulated SGLang server (aiohttp.web).
 
-Routes and shapes follow reference §3. Streaming handlers wait on their request's waiter and
+Routes and shapes follow docs/sglang.md §3. Streaming handlers wait on their request's waiter and
 write one SSE event per wakeup with everything new since the last write (cumulative text for
 the native API unless --incremental-streaming-output, deltas for OpenAI).
 """
@@ -307,16 +307,27 @@ async def _sse_response(request: web.Request) -> web.StreamResponse:
 
 @contextlib.asynccontextmanager
 async def _streaming(state: SimState, req: Any) -> AsyncIterator[None]:
-    """While a stream is sent: a client that goes away is logged (as SGLang does) and aborted;
-    the request always leaves the engine."""
+    """While a stream is sent: a client that goes away is logged as SGLang 0.5.23 logs it and
+    aborted; the request always leaves the engine.
+
+    SGLang's stream ends quietly on a disconnect: `generate_request` raises "Request is
+    disconnected from the client side (type 3)..." (`tokenizer_manager.py:2071`) and the
+    streaming route logs it at INFO and returns (`http_server.py:957-964`). No traceback:
+    a write to the closed socket is swallowed here instead of reaching aiohttp's error log."""
     try:
         yield
-    except (ConnectionResetError, asyncio.CancelledError):
-        state.log.sglang(f"Request is disconnected from the client side (type 3). Abort request "
-                         f"obj.rid='{req.rid}'")
+    except ConnectionResetError:
+        _log_disconnect(state, req)  # the handler returns; aiohttp finishes quietly
+    except asyncio.CancelledError:
+        _log_disconnect(state, req)
         raise
     finally:
         state.engine.abort(req)
+
+
+def _log_disconnect(state: SimState, req: Any) -> None:
+    state.log.sglang("[http_server] Client disconnected: Request is disconnected from the "
+                     f"client side (type 3). Abort request obj.rid='{req.rid}'")
 
 
 async def generate(request: web.Request) -> web.StreamResponse:

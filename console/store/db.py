@@ -56,7 +56,17 @@ CREATE TABLE IF NOT EXISTS steps (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, idx);
+-- Diagnosis evidence (console/diagnose): one row per step (idx = the step's index) plus the
+-- run-level facts (idx = -1). Added after the first release: CREATE IF NOT EXISTS is the
+-- migration for older databases, which simply have no evidence for their old runs.
+CREATE TABLE IF NOT EXISTS evidence (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
 """
+RUN_FACTS_IDX = -1
 
 
 def default_db_path() -> Path:
@@ -201,8 +211,48 @@ class RunStore:
             )
             self._db.commit()
 
+    def save_run_evidence(self, run_id: int, facts: Any) -> None:
+        """The run-level diagnosis facts (a console.diagnose RunEvidence; steps excluded)."""
+        self._save_evidence(run_id, RUN_FACTS_IDX,
+                            facts.model_copy(update={"steps": []}).model_dump_json())
+
+    def save_step_evidence(self, run_id: int, step: Any) -> None:
+        """One step's diagnosis evidence (a console.diagnose StepEvidence), committed now."""
+        self._save_evidence(run_id, int(step.index), step.model_dump_json())
+
+    def _save_evidence(self, run_id: int, idx: int, data: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO evidence (run_id, idx, data) VALUES (?, ?, ?)",
+                (run_id, idx, redact_secrets(data)),
+            )
+            self._db.commit()
+
+    def load_evidence(self, run_id: int) -> Any:
+        """The run's stored evidence as a RunEvidence, or None when none was stored."""
+        from console.diagnose.models import RunEvidence, StepEvidence
+
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT idx, data FROM evidence WHERE run_id = ? ORDER BY idx", (run_id,)
+            ).fetchall()
+        if not rows:
+            return None
+        facts = RunEvidence()
+        steps = []
+        for row in rows:
+            try:
+                if row["idx"] == RUN_FACTS_IDX:
+                    facts = RunEvidence.model_validate_json(row["data"])
+                else:
+                    steps.append(StepEvidence.model_validate_json(row["data"]))
+            except ValueError:
+                continue  # a row written by a newer version: skip, never crash
+        return facts.model_copy(update={"steps": steps})
+
     def delete_run(self, run_id: int) -> bool:
         with self._lock:
+            self._db.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
             self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             cursor = self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             self._db.commit()

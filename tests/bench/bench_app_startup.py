@@ -24,10 +24,12 @@ import time; t0 = time.perf_counter()
 import asyncio, json, os
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 from console.app.launch import Launch, _make_app, build_sessions, _shutdown
-from console.session.demo import demo_loaded_config, demo_profile
+from console.config import LoadedConfig
+from console.jobs.target import demo_profile, temp_demo
 marks = {}
 async def main():
-    loaded, run_dir = demo_loaded_config(1, startup_seconds=2.0)
+    config, run_dir = temp_demo(1, startup_seconds=2.0)
+    loaded = LoadedConfig(config, None)
     launch = Launch(loaded, launch_profile=demo_profile(loaded.config), stop_on_exit=True,
                     store_path=run_dir / "h.sqlite")
     sessions, active = build_sessions(launch)

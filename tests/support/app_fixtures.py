@@ -183,7 +183,7 @@ def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[Sess
 def ab_events(host: str = "demo") -> list[SessionEvent]:
     """A finished A/B (triton-moe vs cutlass-moe) as a session would report it."""
     from console.bench.compare import compare_runs
-    from console.server.ab import ABResult, noise_note
+    from console.jobs.ab import ABResult, noise_note
     from console.server.records import LaunchRecord
     from console.session.events import ABUpdate, SweepDone
 

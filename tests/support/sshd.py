@@ -1,18 +1,30 @@
-"""A real OpenSSH sshd on 127.0.0.1 for integration tests (own keys, config, port, log)."""
+"""A real OpenSSH sshd on 127.0.0.1 for integration tests (own keys, config, port, log).
+
+The sshd runs as root when the tests do (CI does), so it can authenticate other users:
+`ensure_login_user(shell)` creates (once per machine, idempotently) a non-root account whose
+login shell is bash, dash, zsh, fish or tcsh, and `Sshd.login_as(...)` authorises the
+client key for it. Fixtures in tests/support/host_fixtures.py wrap this (`ssh_user`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 SSHD = Path("/usr/sbin/sshd")
+
+# Login shells the tests log in with; each must be installed (`.ci/run` apt-installs them).
+LOGIN_SHELLS = ("bash", "dash", "zsh", "fish", "tcsh")
+USER_PREFIX = "plateau-t-"  # test accounts: plateau-t-<shell>[<tag>]
 
 
 def _free_port() -> int:
@@ -37,6 +49,7 @@ class Sshd:
     client_key: Path
     known_hosts: Path
     user: str
+    keys_dir: Path  # per-sshd authorized_keys, one file per user (AuthorizedKeysFile .../%u)
 
     @property
     def log(self) -> str:
@@ -62,6 +75,75 @@ class Sshd:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
             self.process.kill()
+        shutil.rmtree(self.keys_dir, ignore_errors=True)
+
+    def login_as(self, shell: str = "bash", *, tag: str = "") -> SshUser:
+        """A non-root account with login shell SHELL that this sshd lets the client key in as.
+
+        TAG makes a distinct account with the same shell (e.g. a second user on the host)."""
+        account = ensure_login_user(shell, tag=tag)
+        authorized = self.keys_dir / account.pw_name
+        if not authorized.exists():
+            shutil.copy(f"{self.client_key}.pub", authorized)
+            authorized.chmod(0o644)  # sshd reads it as the user; a public key is not secret
+        return SshUser(
+            host="127.0.0.1",
+            port=self.port,
+            user=account.pw_name,
+            key=self.client_key,
+            known_hosts=self.known_hosts,
+            shell=account.pw_shell,
+            home=Path(account.pw_dir),
+        )
+
+
+@dataclass(frozen=True)
+class SshUser:
+    """How to log in to the test sshd as one non-root user (see `Sshd.login_as`)."""
+
+    host: str
+    port: int
+    user: str
+    key: Path
+    known_hosts: Path
+    shell: str  # absolute path of the login shell
+    home: Path
+
+    def ssh_argv(self, *command: str) -> list[str]:
+        """OpenSSH client argv logging in as this user (the command goes to the login shell)."""
+        return [
+            "ssh", "-p", str(self.port), "-i", str(self.key), "-F", "/dev/null",
+            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+            "-o", "BatchMode=yes", f"{self.user}@{self.host}", *command,
+        ]
+
+
+def ensure_login_user(shell: str, *, tag: str = "") -> pwd.struct_passwd:
+    """The account plateau-t-SHELL[TAG], created with `useradd` if missing (needs root).
+
+    Accounts persist across runs and are shared by concurrent test sessions, so creation is
+    idempotent and nothing is written into their homes here. The password field is `*`
+    (no password login) rather than useradd's `!`, which sshd without PAM treats as locked."""
+    if shell not in LOGIN_SHELLS:
+        raise ValueError(f"unsupported login shell {shell!r}; one of {', '.join(LOGIN_SHELLS)}")
+    name = f"{USER_PREFIX}{shell}{tag}"
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)
+    path = shutil.which(shell)
+    if path is None:
+        raise RuntimeError(
+            f"login shell {shell} is not installed: apt-get install {shell} (bash .ci/run does it)"
+        )
+    if os.geteuid() != 0:
+        raise RuntimeError(f"test user {name} is missing and only root can create it (useradd)")
+    result = subprocess.run(
+        ["useradd", "--create-home", "--shell", path, "--password", "*", name],
+        capture_output=True, text=True, check=False,
+    )
+    try:
+        return pwd.getpwnam(name)  # a concurrent session may have created it first
+    except KeyError:
+        raise RuntimeError(f"useradd {name} failed: {result.stderr.strip()}") from None
 
 
 def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
@@ -77,12 +159,17 @@ def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
         )
-    shutil.copy(f"{client_key}.pub", directory / "authorized_keys")
+    # Other users must be able to read their authorized_keys, and the pytest temp directory is
+    # private to root: keep them in a traversable directory of their own.
+    keys_dir = Path(tempfile.mkdtemp(prefix="plateau-sshd-keys-"))
+    keys_dir.chmod(0o711)
+    user = os.environ.get("USER") or _current_user()
+    shutil.copy(f"{client_key}.pub", keys_dir / user)
     port = _free_port()
     config = directory / "sshd_config"
     config.write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
-        f"PidFile {directory / 'sshd.pid'}\nAuthorizedKeysFile {directory / 'authorized_keys'}\n"
+        f"PidFile {directory / 'sshd.pid'}\nAuthorizedKeysFile {keys_dir}/%u\n"
         "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
         f"MaxSessions {max_sessions}\nSubsystem sftp {_sftp_server()}\nLogLevel VERBOSE\n"
@@ -97,13 +184,10 @@ def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
     public = Path(f"{host_key}.pub").read_text().split()
     known_hosts.write_text(f"[127.0.0.1]:{port} {public[0]} {public[1]}\n")
     _wait_listening(port, process, directory)
-    user = os.environ.get("USER") or _current_user()
-    return Sshd(directory, port, process, host_key, client_key, known_hosts, user)
+    return Sshd(directory, port, process, host_key, client_key, known_hosts, user, keys_dir)
 
 
 def _current_user() -> str:
-    import pwd
-
     return pwd.getpwuid(os.geteuid()).pw_name
 
 

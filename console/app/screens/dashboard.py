@@ -56,6 +56,7 @@ class DashLayout:
     sweep: int | None  # None: takes the rest (log hidden)
     gpu_columns: int
     gpu_rows: int | None  # terminal rows of GPU lines shown (more scroll); None: all
+    gpu_header: bool  # the GPU panel's column-header row fits (else the rows keep that line)
     server_dense: bool
     server_scale: int  # rows per server sparkline (beside a tall GPU panel: 2 or 3)
     log_detail: bool
@@ -89,8 +90,9 @@ def plan_layout(
     inner = (width if stacked or not show_server else width * 2 // 3) - (2 if short else 4)
     count = max(1, gpus)
 
-    def gpu_lines(columns: int) -> int:
-        return 1 + math.ceil(count / columns) * gpu_row_height
+    def gpu_lines(columns: int, header: bool = False) -> int:
+        # summary line (+ the column-header row over compact rows) + the rows
+        return 1 + int(header) + math.ceil(count / columns) * gpu_row_height
 
     room = body - log_need - sweep_need - chrome - (server if stacked else 0)
     room = min(room, max(4, body * 3 // 5))  # never more than ~60% for the GPU panel
@@ -98,8 +100,11 @@ def plan_layout(
     if (gpu_lines(1) > room and inner >= 2 * GPU_CELL_MIN + 2 and gpus > 1
             and gpu_row_height == 1):  # full rows (v) need the whole width
         columns = 2
-    content = max(2, min(gpu_lines(columns), room))
-    gpu_rows = content - 1 if content < gpu_lines(columns) else None
+    # The column-header row only on a tall screen and where every GPU row still fits under
+    # it: a GPU (or a log line on a short screen) is worth more than the names of columns.
+    header = not short and gpu_row_height == 1 and gpu_lines(columns, True) <= room
+    content = max(2, min(gpu_lines(columns, header), room))
+    gpu_rows = content - 1 - int(header) if content < gpu_lines(columns, header) else None
     gpus_h = chrome + content if show_gpus else 0
     if not show_log and not show_sweep:
         top: int | None = None  # the top row fills the screen; the GPU rows need no cap
@@ -127,7 +132,8 @@ def plan_layout(
         scale = max(1, min(3, (top - chrome - 1) // 4))  # the box is as tall as the GPUs'
     return DashLayout(
         short=short, narrow=narrow, chrome=chrome, top=top, gpus=gpus_h, server=server,
-        sweep=sweep, gpu_columns=columns, gpu_rows=gpu_rows, server_dense=dense,
+        sweep=sweep, gpu_columns=columns, gpu_rows=gpu_rows, gpu_header=header,
+        server_dense=dense,
         server_scale=scale, log_detail=log_rows - DETAIL_ROWS >= DETAIL_MIN_LINES,
     )
 
@@ -262,7 +268,7 @@ class DashboardScreen(Screen[None]):
             maximized.styles.height = "1fr"
             rows = 1 + self._gpu_count * (1 if getattr(gpu_view, "compact", True) else 3)
             two = rows > height - 4 and width - 4 >= 2 * GPU_CELL_MIN + 2
-            self._fit_gpus(2 if two else 1, None)
+            self._fit_gpus(2 if two else 1, None, rows + 1 <= height - 4)
             self._set_detail(True)
             self._layout = None  # back from the zoom: every panel is set again
             return
@@ -289,16 +295,16 @@ class DashboardScreen(Screen[None]):
                 panel.border_title = f"{name} "  # its left rule gives it a corner
             else:
                 panel.border_title = f" {name} "
-        self._fit_gpus(plan.gpu_columns, plan.gpu_rows)
+        self._fit_gpus(plan.gpu_columns, plan.gpu_rows, plan.gpu_header)
         if self._layout is None or plan.log_detail != self._layout.log_detail:
             # Only when the room changes: an operator's own enter (details) stays put.
             self._set_detail(plan.log_detail)
         self._layout = plan
 
-    def _fit_gpus(self, columns: int, max_rows: int | None) -> None:
+    def _fit_gpus(self, columns: int, max_rows: int | None, header: bool) -> None:
         fit = getattr(self._views["gpus"], "fit", None)
         if callable(fit):
-            fit(columns=columns, max_rows=max_rows)
+            fit(columns=columns, max_rows=max_rows, header=header)
 
     def _set_detail(self, visible: bool) -> None:
         show = getattr(self._views["log"], "show_detail", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -12,10 +12,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.app import views_data
+from console.bench.compare import Comparison, compare_runs
 from console.session.state import HostState
+from widgets.compare_table import CompareTable
 from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
 from widgets.table_fill import fill_table
+from widgets.topology_view import TopologyView
 
 if TYPE_CHECKING:
     from console.app.app import PlateauApp
@@ -120,11 +123,7 @@ class CompareScreen(HostScreen):
     TITLE_TEXT = "Compare: the two latest runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
-        cls = views_data.optional("widgets.compare_table", "CompareTable")
-        if cls is not None:
-            yield cls(id="compare-table")
-        else:
-            yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield CompareTable(id="compare-table")
         yield Static("", id="compare-note")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -148,29 +147,21 @@ class CompareScreen(HostScreen):
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
         app: PlateauApp = self.app  # type: ignore[assignment]
-        compare = views_data.optional("console.bench.compare", "compare_runs")
         pair = views_data.latest_two_runs(app.store_path, host)
-        if pair is not None and compare is not None:
+        if pair is not None:
             a, b = pair
-            comparison = compare(a.steps, b.steps, label_a=a.label, label_b=b.label)
+            comparison = compare_runs(a.steps, b.steps, label_a=a.label, label_b=b.label)
             note = f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
             self.app.call_from_thread(self._show_comparison, comparison, note)
             return
         rows, note = views_data.compare_rows(app.store_path, host)
         self.app.call_from_thread(self._show, rows, note)
 
-    def _show_comparison(self, comparison: Any, note: str) -> None:
-        table: Any = self.query_one("#compare-table")
-        if hasattr(table, "set_comparison"):
-            table.set_comparison(comparison)
+    def _show_comparison(self, comparison: Comparison, note: str) -> None:
+        self.query_one("#compare-table", CompareTable).set_comparison(comparison)
         self.query_one("#compare-note", Static).update(Content(note))
 
     def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
-        table: Any = self.query_one("#compare-table")
-        if not hasattr(table, "set_comparison"):
-            fill_table(
-                table, views_data.COMPARE_COLUMNS, [[Text(cell) for cell in row] for row in rows]
-            )
         self.query_one("#compare-note", Static).update(Content(note))
 
 
@@ -178,25 +169,10 @@ class TopologyScreen(HostScreen):
     TITLE_TEXT = "GPU topology"
 
     def compose_body(self) -> ComposeResult:
-        cls = views_data.optional("widgets.topology_view", "TopologyView")
-        if cls is not None:
-            try:
-                yield cls(id="topology-view")
-                return
-            except TypeError:
-                pass
-        yield Static("no topology yet", id="topology-view", markup=False)
+        yield TopologyView(id="topology-view")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None and "topology" not in aspects:
             return
-        view: Any = self.query_one("#topology-view")
-        if state.gpu_header is None:
-            if isinstance(view, Static):
-                view.update(Content(views_data.topology_text(None)))
-            return
-        fn = getattr(view, "update_topology", None)
-        if callable(fn):
-            fn(state.gpu_header)
-        elif isinstance(view, Static):
-            view.update(Content(views_data.topology_text(state.gpu_header.topology)))
+        if state.gpu_header is not None:  # until then the view says it has none yet
+            self.query_one("#topology-view", TopologyView).update_topology(state.gpu_header)

@@ -9,7 +9,7 @@ import pytest
 
 from console.bench.models import StepResult
 from console.config_models import ServerProfile, SweepPreset
-from console.server.ab import ABProgress, delta_table, native_sweep, noise_note, run_ab
+from console.jobs.ab import ABProgress, delta_table, noise_note, profile_sweep, run_ab
 from console.server.lease import HostBusy, host_lease
 from console.server.lifecycle import LifecycleError
 from console.server.records import LaunchRecord
@@ -31,7 +31,7 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
     b = ("cutlass-moe", server_env.profile(**fast, **{"moe-runner-backend": "cutlass"}))
     progress: list[ABProgress] = []
     seen_backends: list[str] = []
-    inner = native_sweep(life, QUICK, store=store)
+    inner = profile_sweep(life, QUICK, store=store)
 
     async def sweep(name: str, profile: ServerProfile, record: LaunchRecord) -> list[StepResult]:
         # while A/B runs, nobody else (another task tree, e.g. an app worker) may restart

@@ -1,4 +1,5 @@
-"""Command palette: every action (with its key and whether it is available now), hosts, themes."""
+"""The command palette's provider: every action (with its key and whether it is available now),
+hosts, themes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from console.app.app import PlateauApp
 
 
-class PlateauCommands(Provider):
+class PaletteProvider(Provider):
     def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
         app: PlateauApp = self.app  # type: ignore[assignment]
         entries: list[tuple[str, str, Callable[[], object]]] = []

@@ -1,29 +1,32 @@
 """A/B between two launch profiles: restart into A, sweep, restart into B, sweep, compare.
 
-Both profiles are validated before anything is stopped. The whole A/B holds the host's lease,
-so no other restart or sweep can interleave; the inner restarts and sweeps re-enter it.
-The sweep is a callable, so the app can pass its own (store, engine, progress) and tests a
-small one; `native_sweep` builds the usual one on console.bench.sweep.run_sweep.
+Public API (used by `plateau ab` and the console's A/B screen through the session):
+- `run_ab(lifecycle, (name_a, profile_a), (name_b, profile_b), sweep, ...) -> ABResult`:
+  the whole job. Both profiles are validated before anything is stopped. It holds the host's
+  lease, so no other restart or sweep can interleave; the inner restarts and sweeps re-enter it.
+- `SweepFn`: how a profile is swept once it runs (a callable, so the console passes its own
+  store/engine/progress and tests a small one); `profile_sweep` builds the usual one
+  (console.jobs.sweep against the profile's server).
+- `ABProgress` (stage + message) for progress, `ABResult` for the outcome, `noise_note` and
+  `delta_table` to judge and print it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from console.bench.compare import Comparison, compare_runs
-from console.bench.engines import Engine, NativeEngine
 from console.bench.models import StepResult, SweepEvent
-from console.bench.sweep import run_sweep
 from console.config_models import ServerProfile, SweepPreset
+from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
+from console.jobs.target import on_host
 from console.server.events import EventSink, LifecycleDone, LifecycleEvent, Phase, ignore_events
 from console.server.lease import host_lease
 from console.server.lifecycle import LifecycleError, ServerLifecycle
 from console.server.records import LaunchRecord
 from console.store.db import RunStore
-from console.store.models import RunMeta
 
 ABStage = Literal["validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"]
 SweepFn = Callable[[str, ServerProfile, LaunchRecord], Awaitable[Sequence[StepResult]]]
@@ -171,40 +174,30 @@ async def run_ab(
         return result
 
 
-def native_sweep(
+def profile_sweep(
     lifecycle: ServerLifecycle,
     preset: SweepPreset,
     *,
     store: RunStore | None = None,
-    engine_factory: Callable[[], Engine] = NativeEngine,
     on_sweep_event: Callable[[SweepEvent], None] | None = None,
-    label: str = "",
+    label_for: Callable[[str], str] = lambda name: f"A/B {name}",
+    options: EngineOptions = DEFAULT_OPTIONS,
 ) -> SweepFn:
-    """A SweepFn on console.bench's runner, through the lifecycle's transport."""
+    """The usual SweepFn: console.jobs.sweep against the profile's server on the lifecycle's
+    host (port forward, the preset's engine, API key, each step stored)."""
 
-    async def sweep(name: str, profile: ServerProfile, record: LaunchRecord) -> list[StepResult]:
-        async with lifecycle.http(record.port) as client:
-            base_url = str(client.base_url).rstrip("/")
-            meta = RunMeta(
-                host=lifecycle.host.name,
-                profile=name,
-                flags=dict(profile.flags),
-                label=label or f"A/B {name}",
+    async def sweep_one(
+        name: str, profile: ServerProfile, record: LaunchRecord
+    ) -> list[StepResult]:
+        async with on_host(lifecycle.transport, lifecycle.host, name, profile) as target:
+            finished = await sweep(
+                target,
+                preset,
+                store=store,
+                label=label_for(name),
+                on_event=on_sweep_event,
+                options=options,
             )
-            engine = engine_factory()
-            try:
-                finished = await run_sweep(
-                    preset,
-                    base_url,
-                    engine=engine,
-                    store=store,
-                    meta=meta,
-                    on_event=on_sweep_event,
-                    log_tail=lambda: lifecycle.read_log_tail(record.log_path or "/dev/null"),
-                )
-            finally:
-                with contextlib.suppress(Exception):
-                    await engine.close()
-            return list(finished.steps)
+        return list(finished.steps)
 
-    return sweep
+    return sweep_one

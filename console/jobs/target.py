@@ -1,0 +1,205 @@
+"""Where a job works: `--demo`, a configured HOST, or `--url URL`, resolved one way for the
+CLI commands and the console's session.
+
+- `demo_target`: the simulated demo host on this machine. Its server starts through the
+  server lifecycle (console.jobs.server), exactly like `plateau demo` and a real restart,
+  and is stopped on exit.
+- `host_target`: a configured host, connected here; `on_host` does the same on a transport
+  that is already connected (the console's session): the profile's port through a port
+  forward, the server's log tail from its launch record.
+- `url_target`: a server URL as given; nothing on a host is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from console.bench.sweep import LogTail
+from console.config_models import HostConfig, PlateauConfig, ServerProfile
+from console.demo import DEMO_HOST, demo_config, free_port
+from console.errors import UsageError
+from console.host.factory import transport_for
+from console.host.transport import Transport
+from console.jobs import server as server_jobs
+from console.server.events import EventSink, ignore_events
+from console.server.lifecycle import ServerLifecycle
+from console.store.models import RunMeta
+
+LOG_TAIL_BYTES = 16384
+LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class Target:
+    """A server a job can reach from this machine, and what to store about it."""
+
+    base_url: str
+    """Reachable from here (a port forward's local end for hosts)."""
+    meta: RunMeta
+    """Host, profile, flags and the server's own URL as stored with each run."""
+    transport: Transport | None = None
+    """The host's connection (None for --url: nothing runs on a host)."""
+    host: HostConfig | None = None
+    profile: ServerProfile | None = None
+    log_tail: LogTail | None = None
+
+    @property
+    def host_python(self) -> str:
+        return self.host.python if self.host is not None else "python3"
+
+    @property
+    def host_port(self) -> int | None:
+        return self.profile.port if self.profile is not None else None
+
+
+# -- the demo host ------------------------------------------------------------------------
+
+
+def temp_demo(
+    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None
+) -> tuple[PlateauConfig, Path]:
+    """A demo config whose run dir (logs, GPU state, history) is `run_dir` or a new temp dir."""
+    directory = run_dir or Path(tempfile.mkdtemp(prefix="plateau-demo-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return demo_config(directory, startup_seconds=startup_seconds, seed=seed), directory
+
+
+def standing_demo_dir() -> Path:
+    """A fixed place, so `server start`, `status` and `stop` in separate invocations agree."""
+    return Path(platformdirs.user_state_dir("plateau")) / "demo-server"
+
+
+def standing_demo() -> PlateauConfig:
+    """The demo config of `plateau server ... --demo` (fixed run dir and port)."""
+    run_dir = standing_demo_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    port_file = run_dir / "port"
+    try:
+        port = int(port_file.read_text().strip())
+    except (OSError, ValueError):
+        port = free_port()
+        port_file.write_text(f"{port}\n")
+    return demo_config(run_dir, port=port, startup_seconds=2.0)
+
+
+def demo_profile(config: PlateauConfig) -> str:
+    return config.host(DEMO_HOST).profile or next(iter(config.profiles))
+
+
+@contextlib.asynccontextmanager
+async def demo_target(
+    profile: str | None = None,
+    *,
+    seed: int | None = None,
+    on_event: EventSink = ignore_events,
+) -> AsyncIterator[tuple[Target, PlateauConfig]]:
+    """Start the demo host's server (`profile`, default the host's) through the lifecycle in
+    a temp run dir, yield the target and the demo config (its sweep presets), then stop it."""
+    config, _run_dir = temp_demo(seed, startup_seconds=0)
+    host = config.host(DEMO_HOST)
+    transport = transport_for(host)
+    await transport.connect()
+    try:
+        lifecycle = ServerLifecycle(transport, host)
+        record = await server_jobs.start(lifecycle, config, profile, on_event)
+        try:
+            name = record.profile
+            async with on_host(transport, host, name, config.profiles[name]) as target:
+                yield target, config
+        finally:
+            await server_jobs.stop(lifecycle, on_event)
+    finally:
+        await transport.close()
+
+
+# -- configured hosts -----------------------------------------------------------------------
+
+
+def host_and_profile(
+    config: PlateauConfig, host_name: str | None, profile: str | None
+) -> tuple[HostConfig, str, ServerProfile]:
+    """The configured host (default: the config's default) and the profile whose port to use
+    (default: the host's); unknown names are usage errors."""
+    try:
+        host = config.host(host_name)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    name = profile or host.profile
+    if not name:
+        raise UsageError(
+            f"host {host.name!r} has no profile; pass --profile NAME to say which port to use"
+        )
+    if name not in config.profiles:
+        known = ", ".join(sorted(config.profiles)) or "none"
+        raise UsageError(f"unknown profile {name!r} (known: {known})")
+    return host, name, config.profiles[name]
+
+
+@contextlib.asynccontextmanager
+async def host_target(
+    config: PlateauConfig, host_name: str | None, profile: str | None = None
+) -> AsyncIterator[Target]:
+    """Connect to a configured host for the duration and reach its server through a port
+    forward to the profile's port."""
+    host, name, chosen = host_and_profile(config, host_name, profile)
+    transport = transport_for(host)
+    await transport.connect()
+    try:
+        async with on_host(transport, host, name, chosen) as target:
+            yield target
+    finally:
+        await transport.close()
+
+
+@contextlib.asynccontextmanager
+async def on_host(
+    transport: Transport, host: HostConfig, name: str, profile: ServerProfile
+) -> AsyncIterator[Target]:
+    """The server of profile `name` on a connected host, through a port forward (closed on
+    exit)."""
+    forward = await transport.forward_port(profile.port)
+    try:
+        yield Target(
+            base_url=f"http://127.0.0.1:{forward.local_port}",
+            meta=RunMeta(
+                host=host.name,
+                profile=name,
+                flags=dict(profile.flags),
+                # The server's address on its host: a forward's local port means nothing later.
+                server_url=f"http://{profile.host}:{profile.port}",
+            ),
+            transport=transport,
+            host=host,
+            profile=profile,
+            log_tail=server_log_tail(ServerLifecycle(transport, host)),
+        )
+    finally:
+        await forward.close()
+
+
+def server_log_tail(lifecycle: ServerLifecycle) -> LogTail:
+    """The running server's last log lines (from its launch record), for a failed step."""
+
+    async def tail() -> Sequence[str]:
+        record = await lifecycle.read_record()
+        if record is None or not record.log_path:
+            return []
+        lines = await lifecycle.read_log_tail(record.log_path, LOG_TAIL_BYTES)
+        return lines[-LOG_TAIL_LINES:]
+
+    return tail
+
+
+# -- a bare URL -----------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def url_target(url: str) -> AsyncIterator[Target]:
+    base = url.rstrip("/")
+    yield Target(base_url=base, meta=RunMeta(server_url=base))

@@ -1,0 +1,64 @@
+"""Which `Decode batch` lines carry a real generation rate.
+
+SGLang's `gen throughput` is the tokens generated since the previous Decode line divided by the
+wall time since it (`metrics_reporter.py:942-944`); `last_decode_stats_tic` is not reset while
+the server idles. So the first Decode line after an idle spell divides a stale token count by a
+window that spans the idle time (a simulator that restarts the window on wake divides it by
+almost nothing: the "91k tok/s" spike). Either way that line is not a rate, and neither is the
+first Decode line of a stream (its window began before we saw anything).
+
+An idle spell, read from the log alone: a gap of IDLE_GAP_S or more between two batch lines
+that ends in a `Prefill batch` admitting work to an empty server (`#running-req: 0`), or any
+gap of STALE_GAP_S (SGLang's own staleness limit, `GEN_THROUGHPUT_STALENESS_SECONDS`).
+A slow but busy server logs Decode lines further apart without either sign.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+IDLE_GAP_S = 3.0
+STALE_GAP_S = 30.0
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """`2026-02-19 05:25:03` (optionally `.123` or `,123`) as a datetime, else None."""
+    try:
+        return datetime.fromisoformat(value.replace(",", "."))
+    except ValueError:
+        return None
+
+
+class DecodeRateGate:
+    """Feed every batch line in log order; `decode_is_rate` says whether a Decode line counts."""
+
+    __slots__ = ("_after_idle", "_last_stamp", "_last_time")
+
+    def __init__(self) -> None:
+        self._last_stamp: str | None = None
+        self._last_time: datetime | None = None
+        self._after_idle = True  # the stream's first Decode line is not a rate either
+
+    def _gap(self, timestamp: str | None) -> float:
+        """Seconds since the previous batch line (0 when unknown or within the same second)."""
+        if timestamp is None or timestamp == self._last_stamp:
+            return 0.0
+        when = parse_timestamp(timestamp)
+        previous = self._last_time
+        self._last_stamp, self._last_time = timestamp, when
+        if when is None or previous is None:
+            return 0.0
+        return (when - previous).total_seconds()
+
+    def prefill(self, running_reqs: int | None, timestamp: str | None) -> None:
+        gap = self._gap(timestamp)
+        if gap >= STALE_GAP_S or (gap >= IDLE_GAP_S and running_reqs == 0):
+            self._after_idle = True
+
+    def decode_is_rate(self, timestamp: str | None) -> bool:
+        if self._gap(timestamp) >= STALE_GAP_S:
+            self._after_idle = True
+        if self._after_idle:
+            self._after_idle = False
+            return False
+        return True
