@@ -147,6 +147,9 @@ class SweepPreset(StrictModel):
     engine: Literal["native", "bench-serving"] = "native"
     request_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     stop_on_failure: bool = False
+    # Steady state: measure over the longest span with in-flight >= ratio x the step's
+    # concurrency (SGLang's steady_state.py; console/bench/steady.py).
+    steady_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
 
     @field_validator("concurrency")
     @classmethod

@@ -27,6 +27,7 @@ from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, u
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
     FlagsOutcomeScreen,
@@ -50,6 +51,9 @@ from console.app.theming import (
 )
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
+from console.errors import PlateauError
+from console.gpu.processes import GpuProcessRow, process_rows, send_signal
+from console.host.transport import Transport
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -154,6 +158,8 @@ class PlateauApp(App[int]):
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
+        # Run ids marked in the history screen (m); two marked runs are what compare shows.
+        self.marked_runs: list[int] = []
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -407,6 +413,53 @@ class PlateauApp(App[int]):
                 self._send(session, "restart", profile)
 
         self.push_screen(ConfirmScreen(question), confirmed)
+
+    # -- GPU processes ---------------------------------------------------------------------------
+
+    def action_gpu_processes(self) -> None:
+        """List the host's GPU processes; one of the operator's own can be sent SIGTERM after
+        a confirmation. Another user's are listed but not choosable; a simulated host (the
+        demo) refuses outright."""
+        session = self.active_session
+        state = session.state
+        simulated = bool(session.host.sim_state_file)
+        rows = process_rows(state.gpu_sample, state.gpu_header, simulated=simulated)
+        description = BY_ID["gpu-processes"].description
+        if simulated:
+            self.notify(f"{description}: the demo never signals processes", markup=False,
+                        severity="warning")
+            return
+        if not rows:
+            self.notify(f"{description}: no GPU processes on {session.host.name}", markup=False)
+            return
+
+        def confirmed(row: GpuProcessRow, ok: bool | None) -> None:
+            if ok:
+                self.run_worker(self._signal_gpu_process(session, row), group="commands",
+                                exit_on_error=False,
+                                description=f"signal pid {row.process.pid} on {session.host.name}")
+
+        def picked(row: GpuProcessRow | None) -> None:
+            if row is None or row.refusal is not None:
+                return
+            question = (f"Send SIGTERM to pid {row.process.pid} on {session.host.name}?\n\n"
+                        f"{row.label}")
+            self.push_screen(ConfirmScreen(question), lambda ok: confirmed(row, ok))
+
+        self.push_screen(ProcessPicker(session.host.name, rows), picked)
+
+    async def _signal_gpu_process(self, session: Session, row: GpuProcessRow) -> None:
+        # The host's own connection (HostSession.transport): the signal goes as the operator.
+        transport = getattr(session, "transport", None)
+        if not isinstance(transport, Transport):
+            self.app_note("gpu", f"{session.host.name}: not connected; nothing sent", "warning")
+            return
+        try:
+            outcome = await send_signal(transport, row)
+        except PlateauError as exc:
+            self.app_note("gpu", str(exc), "error")
+            return
+        self.app_note("gpu", outcome, "warning")  # "warning": shown, and kept in the log
 
     # -- host keys ------------------------------------------------------------------------------
 

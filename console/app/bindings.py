@@ -53,6 +53,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Switch to the previous host", False, key_display="[",
     ),
     ActionSpec("hosts", "H", "pick_host", "Hosts", "Pick a host from a list", False),
+    ActionSpec(
+        "gpu-processes", "K", "gpu_processes", "GPU procs",
+        "GPU processes: signal one of yours (confirmed first; never another user's, never "
+        "in the demo)", False,
+    ),
     ActionSpec("cycle-theme", "ctrl+t", "cycle_theme", "Theme", "Next theme", False),
     ActionSpec(
         "help", "question_mark,f1", "help", "Help", "Keys, thresholds and ids", key_display="?"

@@ -50,9 +50,9 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     if launch.store_path is None:
-        from console.session.adapters import default_store_path
+        from console.store.db import default_db_path
 
-        launch.store_path = default_store_path()
+        launch.store_path = default_db_path()
     sessions = [
         HostSession(
             host,

@@ -11,6 +11,7 @@ import httpx
 from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
+from console.bench.steady import steady_state
 from console.bench.workload import Workload
 from console.config_models import SweepPreset
 
@@ -177,6 +178,9 @@ class NativeEngine:
                     "client_cpu_max": cpu,
                     "client_loop_lag_p99_ms": lag,
                     "client_warning": client_warning(cpu, lag),
+                    "steady": steady_state(
+                        records, concurrency, ratio=spec.steady_ratio, step_window=window
+                    ),
                 }
             )
         )

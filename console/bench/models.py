@@ -29,6 +29,26 @@ class Distribution(Frozen):
 StepStatus = Literal["ok", "failed", "cancelled"]
 
 
+class SteadyState(Frozen):
+    """Throughput over the step's steady-state window (console.bench.steady): the longest span
+    in which the client kept at least `threshold` requests in flight (ratio x the step's
+    target concurrency). `reached` is False when the step never got there (all ramp and
+    drain): its whole-step numbers are then all there is, and the step is flagged."""
+
+    ratio: float
+    threshold: int
+    reached: bool
+    step_s: float = 0.0  # first request start to last request end
+    start_s: float = 0.0  # window start, seconds after the first request started
+    window_s: float = 0.0
+    completed: int = 0
+    input_tok_s: float = 0.0
+    output_tok_s: float = 0.0
+    total_tok_s: float = 0.0
+    request_per_s: float = 0.0
+    mean_in_flight: float = 0.0
+
+
 class StepMetrics(Frozen):
     """What one sweep step measured. Throughputs are per second over the measured window."""
 
@@ -59,6 +79,25 @@ class StepMetrics(Frozen):
     client_cpu_max: float | None = None
     client_loop_lag_p99_ms: float | None = None
     client_warning: str | None = None
+    # Steady-state window (native engine); None for steps stored before it existed and for
+    # engines without per-request timestamps (bench_serving).
+    steady: SteadyState | None = None
+
+    def headline_total_tok_s(self) -> float:
+        """Total tok/s to judge the step by: the steady-state window's when it had one."""
+        if self.steady is not None and self.steady.reached:
+            return self.steady.total_tok_s
+        return self.total_tok_s
+
+    def headline_output_tok_s(self) -> float:
+        if self.steady is not None and self.steady.reached:
+            return self.steady.output_tok_s
+        return self.output_tok_s
+
+    @property
+    def no_steady_state(self) -> bool:
+        """Measured with a steady-state check that found none (flag the step)."""
+        return self.steady is not None and not self.steady.reached
 
 
 class StepResult(Frozen):

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from console.bench.compare import Comparison
 from console.bench.models import StepResult
+from console.bench.verdict import Verdict
 from console.store.models import RunSummary
 
 
@@ -37,6 +38,7 @@ STEP_HEADERS = (
     "req/s",
     "output tok/s",
     "total tok/s",
+    "steady tok/s",
     "TTFT p50 ms",
     "TTFT p99 ms",
     "ITL p50 ms",
@@ -53,14 +55,18 @@ def step_cells(step: StepResult) -> list[str]:
     status = step.status if not step.error else f"{step.status}: {step.error[:60]}"
     if m is not None and m.client_warning:
         status += " (client-bound?)"
+    if m is not None and m.no_steady_state:
+        status += " (no steady state)"
     if m is None:
-        return [str(step.concurrency), str(step.repeat), *["-"] * 10, status]
+        return [str(step.concurrency), str(step.repeat), *["-"] * 11, status]
+    steady = m.steady.total_tok_s if m.steady is not None and m.steady.reached else None
     return [
         str(step.concurrency),
         str(step.repeat),
         _f(m.request_per_s, 2),
         _f(m.output_tok_s),
         _f(m.total_tok_s),
+        _f(steady),
         _f(m.ttft_ms.p50),
         _f(m.ttft_ms.p99),
         _f(m.itl_ms.p50, 2),
@@ -132,3 +138,35 @@ def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRI
         cells.append(f"within noise: {', '.join(noisy)}" if noisy else "")
         rows.append(cells)
     return table(headers, rows)
+
+
+def verdict_table(verdict: Verdict) -> str:
+    """Per concurrency: A and B (mean of repeats), the delta with its interval, the word."""
+    headers = ["conc", "n A/B", f"A {verdict.metric}", f"B {verdict.metric}",
+               f"\u0394% ({verdict.confidence:.0%} CI)", "verdict"]
+    rows = [
+        [
+            str(p.concurrency),
+            f"{p.n_a}/{p.n_b}",
+            _f(p.mean_a),
+            _f(p.mean_b),
+            p.interval,
+            p.word + (" (no steady state)" if p.no_steady_state else ""),
+        ]
+        for p in verdict.points
+    ]
+    return table(headers, rows)
+
+
+def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
+    if not differing:
+        return "flags: the same on both sides"
+    return table(("flag", "A", "B"), [list(row) for row in differing])
+
+
+def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]]) -> str:
+    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags."""
+    parts = [f"verdict: {verdict.sentence}", "", verdict_table(verdict)]
+    parts += [f"note: {note}" for note in verdict.notes]
+    parts += ["", flags_table(differing)]
+    return "\n".join(parts)

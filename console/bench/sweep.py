@@ -100,9 +100,17 @@ async def run_sweep(
     cancel_event: asyncio.Event | None = None,
     snapshot_server_info: bool = True,
     headers: Sequence[tuple[str, str]] | None = None,
+    run_id: int | None = None,
+    repeat_base: int = 0,
+    finish: bool = True,
     recorder: Any = None,
 ) -> SweepFinished:
     """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
+
+    An A/B that interleaves its sides (A B A B ...) stores each side as one run: it passes the
+    side's `run_id` to append to, `repeat_base` (the repeat this pass is) and `finish=False`
+    until the last pass, so `plateau compare` sees the same repeats the A/B judged. A cancel
+    or a failure still closes the run.
 
     `recorder` (a console.diagnose EvidenceRecorder) collects each step's diagnosis
     evidence; its failures never fail the sweep."""
@@ -121,10 +129,12 @@ async def run_sweep(
     meta = meta.model_copy(
         update={"engine": engine.name, "server_url": meta.server_url or base_url}
     )
-    run_id = store.create_run(meta) if store is not None else None
+    if run_id is None and store is not None:
+        run_id = store.create_run(meta)
     if recorder is not None:
         await _quietly(recorder.start(run_id, meta.server_info))
-    plan = [(c, r) for c in spec.concurrency for r in range(spec.repeats)]
+    plan = [(c, repeat_base + r) for c in spec.concurrency for r in range(spec.repeats)]
+    index_base = repeat_base * len(spec.concurrency)
     emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
     results: list[StepResult] = []
     status = "finished"
@@ -134,7 +144,8 @@ async def run_sweep(
             if cancel_event is not None and cancel_event.is_set():
                 status = "cancelled"
                 break
-            emit(StepStarted(index, concurrency, repeat, len(plan)))
+            index += index_base
+            emit(StepStarted(index, concurrency, repeat, index_base + len(plan)))
             if recorder is not None:
                 await _quietly(recorder.step_started(index))
             started = time.time()
@@ -197,7 +208,7 @@ async def run_sweep(
             await engine.close()
         if recorder is not None:
             await _quietly(recorder.close())
-    if store is not None and run_id is not None:
+    if store is not None and run_id is not None and (finish or status != "finished"):
         store.finish_run(run_id, status)  # type: ignore[arg-type]
     finished = SweepFinished(run_id, status, tuple(results))  # type: ignore[arg-type]
     emit(finished)

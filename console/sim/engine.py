@@ -20,11 +20,13 @@ from typing import Any
 
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
+from console.sim.noise import GpuNoise
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
 
 NEW_TOKEN_RATIO_INIT = 0.7
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = (NEW_TOKEN_RATIO_INIT - NEW_TOKEN_RATIO_MIN) / 600
+CATCH_UP_LIMIT_S = 0.5
 
 
 class SimCrash(Exception):
@@ -203,6 +205,7 @@ class Engine(BaseEngine):
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
+        self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
 
     # ---- scheduling -------------------------------------------------------------------------
@@ -271,7 +274,8 @@ class Engine(BaseEngine):
             )
 
     def _noise(self) -> float:
-        return min(1.1, max(0.9, self.rng.gauss(1.0, 0.02)))
+        """Step jitter x launch factor x drift (console/sim/noise.py says why and how big)."""
+        return self.noise.factor()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -286,7 +290,10 @@ class Engine(BaseEngine):
                 t_end = loop.time()
                 continue
             now = loop.time()
-            start = t_end if now - t_end < 0.005 else now
+            # A late wakeup (the machine running the sim is busy) must not slow the simulated
+            # GPU down: the next step starts where the last one ended, and the steps catch up.
+            # Only when far behind (the process was stopped) does the clock resync.
+            start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
             done, new_tokens, partial = self._schedule_prefill()
             if new_tokens:
                 seqs = len(done) + len(partial)
@@ -298,6 +305,7 @@ class Engine(BaseEngine):
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
                 self.stats.busy_s += duration / self.speed
                 self.stats.prefill_busy_s += duration / self.speed
+                self.noise.advance(duration)
                 self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) \
                     / self.speed
                 self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
@@ -331,6 +339,7 @@ class Engine(BaseEngine):
             t_end = start + duration / self.speed
             await asyncio.sleep(max(0.0, t_end - loop.time()))
             self.stats.busy_s += duration / self.speed
+            self.noise.advance(duration)
             self.stats.sm_busy_s += (duration - (parts["allreduce"] + parts["eager"]) * noise) \
                 / self.speed
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)

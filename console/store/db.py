@@ -56,6 +56,13 @@ CREATE TABLE IF NOT EXISTS steps (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, idx);
+CREATE TABLE IF NOT EXISTS ab_pairs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    run_a INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    run_b INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    verdict TEXT NOT NULL DEFAULT '{}'
+);
 -- Diagnosis evidence (console/diagnose): one row per step (idx = the step's index) plus the
 -- run-level facts (idx = -1). Added after the first release: CREATE IF NOT EXISTS is the
 -- migration for older databases, which simply have no evidence for their old runs.
@@ -67,6 +74,15 @@ CREATE TABLE IF NOT EXISTS evidence (
 );
 """
 RUN_FACTS_IDX = -1
+
+# Columns added after the first release, with their declarations: an old database gets them
+# (NULL for the rows it already had) when it is opened. Order matters only for readability.
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("steps", "steady_total_tok_s", "REAL"),  # steady-state window's total tok/s
+    ("steps", "steady_output_tok_s", "REAL"),
+    ("steps", "steady_reached", "INTEGER"),  # 1 / 0; NULL: measured before steady state existed
+)
+SCHEMA_VERSION = 2
 
 
 def default_db_path() -> Path:
@@ -94,6 +110,17 @@ def _pid_alive(writer: str) -> bool:
     return True
 
 
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring an older history database up to this schema (add what is missing, keep rows)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    for table, column, declaration in _ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 class StoreError(PlateauError):
     """The history database cannot be opened (not SQLite, not writable, a directory...)."""
 
@@ -115,6 +142,7 @@ class RunStore:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             db.executescript(_SCHEMA)
+            _migrate(db)
             db.commit()
         except (OSError, sqlite3.Error) as exc:
             if db is not None:
@@ -180,11 +208,13 @@ class RunStore:
     def add_step(self, run_id: int, step: StepResult) -> None:
         """Store one finished step and commit at once."""
         metrics = step.metrics
+        steady = metrics.steady if metrics else None
         with self._lock:
             self._db.execute(
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
-                "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
+                "steady_total_tok_s, steady_output_tok_s, steady_reached) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step.index,
@@ -199,6 +229,9 @@ class RunStore:
                     metrics.total_tok_s if metrics else None,
                     step.started_at,
                     step.finished_at,
+                    steady.total_tok_s if steady and steady.reached else None,
+                    steady.output_tok_s if steady and steady.reached else None,
+                    int(steady.reached) if steady else None,
                 ),
             )
             self._db.commit()
@@ -210,6 +243,27 @@ class RunStore:
                 (status, time.time(), run_id),
             )
             self._db.commit()
+
+    def save_pair(self, run_a: int, run_b: int, verdict: dict[str, Any]) -> int:
+        """Store an A/B pair (its two runs and the verdict as judged when it finished)."""
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO ab_pairs (created_at, run_a, run_b, verdict) VALUES (?, ?, ?, ?)",
+                (time.time(), run_a, run_b, json.dumps(verdict)),
+            )
+            self._db.commit()
+            return int(cursor.lastrowid or 0)
+
+    def pair_of(self, run_id: int) -> tuple[int, int, int, dict[str, Any]] | None:
+        """The newest A/B pair `run_id` belongs to: (pair id, run A, run B, verdict)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM ab_pairs WHERE run_a = ? OR run_b = ? ORDER BY id DESC LIMIT 1",
+                (run_id, run_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return row["id"], row["run_a"], row["run_b"], json.loads(row["verdict"] or "{}")
 
     def save_run_evidence(self, run_id: int, facts: Any) -> None:
         """The run-level diagnosis facts (a console.diagnose RunEvidence; steps excluded)."""
@@ -254,6 +308,9 @@ class RunStore:
         with self._lock:
             self._db.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
             self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            self._db.execute(
+                "DELETE FROM ab_pairs WHERE run_a = ? OR run_b = ?", (run_id, run_id)
+            )
             cursor = self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             self._db.commit()
             return cursor.rowcount > 0
@@ -301,6 +358,22 @@ class RunStore:
             }
         )
         return RunRecord(summary=summary, steps=steps)
+
+    def step_times(
+        self, host: str, runs: int = 20
+    ) -> list[tuple[dict[str, Any], int, float, float]]:
+        """(run spec, concurrency, started_at, finished_at) of the ok steps of `host`'s
+        newest `runs` runs: what an A/B's time estimate goes by."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.spec, s.concurrency, s.started_at, s.finished_at FROM steps s "
+                "JOIN runs r ON r.id = s.run_id WHERE r.host = ? AND s.status = 'ok' AND "
+                "r.id IN (SELECT id FROM runs WHERE host = ? ORDER BY id DESC LIMIT ?)",
+                (host, host, runs),
+            ).fetchall()
+        return [
+            (json.loads(row[0] or "{}"), row[1], row[2] or 0.0, row[3] or 0.0) for row in rows
+        ]
 
     def latest_run_id(self) -> int | None:
         with self._lock:
