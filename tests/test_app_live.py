@@ -184,7 +184,7 @@ async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
         await wait_until(pilot, lambda: not state.ab.running, "the cancel", 20)
         assert state.ab.stage == "cancelled"
         assert state.sweep.detail == "cancelled"
-        assert adapters.host_busy("app-live") is None
+        await wait_until(pilot, lambda: adapters.host_busy("app-live") is None, "the lease", 20)
         assert app.footer_state("restart") == "enabled"
 
 
@@ -205,7 +205,8 @@ async def test_bench_serving_without_sglang_says_so(live_console: Any) -> None:
                          "the engine error")
         assert any("needs SGLang" in n.message for n in app._notifications)
         assert not state.sweep.running
-        assert adapters.host_busy("app-live") is None  # the lease was released
+        await wait_until(pilot, lambda: adapters.host_busy("app-live") is None,
+                         "the lease released", 20)
 
 
 async def test_metrics_failures_are_reported_once(
