@@ -31,6 +31,7 @@ from console.app.bindings import (
     effective_keys,
     unknown_keymap_ids,
 )
+from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
@@ -725,3 +726,8 @@ def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
 
 def _severity(level: str) -> Any:
     return {"error": "error", "warning": "warning"}.get(level, "information")
+
+
+def _satisfies_the_screen_contract(app: PlateauApp) -> ConsoleApp:
+    """Never called: mypy checks here that PlateauApp is what screens rely on."""
+    return app
