@@ -1,6 +1,6 @@
-"""The Why view: `W` (w is the log's wrap) shows the newest run's causes with their evidence from the stored
-evidence; a cause's number key opens the A/B picker with B = the run's profile plus the
-suggested flags, validated like the flags editor validates."""
+"""The Why view: `W` (w is the log's wrap) shows the newest run's causes with their evidence
+from the stored evidence; a cause's number key opens the A/B picker with B = the run's profile
+plus the suggested flags, validated like the flags editor validates."""
 
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ class WhyScreen(HostScreen):
 
     @work(thread=True, exclusive=True, group="why", exit_on_error=False)
     def _load(self, host: str) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
         self.app.call_from_thread(self._show, diagnosis, run, note)
 
@@ -225,6 +225,6 @@ class WhyScreen(HostScreen):
         if rank > len(causes):
             self.notify(f"no cause #{rank}", markup=False, timeout=3)
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         profile = getattr(getattr(self.run, "summary", None), "meta", None)
         app.open_suggestion_ab(causes[rank - 1], getattr(profile, "profile", None))
