@@ -22,15 +22,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--run-dir", type=Path, help="where logs go (default: a temp dir)")
     parser.add_argument("--theme", help="theme for this run")
     parser.add_argument("--keep-server", action="store_true", help="leave the server running")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="also record the session to FILE (plateau replay FILE)")
     parser.set_defaults(handler=_run)
 
 
 async def _run(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, run_console
-    from console.config import LoadedConfig
+    from console.config import LoadedConfig, load_config
+    from console.demo_user import demo_with_user
     from console.jobs.target import demo_profile, temp_demo
 
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
+    # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
+    config, profiles_dir, notes = demo_with_user(config, load_config(args.config))
     loaded = LoadedConfig(config, None)
     launch = Launch(
         loaded,
@@ -38,5 +43,8 @@ async def _run(args: argparse.Namespace) -> int:
         stop_on_exit=not args.keep_server,
         store_path=_run_dir / "history.sqlite",
         theme=args.theme,
+        record=args.record,
+        profiles_dir=profiles_dir,
+        profile_notes=tuple(notes),
     )
     return await run_console(launch)
