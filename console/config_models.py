@@ -55,6 +55,14 @@ class HostConfig(StrictModel):
     def _check_text(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value, "value")
 
+    @field_validator("run_dir")
+    @classmethod
+    def _check_run_dir(cls, value: str) -> str:
+        # `~` and `~/...` are resolved against the host's home on connect; `~user` is not.
+        if value.startswith("~") and value != "~" and not value.startswith("~/"):
+            raise ValueError("may start with `~/` (the SSH user's home on the host), not `~user`")
+        return value
+
     @model_validator(mode="after")
     def _address_unless_local(self) -> HostConfig:
         if not self.local and not self.address:

@@ -1,13 +1,13 @@
-"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 -c SOURCE ARGS`.
+"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 PATH CMD ARGS`
+(PATH: the transport's content-addressed, hash-verified copy in `<run_dir>/bin`).
 
-The program text is a constant; every variable part travels as an argv item (quoted by the
-transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
+The program text is a constant; every variable part travels as an argv item (carried as data
+by the transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
 Each prints one JSON object.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
@@ -191,15 +191,11 @@ def cmd_remove(a):
     except FileNotFoundError:
         return {"removed": False}
 
-cmd, arg = sys.argv[2], json.loads(sys.argv[3])
+cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
                   "read": cmd_read, "remove": cmd_remove}[cmd](arg)))
 '''
 
-
-# One line, no quotes: survives any login shell (csh and fish quote newlines differently).
-_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]))"
-_ENCODED = base64.b64encode(HOST_SCRIPT.encode()).decode()
 
 
 class HostScriptError(PlateauError):
@@ -215,8 +211,9 @@ async def run_host_script(
     stdin: str | None = None,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
     result = await transport.run(
-        [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)], input=stdin, timeout=timeout
+        [python, program, command, json.dumps(args)], input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(
