@@ -31,7 +31,7 @@ from console.gpu.models import (
 )
 from console.gpu.topology import parse_matrix
 from console.host.transport import LineStream, Transport
-from console.text import sanitize
+from console.text import sanitize, sanitize_lines
 
 AGENT_PATH = Path(__file__).with_name("agent.py")
 Backend = Literal["auto", "nvml", "smi", "sim"]
@@ -174,9 +174,7 @@ def build_topology(topo: dict[str, Any]) -> Topology:
 
 
 def sanitize_block(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return "\n".join(sanitize(line) for line in text.split("\n"))
+    return None if text is None else sanitize_lines(text)
 
 
 def parse_lines(lines: Sequence[str]) -> list[GpuEvent]:

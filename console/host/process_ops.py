@@ -75,7 +75,7 @@ class ProcessOps:
         result = await self.run(scripts.sh(scripts.DETACH, log_path, *command), timeout=30)
         lines = result.stdout.strip().splitlines()
         if not result.ok or not lines or not lines[-1].isdigit():
-            detail = result.stderr.strip() or result.stdout.strip()
+            detail = sanitize(result.stderr.strip() or result.stdout.strip())
             raise TransportError(f"{self.host_name}: could not start detached process: {detail}")
         pid = int(lines[-1])
         return DetachedProcess(pid=pid, pgid=pid, log_path=log_path)

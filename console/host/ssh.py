@@ -405,7 +405,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot read {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
         return bytes(result.stdout or b"")
 
@@ -418,7 +418,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot write {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
 
     def _command(self, argv: Sequence[str]) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from console.errors import PlateauError
 from console.host.transport import Transport
+from console.text import sanitize
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -218,7 +219,7 @@ async def run_host_script(
     if not result.ok:
         raise HostScriptError(
             f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{result.stderr.strip()[-300:]}"
+            f"{sanitize(result.stderr.strip()[-300:])}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])
