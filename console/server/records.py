@@ -17,7 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from console.text import sanitize
 
 REDACTED = "<redacted>"
-_SECRET_FLAG = re.compile(r"^--(?:admin-)?api-key$|token|secret|password", re.IGNORECASE)
+# Whole words only: `--hf-token` is a secret, `--tokenizer-path` is not (redacting it made
+# the shown command differ from what ran).
+_SECRET_FLAG = re.compile(
+    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secret|password)s?(?:-|$)", re.IGNORECASE
+)
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
 
