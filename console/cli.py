@@ -14,9 +14,12 @@ from console.commands import (
     config_cmd,
     console_cmd,
     demo,
+    diagnose,
     gpus,
     history,
     logscan,
+    record,
+    replay,
     server,
     sim,
     snapshot,
@@ -37,7 +40,10 @@ COMMANDS: dict[str, ModuleType] = {
     "sweep": sweep,
     "history": history,
     "compare": compare,
+    "diagnose": diagnose,
     "server": server,
+    "record": record,
+    "replay": replay,
     "config": config_cmd,
 }
 
@@ -83,7 +89,10 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed): a return
+        return exc.code if isinstance(exc.code, int) else 2  # value, so callers in-process see it
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

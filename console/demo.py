@@ -21,17 +21,26 @@ def free_port() -> int:
 def demo_profiles(
     port: int, state_file: Path, startup_seconds: float = 4.0
 ) -> dict[str, ServerProfile]:
-    """Two profiles whose only difference is the MoE runner, so A/B has something to show."""
+    """Two profiles whose only difference is the MoE runner, so A/B has something to show.
+
+    Both are the reference host: 8x RTX PRO 6000 on PCIe (no NVLink), an NVFP4 MoE at TP8
+    (~1.5 TB as bf16), decode CUDA graphs captured up to batch 64, and NCCL_P2P_DISABLE=1 (the
+    usual workaround for NCCL P2P hangs on these boards, local-inference-lab/rtx6kpro#15).
+    With the default sweep it plateaus at ~64 the way the reference did (console/sim/model.py).
+    """
     launch = [sys.executable, "-m", "console.sim"]
     common: dict[str, str | int | float | bool] = {
         "tp-size": 8,
         "quantization": "modelopt_fp4",
         "mem-fraction-static": 0.85,
+        "cuda-graph-max-bs-decode": 64,
         "enable-metrics": True,
-        "decode-log-interval": 40,
+        "decode-log-interval": 10,
+        "sim-weights-gb": 1560,
         "sim-startup-seconds": startup_seconds,
         "sim-state-file": str(state_file),
     }
+    env = {"NCCL_P2P_DISABLE": "1"}
     return {
         "triton-moe": ServerProfile(
             description="simulated NVFP4 MoE, Triton MoE runner",
@@ -39,6 +48,7 @@ def demo_profiles(
             model_path=DEMO_MODEL,
             port=port,
             flags={**common, "moe-runner-backend": "triton"},
+            env=env,
         ),
         "cutlass-moe": ServerProfile(
             description="simulated NVFP4 MoE, CUTLASS MoE runner",
@@ -46,6 +56,7 @@ def demo_profiles(
             model_path=DEMO_MODEL,
             port=port,
             flags={**common, "moe-runner-backend": "cutlass"},
+            env=env,
         ),
     }
 
@@ -79,11 +90,13 @@ def demo_config(
         ],
         profiles=profiles,
         sweeps={
+            # The reference run: 256 in / 128 out, one wave per concurrency (it ran 128 prompts
+            # at concurrency 128). Real time: about two and a half minutes.
             "default": SweepPreset(
-                concurrency=[1, 2, 4, 8, 16, 32, 64, 128],
+                concurrency=[16, 32, 64, 128],
                 input_len=256,
                 output_len=128,
-                prompts_per_concurrency=2,
+                prompts_per_concurrency=1,
             ),
             "quick": SweepPreset(
                 concurrency=[1, 4, 16], input_len=64, output_len=32, prompts_per_concurrency=2

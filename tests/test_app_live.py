@@ -72,7 +72,7 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         await pilot.press("s")
         await wait_until(pilot, lambda: state.sweep.running, "the sweep to start", 20)
         assert (adapters.host_busy("app-ssh") or "").startswith("sweep")
-        assert app.check_action("restart", ()) is None  # greyed out in the footer
+        assert app.footer_state("restart") == "disabled"  # greyed out in the footer
         with pytest.raises(HostBusy):
             await adapters.restart_server(session.transport, host, live.config, "triton-moe",
                                           lambda _e: None)
@@ -146,7 +146,7 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         await pilot.pause()
         header = str(app.screen.query_one(PlateauHeader).render())
         assert "A/B cutlass-moe vs triton-moe" in header
-        assert app.check_action("restart", ()) is None
+        assert app.footer_state("restart") == "disabled"
         await wait_until(pilot, lambda: state.ab is not None and not state.ab.running,
                          "the A/B to finish", 60)
         assert state.ab.stage == "done", _events(app)[-5:]
@@ -178,13 +178,13 @@ async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: state.ab is not None and state.ab.stage == "sweep-a"
                          and state.sweep.running, "sweep A", 30)
-        assert app.check_action("cancel_sweep", ()) is True
+        assert app.footer_state("cancel-sweep") == "enabled"
         await pilot.press("x")
         await wait_until(pilot, lambda: not state.ab.running, "the cancel", 20)
         assert state.ab.stage == "cancelled"
         assert state.sweep.detail == "cancelled"
         assert adapters.host_busy("app-live") is None
-        assert app.check_action("restart", ()) is True
+        assert app.footer_state("restart") == "enabled"
 
 
 async def test_bench_serving_without_sglang_says_so(live_console: Any) -> None:

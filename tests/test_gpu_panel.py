@@ -110,7 +110,8 @@ async def test_rows_update_in_place_and_keys_work() -> None:
         await pilot.press("v")
         assert panel.compact is False
         assert rows_before[0].has_class("-full")
-        assert rows_before[0].size.height == 3
+        # 3 lines, then its process list (a header line and one process); the idle GPU: 3.
+        assert rows_before[0].size.height == 5 and rows_before[-1].size.height == 3
         await pilot.press("t")
         await pilot.pause()
         assert app.topology_requests == 1
@@ -170,3 +171,52 @@ def test_sample_keeps_typed_readings() -> None:
     _header, samples = sim_series(3, 1)
     rebuilt = GpuSample.model_validate({"type": "sample", "gpus": list(samples[0].gpus)})
     assert [g.index for g in rebuilt.gpus] == [0, 1, 2]
+
+
+def h200_x2_events(name: str) -> tuple[GpuHeader, list[GpuSample]]:
+    from console.gpu.collector import parse_lines
+    from tests.support.gpu_fixtures import GPU_DATA
+
+    parsed = parse_lines((GPU_DATA / "h200_x2" / f"{name}.jsonl").read_text().splitlines())
+    header = parsed[0]
+    assert isinstance(header, GpuHeader)
+    return header, [e for e in parsed if isinstance(e, GpuSample)]
+
+
+@pytest.mark.parametrize("size", [(120, 8), (80, 8)])
+def test_panel_h200_x2_compact_snapshot(snap_compare, size: tuple[int, int]) -> None:
+    """Two real H200s under load: the header row, two GPU rows with NVLink beside PCIe."""
+    header, samples = h200_x2_events("agent_load")
+    assert snap_compare(PanelApp(header, samples), terminal_size=size)
+
+
+def test_panel_h200_x2_full_snapshot_lists_processes(snap_compare) -> None:
+    header, samples = h200_x2_events("agent_load")
+    app = PanelApp(header, samples, compact=False)
+    assert snap_compare(app, terminal_size=(160, 16))
+
+
+def test_topology_h200_x2_snapshot(snap_compare) -> None:
+    """The 2x2 matrix with NV18, checked with nvidia-smi; NVLink 4, all links to NVSwitch."""
+    header, _ = h200_x2_events("agent_load")
+    assert snap_compare(PanelApp(header, [], topology=True), terminal_size=(100, 30))
+
+
+async def test_header_row_and_nvlink_column_line_up() -> None:
+    header, samples = h200_x2_events("agent_load")
+    app = PanelApp(header, samples)
+    async with app.run_test(size=(120, 8)) as pilot:
+        await pilot.pause()
+        columns = app.panel.query_one("#gpu-columns").render().plain
+        row = app.panel.rows[0].render().plain
+        assert columns.startswith(" # NAME")
+        assert "NVLink rx/tx" in columns and "PCIe rx/tx" in columns
+        # The NVLink header sits over the NVLink rate of the row.
+        at = columns.index("NVLink rx/tx")
+        assert row[at:].startswith("↓2.") and "↑2." in row[at:at + 14]
+        app.panel.action_toggle_compact()
+        await pilot.pause()
+        assert not app.panel.query_one("#gpu-columns").display
+        full = app.panel.rows[0].render().plain.splitlines()
+        assert any("PID" in line and "COMMAND" in line for line in full)
+        assert any("713" in line and "root" in line for line in full)

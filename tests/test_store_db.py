@@ -123,3 +123,56 @@ def test_compare_flags_noise_only_with_repeats() -> None:
     assert total8.pct == pytest.approx(20.0) and total8.better is True
     assert total8.within_noise is None  # no repeats at 8: noise unknown
     assert comparison.only_b == (16,)
+
+
+# The schema as the first release wrote it (before steady state and A/B pairs).
+_V1_SCHEMA = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at REAL NOT NULL,
+    finished_at REAL, status TEXT NOT NULL, host TEXT NOT NULL DEFAULT '',
+    server_url TEXT NOT NULL DEFAULT '', server_version TEXT NOT NULL DEFAULT '',
+    profile TEXT NOT NULL DEFAULT '', flags TEXT NOT NULL DEFAULT '{}', server_info TEXT,
+    spec TEXT NOT NULL DEFAULT '{}', engine TEXT NOT NULL DEFAULT 'native',
+    label TEXT NOT NULL DEFAULT '', writer TEXT NOT NULL DEFAULT '');
+CREATE TABLE steps (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+    concurrency INTEGER NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL, error TEXT,
+    log_tail TEXT NOT NULL DEFAULT '[]', metrics TEXT, raw TEXT, output_tok_s REAL,
+    total_tok_s REAL, started_at REAL, finished_at REAL);
+"""
+
+
+def test_an_old_database_is_migrated_and_keeps_its_runs(bench_db: Path) -> None:
+    from console.bench.models import SteadyState
+
+    old_step = fake_step(4, 400.0)
+    with sqlite3.connect(bench_db) as raw:
+        raw.executescript(_V1_SCHEMA)
+        raw.execute("INSERT INTO runs (started_at, status, profile) VALUES (1, 'finished', 'a')")
+        raw.execute(
+            "INSERT INTO steps (run_id, idx, concurrency, repeat, status, metrics, total_tok_s)"
+            " VALUES (1, 0, 4, 0, 'ok', ?, 400.0)",
+            (old_step.metrics.model_dump_json(exclude={"steady"}),),  # type: ignore[union-attr]
+        )
+    with RunStore(bench_db) as store:
+        old = store.get_run(1)
+        assert old.steps[0].metrics is not None and old.steps[0].metrics.steady is None
+        run_id = store.create_run(META)
+        steady = SteadyState(ratio=0.8, threshold=4, reached=True, total_tok_s=420.0,
+                             output_tok_s=100.0)
+        step = old_step.model_copy(
+            update={"metrics": old_step.metrics.model_copy(update={"steady": steady})}  # type: ignore[union-attr]
+        )
+        store.add_step(run_id, step)
+        said = {"sentence": "B +5.0% \u00b1 1.0% at 4: real"}
+        pair = store.save_pair(1, run_id, said)
+        assert store.get_run(run_id).steps[0] == step
+        assert store.pair_of(run_id) == (pair, 1, run_id, said)
+    with sqlite3.connect(bench_db) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+        row = raw.execute(
+            "SELECT steady_total_tok_s, steady_reached FROM steps ORDER BY id"
+        ).fetchall()
+    assert row == [(None, None), (420.0, 1)]
+    with RunStore(bench_db) as store:  # opening again changes nothing
+        assert store.delete_run(1)
+        assert store.pair_of(run_id) is None

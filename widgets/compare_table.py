@@ -1,5 +1,7 @@
 """CompareTable: per-concurrency A vs B deltas (absolute and %), better/worse coloured,
-"~" where the delta is within run-to-run noise. No I/O: `set_comparison(comparison)`."""
+"~" where the delta is within run-to-run noise, and the verdict per concurrency (the delta of
+total tok/s with its confidence interval and one word) when there is one.
+No I/O: `set_comparison(comparison, verdict)`."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.bench.compare import Comparison, Delta
+from console.bench.verdict import PointVerdict, Verdict
 from widgets.table_fill import fill_table
 
 DEFAULT_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
@@ -33,6 +36,20 @@ def delta_text(delta: Delta) -> Text:
     return text
 
 
+WORD_STYLE = {"better": "green", "worse": "red", "within noise": "dim", "no repeats": "dim"}
+
+
+def verdict_text(point: PointVerdict | None) -> Text:
+    """`+4.1% ± 1.2% better` (the word coloured); `-` where the level was not judged."""
+    if point is None:
+        return Text("-")
+    text = Text(f"{point.interval} ")
+    text.append(point.word, style=WORD_STYLE.get(point.word, ""))
+    if point.no_steady_state:
+        text.append(" !", style="yellow")
+    return text
+
+
 class CompareTable(DataTable[Text]):
     """A/B table; one row per concurrency measured in both runs."""
 
@@ -51,11 +68,16 @@ class CompareTable(DataTable[Text]):
         super().__init__(name=name, id=id, classes=classes, zebra_stripes=True, cursor_type="row")
         self.metrics = tuple(metrics)
         self.comparison: Comparison | None = None
+        self.verdict: Verdict | None = None
 
-    def set_comparison(self, comparison: Comparison) -> None:
+    def set_comparison(self, comparison: Comparison, verdict: Verdict | None = None) -> None:
         self.comparison = comparison
+        self.verdict = verdict
         keys = ["conc"]
         labels = ["conc"]
+        if verdict is not None:
+            keys.append("verdict")
+            labels.append(f"verdict ({verdict.metric})")
         for name in self.metrics:
             keys += [f"a:{name}", f"b:{name}", f"d:{name}"]
             labels += [f"A {name}", f"B {name}", f"\u0394 {name}"]
@@ -70,6 +92,8 @@ class CompareTable(DataTable[Text]):
 
     def _cells(self, row: object) -> list[Text]:
         cells = [Text(str(row.concurrency), justify="right")]  # type: ignore[attr-defined]
+        if self.verdict is not None:
+            cells.append(verdict_text(self.verdict.point(row.concurrency)))  # type: ignore[attr-defined]
         for name in self.metrics:
             d = row.get(name)  # type: ignore[attr-defined]
             cells += [Text(_num(d.a), justify="right"), Text(_num(d.b), justify="right")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from textual.app import ComposeResult
@@ -69,7 +70,17 @@ class GpuRow(Widget):
 
     def show(self, reading: GpuReading) -> None:
         self.reading = reading
+        self.fit_height()
         self.refresh()
+
+    def fit_height(self) -> None:
+        """Full rows grow by their process lines; compact rows and the grid keep the CSS
+        height."""
+        extra = 0
+        if self.reading is not None and shows_processes(self.panel) and self.reading.processes:
+            shown = min(MAX_PROCESS_LINES, len(self.reading.processes))
+            extra = 1 + shown + (1 if len(self.reading.processes) > shown else 0)
+        self.styles.height = 3 + extra if extra else None
 
     def render(self) -> Content:
         if self.reading is None:
@@ -104,31 +115,84 @@ def _history(panel: GpuPanel, r: GpuReading, width: int) -> str:
     return sparkline(hist.series[metric], width, top, ascii_only=panel.ascii_only)
 
 
+@dataclass(frozen=True)
+class CompactLayout:
+    """Column widths of a compact row at one width: shared by the rows and the header row,
+    so the header's words sit over their columns."""
+
+    wide: bool
+    name_w: int
+    mem_w: int
+    power_w: int
+    clock_w: int
+    bar_w: int
+    spark_w: int
+    nvlink: bool
+
+
+PCIE_W = 13
+NVLINK_W = 14
+
+
+def compact_layout(width: int, nvlink: bool) -> CompactLayout:
+    wide = width >= 110
+    name_w = 18 if wide else 0
+    mem_w, power_w, clock_w = (12, 9, 7) if wide else (4, 5, 4)
+    fixed = 2 + 1 + (name_w + 1 if name_w else 0) + 5 + 1 + mem_w + 1
+    fixed += power_w + 1 + 4 + 1 + clock_w + 1 + 5 + 1 + PCIE_W + 1
+    if nvlink:
+        fixed += NVLINK_W + 1
+    free = max(9, width - fixed)
+    # Leave the sparkline at least ~10 cells before growing the bars.
+    bar_w = max(3, min(20, (free - 12) // 3))
+    spark_w = max(0, width - fixed - 3 * bar_w - 3)
+    return CompactLayout(wide, name_w, mem_w, power_w, clock_w, bar_w, spark_w, nvlink)
+
+
+def compact_header(panel: GpuPanel, width: int) -> Content:
+    """Column names over compact rows (nvitop's header row); empty when rows are full."""
+    if width < MINI_ROW_WIDTH:
+        return mini_header(panel, width)
+    lay = compact_layout(width, panel.has_nvlink)
+    parts = [" #" + " "]
+    if lay.name_w:
+        parts.append("NAME".ljust(lay.name_w) + " ")
+    parts += [
+        "UTIL".ljust(lay.bar_w + 6),
+        "MEM".ljust(lay.bar_w + 1 + lay.mem_w + 1),
+        "POWER".ljust(lay.bar_w + 1 + lay.power_w + 1),
+        "TEMP" + " ",
+        ("SM MHz" if lay.wide else "SM").ljust(lay.clock_w) + " ",
+        "THROT" + " ",
+        ("PCIe rx/tx" if not panel.ascii_only else "PCIe r/t").ljust(PCIE_W) + " ",
+    ]
+    if lay.nvlink:
+        parts.append("NVLink rx/tx".ljust(NVLINK_W) + " ")
+    if lay.spark_w:
+        parts.append(f"history: {panel.history_metric}"[: lay.spark_w])
+    return Content.styled("".join(parts), "bold $text-muted").truncate(width)
+
+
 def compact_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     v = _variables(panel)
     a = panel.ascii_only
-    wide = width >= 110
-    name_w = 18 if wide else 0
-    mem_text = fmt.mem(r).rjust(12) if wide else fmt.pct(r.mem_pct).rjust(4)
+    lay = compact_layout(width, panel.has_nvlink)
+    wide = lay.wide
+    mem_text = fmt.mem(r).rjust(lay.mem_w) if wide else fmt.pct(r.mem_pct).rjust(lay.mem_w)
     power_text = (fmt.watts(r) if wide else (NA if r.power_w is None else f"{r.power_w:.0f}W"))
-    power_text = power_text.rjust(9 if wide else 5)
+    power_text = power_text.rjust(lay.power_w)
     temp_text = NA if r.temp_c is None else f"{r.temp_c:.0f}{'C' if a else '°'}"
     temp_text = temp_text.rjust(4)
     clock_text = fmt.mhz(r.sm_clock_mhz).rjust(4) + ("MHz" if wide else "")
     badge = fmt.throttle_badge(r)
     badge_text = (badge or "").ljust(5)[:5]
     rates = fmt.pcie_rates(r, ascii_only=a)
-    pcie_text = (rates if rates != NA else "PCIe N/A").ljust(13)
-    fixed = 2 + 1 + (name_w + 1 if name_w else 0) + 5 + 1 + len(mem_text) + 1
-    fixed += len(power_text) + 1 + len(temp_text) + 1 + len(clock_text) + 1 + 5 + 1 + 13 + 1
-    free = max(9, width - fixed)
-    # Leave the sparkline at least ~10 cells before growing the bars.
-    bar_w = max(3, min(20, (free - 12) // 3))
-    spark_w = max(0, width - fixed - 3 * bar_w - 3)
+    pcie_text = (rates if rates != NA else "PCIe N/A").ljust(PCIE_W)
+    bar_w = lay.bar_w
     util_l = level("util", r.util_gpu, panel.thresholds)
     parts: list[Content | str | tuple[str, str]] = [f"{r.index:>2} "]
-    if name_w:
-        parts.append((fmt.short_name(r.name)[:name_w].ljust(name_w) + " ", "bold"))
+    if lay.name_w:
+        parts.append((fmt.short_name(r.name)[: lay.name_w].ljust(lay.name_w) + " ", "bold"))
     parts += [
         bar(_frac(r.util_gpu), bar_w, load_style(util_l, v), ascii_only=a),
         (fmt.pct(r.util_gpu).rjust(5) + " ", load_style(util_l, v)),
@@ -141,9 +205,43 @@ def compact_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
         (badge_text, "bold $error" if badge and badge != NA else "$text-muted"),
         " " + pcie_text + " ",
     ]
-    if spark_w > 0:
-        parts.append((_history(panel, r, spark_w), "$accent"))
+    if lay.nvlink:
+        nvl = fmt.nvlink_rates(r, ascii_only=a)
+        parts.append(((nvl if nvl != NA else "NVLink N/A").ljust(NVLINK_W) + " ", "$accent"))
+    if lay.spark_w > 0:
+        parts.append((_history(panel, r, lay.spark_w), "$accent"))
     return Content.assemble(*parts).truncate(width)
+
+
+@dataclass(frozen=True)
+class MiniLayout:
+    util_w: int
+    mem_w: int
+    badge_w: int
+    spark_w: int
+
+
+def mini_layout(width: int) -> MiniLayout:
+    # "NN!" + bar + " 100%" + " " + bar + " 100%" + " 9999W" + " 99°" (+ " BADGE")
+    fixed = 3 + 5 + 1 + 5 + 6 + 5
+    badge_w = 6 if width - fixed >= 20 else 0
+    room = max(4, width - fixed - badge_w)
+    spark_w = max(0, room - 20) if room >= 26 else 0
+    bar_room = room - (spark_w + 1 if spark_w else 0)
+    util_w = max(2, min(12, (bar_room + 1) // 2))
+    mem_w = max(2, min(12, bar_room - util_w))
+    return MiniLayout(util_w, mem_w, badge_w, spark_w)
+
+
+def mini_header(panel: GpuPanel, width: int) -> Content:
+    lay = mini_layout(width)
+    text = " # " + "UTIL".ljust(lay.util_w + 5) + " " + "MEM".ljust(lay.mem_w + 5)
+    text += " " + "POWER" + " " + "TEMP"
+    if lay.badge_w:
+        text += " THROT"[: lay.badge_w].ljust(lay.badge_w)
+    if lay.spark_w:
+        text += " " + panel.history_metric[: lay.spark_w]
+    return Content.styled(text, "bold $text-muted").truncate(width)
 
 
 def mini_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
@@ -156,31 +254,24 @@ def mini_line(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     temp_text = (NA if r.temp_c is None else f"{r.temp_c:.0f}{'C' if a else '°'}").rjust(4)
     badge = fmt.throttle_badge(r)
     throttled = bool(badge) and badge != NA
-    # "NN!" + bar + " 100%" + " " + bar + " 100%" + " 9999W" + " 99°" (+ " BADGE")
-    fixed = 3 + 5 + 1 + 5 + 6 + 5
-    badge_w = 6 if width - fixed >= 20 else 0
-    room = max(4, width - fixed - badge_w)
-    spark_w = max(0, room - 20) if room >= 26 else 0
-    bar_room = room - (spark_w + 1 if spark_w else 0)
-    util_w = max(2, min(12, (bar_room + 1) // 2))
-    mem_w = max(2, min(12, bar_room - util_w))
+    lay = mini_layout(width)
     util_s = _num_style("util", r.util_gpu, v, panel)
     mem_s = _num_style("mem", r.mem_pct, v, panel)
     parts: list[Content | str | tuple[str, str]] = [
         f"{r.index:>2}",
         ("!" if throttled else " ", "bold $error"),
-        bar(_frac(r.util_gpu), util_w, util_s, ascii_only=a),
+        bar(_frac(r.util_gpu), lay.util_w, util_s, ascii_only=a),
         (fmt.pct(r.util_gpu).rjust(5), util_s),
         " ",
-        bar(_frac(r.mem_pct), mem_w, mem_s, ascii_only=a),
+        bar(_frac(r.mem_pct), lay.mem_w, mem_s, ascii_only=a),
         (fmt.pct(r.mem_pct).rjust(5), mem_s),
         (" " + power_text, _num_style("power", r.power_pct, v, panel)),
         (" " + temp_text, _num_style("temp", r.temp_c, v, panel)),
     ]
-    if badge_w:
-        parts.append(((" " + badge[:5] if throttled else "").ljust(badge_w), "bold $error"))
-    if spark_w > 0:
-        parts += [" ", (_history(panel, r, spark_w), "$accent")]
+    if lay.badge_w:
+        parts.append(((" " + badge[:5] if throttled else "").ljust(lay.badge_w), "bold $error"))
+    if lay.spark_w > 0:
+        parts += [" ", (_history(panel, r, lay.spark_w), "$accent")]
     return Content.assemble(*parts).truncate(width)
 
 
@@ -242,7 +333,59 @@ def full_lines(r: GpuReading, panel: GpuPanel, width: int) -> Content:
     label = f"   {panel.history_metric:<6} "
     spark = _history(panel, r, max(0, width - len(label)))
     line3 = Content.assemble(label, (spark, "$accent"))
-    return Content("\n").join([line1, line2, line3])
+    return Content("\n").join([line1, line2, line3, *process_lines(r, panel, width)])
+
+
+MAX_PROCESS_LINES = 4
+
+
+def shows_processes(panel: GpuPanel) -> bool:
+    """Processes are listed under full rows laid out one a line (a two-a-line grid has fixed
+    row heights)."""
+    return not panel.compact and not panel.has_class("-two-col")
+
+
+def process_lines(r: GpuReading, panel: GpuPanel, width: int) -> list[Content]:
+    """The GPU's compute processes, as nvitop lists them: pid, user, GPU memory, command.
+    The operator's own (same user as the agent on the host) in normal text, others muted."""
+    if not shows_processes(panel) or not r.processes:
+        return []
+    own_uid = panel.header.host.uid if panel.header is not None else None
+    lines = [Content.styled(
+        f"   {'PID':>8} {'USER':<10} {'GPU MEM':>8}  COMMAND", "bold $text-muted"
+    ).truncate(width)]
+    for p in r.processes[:MAX_PROCESS_LINES]:
+        user = p.user or (str(p.uid) if p.uid is not None else NA)
+        used = NA if p.used_mib is None else f"{p.used_mib / 1024:.1f}G"
+        command = p.cmd or p.name or NA
+        mine = own_uid is not None and p.uid == own_uid
+        text = f"   {p.pid:>8} {user[:10]:<10} {used:>8}  {command}"
+        lines.append(Content.styled(text, "" if mine else "$text-muted").truncate(width))
+    more = len(r.processes) - MAX_PROCESS_LINES
+    if more > 0:
+        lines.append(Content.styled(f"   … {more} more", "$text-muted"))
+    return lines
+
+
+class GpuColumns(Widget):
+    """The column-header row over compact GPU rows (two copies side by side when the rows
+    are laid out two a line). Hidden while rows are full (their lines carry labels)."""
+
+    DEFAULT_CSS = """
+    GpuColumns { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, panel: GpuPanel) -> None:
+        super().__init__(id="gpu-columns")
+        self.panel = panel
+
+    def render(self) -> Content:
+        width = self.size.width or 80
+        if not self.panel.has_class("-two-col"):
+            return compact_header(self.panel, width)
+        col = (width - 2) // 2
+        return Content.assemble(compact_header(self.panel, col).truncate(col, pad=True), "  ",
+                                compact_header(self.panel, col)).truncate(width)
 
 
 class GpuPanel(Widget, can_focus=True):
@@ -262,6 +405,8 @@ class GpuPanel(Widget, can_focus=True):
     GpuPanel > VerticalScroll {
         height: auto; max-height: 100%; scrollbar-size-vertical: 1;
     }
+    GpuPanel.-full > #gpu-columns { display: none; }
+    GpuPanel.-no-columns > #gpu-columns { display: none; }
     /* Two GPUs a line (fit(columns=2)): a small terminal still sees all eight. */
     GpuPanel.-two-col > VerticalScroll {
         layout: grid; grid-size: 2; grid-columns: 1fr 1fr; grid-gutter: 0 2; grid-rows: 1;
@@ -303,7 +448,16 @@ class GpuPanel(Widget, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static("GPUs: waiting for the agent…", id="gpu-summary", markup=False)
+        yield GpuColumns(self)
         yield VerticalScroll(id="gpu-rows")
+
+    @property
+    def has_nvlink(self) -> bool:
+        """The host has NVLink (its header lists links, or samples carry NVLink rates): the
+        compact rows then show the NVLink rate beside PCIe's."""
+        if self.header is not None and self.header.nvlink:
+            return True
+        return self.sample is not None and fmt.has_nvlink_rates(self.sample)
 
     # -- data in ---------------------------------------------------------------------------
 
@@ -336,17 +490,21 @@ class GpuPanel(Widget, can_focus=True):
             row.set_class(not self.compact, "-full")
         container.mount_all(self.rows.values())
 
-    def fit(self, *, columns: int = 1, max_rows: int | None = None) -> None:
+    def fit(
+        self, *, columns: int = 1, max_rows: int | None = None, header: bool = True
+    ) -> None:
         """Lay the GPU rows out in `columns` (1 or 2) and show at most `max_rows` terminal
-        rows of them (the rest scroll); the summary line stays on top. Set by the screen
-        that knows how much room the panel has."""
+        rows of them (the rest scroll); the summary line stays on top, the column-header row
+        under it when `header`. Set by the screen that knows how much room the panel has."""
         self.set_class(columns >= 2, "-two-col")
+        self.set_class(not header, "-no-columns")
         self._max_rows = max_rows
         if self._composed:
             self.query_one("#gpu-rows", VerticalScroll).styles.max_height = (
                 max_rows if max_rows is not None else "100%"
             )
         for row in self.rows.values():
+            row.fit_height()
             row.refresh()
 
     def on_mount(self) -> None:
@@ -394,6 +552,7 @@ class GpuPanel(Widget, can_focus=True):
     def _refresh_summary(self) -> None:
         if self._composed:
             self.query_one("#gpu-summary", Static).update(self.summary())
+            self.query_one(GpuColumns).refresh()
 
     # -- reactives and actions -------------------------------------------------------------
 
@@ -401,6 +560,7 @@ class GpuPanel(Widget, can_focus=True):
         self.set_class(not compact, "-full")
         for row in self.rows.values():
             row.set_class(not compact, "-full")
+            row.fit_height()
             row.refresh()
 
     def watch_ascii_only(self) -> None:
@@ -431,6 +591,7 @@ class GpuPanel(Widget, can_focus=True):
         for kind, (low, high) in (thresholds or THRESHOLDS).items():
             unit = "°C" if kind == "temp" else "%"
             lines.append(f"  {kind:<6} < {low:g}{unit} / < {high:g}{unit} / above")
-        lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full · "
-                     "t: topology")
+        lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full "
+                     "(full rows list processes) · t: topology · K: signal one of your GPU "
+                     "processes")
         return "\n".join(lines)

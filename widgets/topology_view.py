@@ -7,7 +7,8 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from console.gpu.models import GpuHeader, Topology
+from console.gpu.format import nvlink_generation
+from console.gpu.models import GpuHeader, NvLinkGpu, Topology
 from console.gpu.topology import LINK_MEANING, P2P_MEANING
 
 _SHORT = {"NODE": "NOD"}
@@ -73,6 +74,19 @@ def matrix_lines(
     return lines
 
 
+def nvlink_line(gpu: NvLinkGpu) -> str:
+    """"GPU0: 18/18 links up · NVLink 4 · all to NVSwitch"."""
+    active = [link for link in gpu.links if link.active]
+    parts = [f"GPU{gpu.index}: {len(active)}/{len(gpu.links)} links up"]
+    codes = sorted({link.version for link in active if link.version is not None})
+    if codes:
+        parts.append(", ".join(nvlink_generation(c) for c in codes))
+    switch = sum(1 for link in active if link.remote_type == "switch")
+    if switch:
+        parts.append("all to NVSwitch" if switch == len(active) else f"{switch} to NVSwitch")
+    return " · ".join(parts)
+
+
 class TopologyView(VerticalScroll):
     """Link matrix, P2P read/write matrices, affinity, NVLink, and a legend."""
 
@@ -117,9 +131,12 @@ class TopologyView(VerticalScroll):
             extra.append(("CPU", topo.cpu_affinity))
         if topo.numa_affinity:
             extra.append(("NUMA", topo.numa_affinity))
-        out += matrix_lines(
-            f"Links ({topo.source})", topo.gpus, topo.links, width, variables, extra
-        )
+        title = f"Links ({topo.source}"
+        if topo.smi_checked and topo.source != "smi":
+            title += ", checked with nvidia-smi topo -m"
+        out += matrix_lines(title + ")", topo.gpus, topo.links, width, variables, extra)
+        for note in topo.disagreements:
+            out.append(Content.styled(f"  nvidia-smi differs, shown: {note}", "$warning"))
         for kind in ("read", "write"):
             cells = topo.p2p.get(kind)
             if cells:
@@ -131,10 +148,7 @@ class TopologyView(VerticalScroll):
             out.append(Content("  none (not supported on these GPUs: peers talk over PCIe)"))
         else:
             for gpu in header.nvlink:
-                active = sum(1 for link in gpu.links if link.active)
-                versions = sorted({link.version for link in gpu.links if link.version})
-                v = f" v{','.join(str(x) for x in versions)}" if versions else ""
-                out.append(Content(f"  GPU{gpu.index}: {active}/{len(gpu.links)} links up{v}"))
+                out.append(Content("  " + nvlink_line(gpu)))
         used = {c for row in topo.links for c in row if c} | {
             c for m in topo.p2p.values() for row in m for c in row if c
         }

@@ -23,10 +23,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
+from console.app.bindings import (
+    ACTIONS,
+    BY_ID,
+    HIDDEN_WHEN_UNAVAILABLE,
+    app_bindings,
+    effective_keys,
+    unknown_keymap_ids,
+)
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
     FlagsOutcomeScreen,
@@ -50,6 +58,9 @@ from console.app.theming import (
 )
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
+from console.errors import PlateauError
+from console.gpu.processes import GpuProcessRow, process_rows, send_signal
+from console.host.transport import Transport
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -73,6 +84,7 @@ from console.session.state import Clock, EventRecord, HostState, utc_now
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
+from widgets.log_view import LogView
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
 
@@ -154,6 +166,8 @@ class PlateauApp(App[int]):
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
+        # Run ids marked in the history screen (m); two marked runs are what compare shows.
+        self.marked_runs: list[int] = []
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -359,21 +373,12 @@ class PlateauApp(App[int]):
             return "only one host configured"
         return None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        action_id = {
-            "restart": "restart",
-            "sweep": "sweep",
-            "cancel_sweep": "cancel-sweep",
-            "flags": "flags",
-            "ab": "ab",
-            "next_host": "next-host",
-            "pick_host": "hosts",
-        }.get(action)
-        if action_id is None or self.unavailable_reason(action_id) is None:
-            return True
-        if action_id in ("cancel-sweep", "next-host", "hosts"):
-            return False  # hidden: irrelevant now
-        return None  # shown greyed out: relevant, but not now
+    def footer_state(self, action_id: str) -> str:
+        """How the footer shows an action now: "enabled", "disabled" (relevant, not now: greyed,
+        and its key says why) or "hidden" (irrelevant now; its key still says why)."""
+        if self.unavailable_reason(action_id) is None:
+            return "enabled"
+        return "hidden" if action_id in HIDDEN_WHEN_UNAVAILABLE else "disabled"
 
     def run_action_id(self, action_id: str) -> None:
         self.call_later(self.run_action, BY_ID[action_id].action)
@@ -407,6 +412,53 @@ class PlateauApp(App[int]):
                 self._send(session, "restart", profile)
 
         self.push_screen(ConfirmScreen(question), confirmed)
+
+    # -- GPU processes ---------------------------------------------------------------------------
+
+    def action_gpu_processes(self) -> None:
+        """List the host's GPU processes; one of the operator's own can be sent SIGTERM after
+        a confirmation. Another user's are listed but not choosable; a simulated host (the
+        demo) refuses outright."""
+        session = self.active_session
+        state = session.state
+        simulated = bool(session.host.sim_state_file)
+        rows = process_rows(state.gpu_sample, state.gpu_header, simulated=simulated)
+        description = BY_ID["gpu-processes"].description
+        if simulated:
+            self.notify(f"{description}: the demo never signals processes", markup=False,
+                        severity="warning")
+            return
+        if not rows:
+            self.notify(f"{description}: no GPU processes on {session.host.name}", markup=False)
+            return
+
+        def confirmed(row: GpuProcessRow, ok: bool | None) -> None:
+            if ok:
+                self.run_worker(self._signal_gpu_process(session, row), group="commands",
+                                exit_on_error=False,
+                                description=f"signal pid {row.process.pid} on {session.host.name}")
+
+        def picked(row: GpuProcessRow | None) -> None:
+            if row is None or row.refusal is not None:
+                return
+            question = (f"Send SIGTERM to pid {row.process.pid} on {session.host.name}?\n\n"
+                        f"{row.label}")
+            self.push_screen(ConfirmScreen(question), lambda ok: confirmed(row, ok))
+
+        self.push_screen(ProcessPicker(session.host.name, rows), picked)
+
+    async def _signal_gpu_process(self, session: Session, row: GpuProcessRow) -> None:
+        # The host's own connection (HostSession.transport): the signal goes as the operator.
+        transport = getattr(session, "transport", None)
+        if not isinstance(transport, Transport):
+            self.app_note("gpu", f"{session.host.name}: not connected; nothing sent", "warning")
+            return
+        try:
+            outcome = await send_signal(transport, row)
+        except PlateauError as exc:
+            self.app_note("gpu", str(exc), "error")
+            return
+        self.app_note("gpu", outcome, "warning")  # "warning": shown, and kept in the log
 
     # -- host keys ------------------------------------------------------------------------------
 
@@ -568,6 +620,17 @@ class PlateauApp(App[int]):
         else:
             self.hidden_panels.add(panel)
 
+    def action_gpu(self, method: str) -> None:
+        """`m` / `v`: the GPU panel's own actions, whichever panel has the focus."""
+        screen = self.get_screen_dashboard()
+        action = getattr(screen.gpu_view, f"action_{method}", None) if screen else None
+        if not callable(action):
+            spec = next(s for s in ACTIONS if s.action == f"gpu('{method}')")
+            self.notify(f"{spec.description}: the GPU panel is on the dashboard (d)",
+                        severity="warning", markup=False)
+            return
+        action()
+
     def action_maximize(self) -> None:
         screen = self.get_screen_dashboard()
         if screen is not None:
@@ -585,10 +648,14 @@ class PlateauApp(App[int]):
         return screen if isinstance(screen, DashboardScreen) else None
 
     def action_next_host(self, step: int) -> None:
+        if self._refuse("next-host" if step > 0 else "prev-host"):
+            return
         index = self.host_names.index(self.active_host)
         self.switch_host(self.host_names[(index + step) % len(self.host_names)])
 
     def action_pick_host(self) -> None:
+        if self._refuse("hosts"):
+            return
         hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
 
         def picked(name: str | None) -> None:
@@ -624,8 +691,15 @@ class PlateauApp(App[int]):
             HelpScreen(
                 rows, Thresholds(ui.gpu_load_mid, ui.gpu_load_high, ui.gpu_interval_s,
                                  ui.log_max_lines),
+                sections=[("Log (when it has the focus: tab moves it, / goes there)",
+                           widget_help_rows(LogView.BINDINGS))],
             )
         )
+
+
+def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:
+    """A widget's own keys for `?` (its id, or its action when it has none)."""
+    return [HelpRow(b.id or b.action, b.key, b.tooltip or b.description) for b in bindings]
 
 
 def display_command(profile: ServerProfile) -> str:

@@ -6,21 +6,20 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from console.commands.config_cmd import _flatten
-from console.config import LoadedConfig, redacted
+from console.bench.compare import Comparison, compare_runs
+from console.bench.verdict import Verdict, differing_flags, judge
+from console.config import LoadedConfig, flatten_config, redacted
 from console.session.state import HostState
 from console.store.db import RunStore
-from console.store.models import RunRecord, StepResult
+from console.store.models import RunRecord, RunSummary
 
 HISTORY_COLUMNS = ("run", "started", "status", "profile", "steps", "best total tok/s")
-COMPARE_COLUMNS = ("concurrency", "A total tok/s", "B total tok/s", "Δ tok/s", "Δ %")
 
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     data = redacted(loaded.config.model_dump(mode="json"))
-    return [
-        (key, json.dumps(value), loaded.source_of(path)) for key, path, value in _flatten(data)
-    ]
+    rows = flatten_config(data)
+    return [(key, json.dumps(value), loaded.source_of(path)) for key, path, value in rows]
 
 
 def _open_store(path: Path | None) -> RunStore | None:
@@ -57,48 +56,51 @@ def history_rows(
     return [], f"no runs of {host} yet — press s on the dashboard to run a sweep"
 
 
-def compare_rows(store_path: Path | None, host: str) -> tuple[list[tuple[str, ...]], str]:
-    store = _open_store(store_path)
-    if store is None:
-        return [], "no run history yet: run two sweeps (e.g. one per profile) to compare"
-    try:
-        runs = [r for r in store.list_runs(200) if not r.meta.host or r.meta.host == host]
-        if len(runs) < 2:
-            return [], "need two runs of this host to compare"
-        b, a = store.get_run(runs[0].id), store.get_run(runs[1].id)
-    finally:
-        store.close()
-    totals_a = _totals(a.steps)
-    totals_b = _totals(b.steps)
-    rows = []
-    for conc in sorted(set(totals_a) | set(totals_b)):
-        va, vb = totals_a.get(conc), totals_b.get(conc)
-        delta = "-" if va is None or vb is None else f"{vb - va:+,.0f}"
-        pct = "-" if not va or vb is None else f"{(vb - va) / va * 100:+.1f}%"
-        rows.append((str(conc), _fmt(va), _fmt(vb), delta, pct))
-    return rows, f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
+def complete(run: RunSummary) -> bool:
+    """A run that may be compared by default: finished, with at least one measured step
+    (cancelled, failed, interrupted and still-running runs are marked, never picked)."""
+    return bool(run.status == "finished" and run.steps_ok > 0)
 
 
-def latest_two_runs(store_path: Path | None, host: str) -> tuple[RunRecord, RunRecord] | None:
-    """(A, B) RunRecords: the two latest runs of `host`, older first."""
+def latest_two_runs(
+    store_path: Path | None, host: str, ids: tuple[int, int] | None = None
+) -> tuple[RunRecord, RunRecord] | None:
+    """(A, B) RunRecords, older first: the runs `ids` when given (marked in history), else
+    the two newest complete runs of `host`."""
     store = _open_store(store_path)
     if store is None:
         return None
     try:
-        runs = [r for r in store.list_runs(200) if not r.meta.host or r.meta.host == host]
+        if ids is not None:
+            first, second = sorted(ids)
+            return store.get_run(first), store.get_run(second)
+        runs = [
+            r for r in store.list_runs(200)
+            if (not r.meta.host or r.meta.host == host) and complete(r)
+        ]
         if len(runs) < 2:
             return None
         return store.get_run(runs[1].id), store.get_run(runs[0].id)
+    except KeyError:
+        return None
     finally:
         store.close()
 
 
-def _totals(steps: list[StepResult]) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for step in steps:
-        if step.metrics is not None and step.status == "ok":
-            out[step.concurrency] = max(out.get(step.concurrency, 0.0), step.metrics.total_tok_s)
-    return out
+def judged(
+    a: RunRecord, b: RunRecord
+) -> tuple[Comparison, Verdict, list[tuple[str, str, str]], str]:
+    """(comparison, verdict, differing flags, note) for two RunRecords, B against A."""
+    comparison = compare_runs(a.steps, b.steps, label_a=a.label, label_b=b.label)
+    verdict = judge(a.steps, b.steps, label_a=a.label, label_b=b.label)
+    flags = differing_flags(a.summary.meta.flags, b.summary.meta.flags)
+    return comparison, verdict, flags, f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
+
+
+def flags_line(flags: list[tuple[str, str, str]]) -> str:
+    if not flags:
+        return "flags: the same"
+    return "flags: " + "; ".join(f"{name} {va} → {vb}" for name, va, vb in flags)
 
 
 def _fmt(value: float | None) -> str:

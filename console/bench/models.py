@@ -7,7 +7,7 @@ Every throughput field says what it counts: `output_tok_s` (generated tokens onl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,6 +27,26 @@ class Distribution(Frozen):
 
 
 StepStatus = Literal["ok", "failed", "cancelled"]
+
+
+class SteadyState(Frozen):
+    """Throughput over the step's steady-state window (console.bench.steady): the longest span
+    in which the client kept at least `threshold` requests in flight (ratio x the step's
+    target concurrency). `reached` is False when the step never got there (all ramp and
+    drain): its whole-step numbers are then all there is, and the step is flagged."""
+
+    ratio: float
+    threshold: int
+    reached: bool
+    step_s: float = 0.0  # first request start to last request end
+    start_s: float = 0.0  # window start, seconds after the first request started
+    window_s: float = 0.0
+    completed: int = 0
+    input_tok_s: float = 0.0
+    output_tok_s: float = 0.0
+    total_tok_s: float = 0.0
+    request_per_s: float = 0.0
+    mean_in_flight: float = 0.0
 
 
 class StepMetrics(Frozen):
@@ -59,6 +79,25 @@ class StepMetrics(Frozen):
     client_cpu_max: float | None = None
     client_loop_lag_p99_ms: float | None = None
     client_warning: str | None = None
+    # Steady-state window (native engine); None for steps stored before it existed and for
+    # engines without per-request timestamps (bench_serving).
+    steady: SteadyState | None = None
+
+    def headline_total_tok_s(self) -> float:
+        """Total tok/s to judge the step by: the steady-state window's when it had one."""
+        if self.steady is not None and self.steady.reached:
+            return self.steady.total_tok_s
+        return self.total_tok_s
+
+    def headline_output_tok_s(self) -> float:
+        if self.steady is not None and self.steady.reached:
+            return self.steady.output_tok_s
+        return self.output_tok_s
+
+    @property
+    def no_steady_state(self) -> bool:
+        """Measured with a steady-state check that found none (flag the step)."""
+        return self.steady is not None and not self.steady.reached
 
 
 class StepResult(Frozen):
@@ -124,7 +163,38 @@ class SweepFinished:
     run_id: int | None
     status: Literal["finished", "failed", "cancelled"]
     steps: tuple[StepResult, ...] = field(default_factory=tuple)
+    reason: str | None = None  # why it stopped early (e.g. the server went away), said once
     kind: Literal["sweep-finished"] = "sweep-finished"
 
 
 SweepEvent = SweepStarted | StepStarted | StepPhase | StepFinished | StepFailed | SweepFinished
+
+
+class RunMeta(BaseModel):
+    """What we know about the server and the workload when a run starts (stored with the run
+    by console.store)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = ""
+    server_url: str = ""
+    server_version: str = ""
+    profile: str = ""
+    flags: dict[str, Any] = {}
+    server_info: dict[str, Any] | None = None
+    spec: dict[str, Any] = {}
+    engine: str = "native"
+    label: str = ""
+
+
+class RunSink(Protocol):
+    """Where a sweep writes its run as it goes (console.store.db.RunStore implements it), so
+    the sweep runner needs no knowledge of the database: bench is below store."""
+
+    def create_run(self, meta: RunMeta) -> int: ...
+
+    def add_step(self, run_id: int, step: StepResult) -> None: ...
+
+    def finish_run(
+        self, run_id: int, status: Literal["finished", "failed", "cancelled"]
+    ) -> None: ...

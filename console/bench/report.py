@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from console.bench.compare import Comparison
 from console.bench.models import StepResult
-from console.store.models import RunSummary
+from console.bench.verdict import Verdict
 
 
-def _f(value: float | None, digits: int = 1) -> str:
+def number_cell(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
@@ -37,6 +36,7 @@ STEP_HEADERS = (
     "req/s",
     "output tok/s",
     "total tok/s",
+    "steady tok/s",
     "TTFT p50 ms",
     "TTFT p99 ms",
     "ITL p50 ms",
@@ -53,20 +53,24 @@ def step_cells(step: StepResult) -> list[str]:
     status = step.status if not step.error else f"{step.status}: {step.error[:60]}"
     if m is not None and m.client_warning:
         status += " (client-bound?)"
+    if m is not None and m.no_steady_state:
+        status += " (no steady state)"
     if m is None:
-        return [str(step.concurrency), str(step.repeat), *["-"] * 10, status]
+        return [str(step.concurrency), str(step.repeat), *["-"] * 11, status]
+    steady = m.steady.total_tok_s if m.steady is not None and m.steady.reached else None
     return [
         str(step.concurrency),
         str(step.repeat),
-        _f(m.request_per_s, 2),
-        _f(m.output_tok_s),
-        _f(m.total_tok_s),
-        _f(m.ttft_ms.p50),
-        _f(m.ttft_ms.p99),
-        _f(m.itl_ms.p50, 2),
-        _f(m.tpot_ms.p50, 2),
-        _f(m.e2e_ms.p50),
-        _f(m.measured_concurrency),
+        number_cell(m.request_per_s, 2),
+        number_cell(m.output_tok_s),
+        number_cell(m.total_tok_s),
+        number_cell(steady),
+        number_cell(m.ttft_ms.p50),
+        number_cell(m.ttft_ms.p99),
+        number_cell(m.itl_ms.p50, 2),
+        number_cell(m.tpot_ms.p50, 2),
+        number_cell(m.e2e_ms.p50),
+        number_cell(m.measured_concurrency),
         str(m.errors),
         status,
     ]
@@ -74,37 +78,6 @@ def step_cells(step: StepResult) -> list[str]:
 
 def steps_table(steps: Sequence[StepResult]) -> str:
     return table(STEP_HEADERS, [step_cells(s) for s in steps])
-
-
-def history_table(runs: Sequence[RunSummary]) -> str:
-    headers = (
-        "run",
-        "started",
-        "status",
-        "steps ok/failed",
-        "best total tok/s",
-        "best output tok/s",
-        "engine",
-        "host / profile / label",
-    )
-    rows = []
-    for run in runs:
-        meta = run.meta
-        started = datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M")
-        where = " / ".join(x for x in (meta.host or meta.server_url, meta.profile, meta.label) if x)
-        rows.append(
-            [
-                str(run.id),
-                started,
-                run.status,
-                f"{run.steps_ok}/{run.steps_failed}",
-                _f(run.best_total_tok_s),
-                _f(run.best_output_tok_s),
-                meta.engine,
-                where or "-",
-            ]
-        )
-    return table(headers, rows)
 
 
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
@@ -122,8 +95,8 @@ def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRI
         for name in metrics:
             d = row.get(name)
             cells += [
-                _f(d.a),
-                _f(d.b),
+                number_cell(d.a),
+                number_cell(d.b),
                 "-" if d.delta is None else f"{d.delta:+,.1f}",
                 "-" if d.pct is None else f"{d.pct:+.1f}%",
             ]
@@ -132,3 +105,35 @@ def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRI
         cells.append(f"within noise: {', '.join(noisy)}" if noisy else "")
         rows.append(cells)
     return table(headers, rows)
+
+
+def verdict_table(verdict: Verdict) -> str:
+    """Per concurrency: A and B (mean of repeats), the delta with its interval, the word."""
+    headers = ["conc", "n A/B", f"A {verdict.metric}", f"B {verdict.metric}",
+               f"\u0394% ({verdict.confidence:.0%} CI)", "verdict"]
+    rows = [
+        [
+            str(p.concurrency),
+            f"{p.n_a}/{p.n_b}",
+            number_cell(p.mean_a),
+            number_cell(p.mean_b),
+            p.interval,
+            p.word + (" (no steady state)" if p.no_steady_state else ""),
+        ]
+        for p in verdict.points
+    ]
+    return table(headers, rows)
+
+
+def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
+    if not differing:
+        return "flags: the same on both sides"
+    return table(("flag", "A", "B"), [list(row) for row in differing])
+
+
+def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]]) -> str:
+    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags."""
+    parts = [f"verdict: {verdict.sentence}", "", verdict_table(verdict)]
+    parts += [f"note: {note}" for note in verdict.notes]
+    parts += ["", flags_table(differing)]
+    return "\n".join(parts)

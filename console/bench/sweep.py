@@ -22,6 +22,8 @@ import httpx
 
 from console.bench.engines import Engine, StepError
 from console.bench.models import (
+    RunMeta,
+    RunSink,
     StepFailed,
     StepFinished,
     StepPhase,
@@ -31,11 +33,11 @@ from console.bench.models import (
     SweepFinished,
     SweepStarted,
 )
+from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
+from console.errors import StoreError
 from console.host.transport import Transport
-from console.store.db import RunStore
-from console.store.models import RunMeta
-from console.store.redact import redact_server_info
+from console.server.redact import redact_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -46,11 +48,16 @@ LOG_TAIL_LINES = 20
 
 
 def failure_reason(result_metrics: Any) -> str | None:
-    """Why a measured step counts as failed, or None."""
+    """Why a measured step counts as failed, or None. A step where no request completed has
+    no latency and no throughput worth the name: failed, whatever else it saw (requests cut
+    off by the time box do not make it a measurement)."""
     attempted = result_metrics.completed + result_metrics.errors
-    if result_metrics.completed == 0 and result_metrics.incomplete == 0:
+    if result_metrics.completed == 0:
         first = result_metrics.error_samples[0] if result_metrics.error_samples else "no reply"
-        return f"no request completed ({result_metrics.errors} error(s)): {first}"
+        cut = f", {result_metrics.incomplete} cut off by the time box" if (
+            result_metrics.incomplete
+        ) else ""
+        return f"no request completed ({result_metrics.errors} error(s){cut}): {first}"
     if attempted and result_metrics.errors / attempted >= FAILED_ERROR_SHARE:
         first = result_metrics.error_samples[0] if result_metrics.error_samples else ""
         return f"{result_metrics.errors} of {attempted} requests failed: {first}"
@@ -93,15 +100,27 @@ async def run_sweep(
     base_url: str,
     *,
     engine: Engine,
-    store: RunStore | None = None,
+    store: RunSink | None = None,
     meta: RunMeta | None = None,
     on_event: Callable[[SweepEvent], None] | None = None,
     log_tail: LogTail | None = None,
     cancel_event: asyncio.Event | None = None,
     snapshot_server_info: bool = True,
     headers: Sequence[tuple[str, str]] | None = None,
+    run_id: int | None = None,
+    repeat_base: int = 0,
+    finish: bool = True,
+    recorder: Any = None,
 ) -> SweepFinished:
-    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order."""
+    """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
+
+    An A/B that interleaves its sides (A B A B ...) stores each side as one run: it passes the
+    side's `run_id` to append to, `repeat_base` (the repeat this pass is) and `finish=False`
+    until the last pass, so `plateau compare` sees the same repeats the A/B judged. A cancel
+    or a failure still closes the run.
+
+    `recorder` (a console.diagnose EvidenceRecorder) collects each step's diagnosis
+    evidence; its failures never fail the sweep."""
     emit = on_event or (lambda _event: None)
     meta = meta or RunMeta()
     if snapshot_server_info and meta.server_info is None:
@@ -117,18 +136,26 @@ async def run_sweep(
     meta = meta.model_copy(
         update={"engine": engine.name, "server_url": meta.server_url or base_url}
     )
-    run_id = store.create_run(meta) if store is not None else None
-    plan = [(c, r) for c in spec.concurrency for r in range(spec.repeats)]
+    if run_id is None and store is not None:
+        run_id = store.create_run(meta)
+    if recorder is not None:
+        await _quietly(recorder.start(run_id, meta.server_info))
+    plan = [(c, repeat_base + r) for c in spec.concurrency for r in range(spec.repeats)]
+    index_base = repeat_base * len(spec.concurrency)
     emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
     results: list[StepResult] = []
     status = "finished"
+    reason: str | None = None
     try:
         await engine.prepare(base_url, spec)
         for index, (concurrency, repeat) in enumerate(plan):
             if cancel_event is not None and cancel_event.is_set():
                 status = "cancelled"
                 break
-            emit(StepStarted(index, concurrency, repeat, len(plan)))
+            index += index_base
+            emit(StepStarted(index, concurrency, repeat, index_base + len(plan)))
+            if recorder is not None:
+                await _quietly(recorder.step_started(index))
             started = time.time()
             error: str | None = None
             metrics = None
@@ -162,10 +189,25 @@ async def run_sweep(
                 finished_at=time.time(),
                 raw=raw,
             )
+            gone = await server_gone(base_url) if error else None
             if store is not None and run_id is not None:
-                store.add_step(run_id, result)
+                try:
+                    store.add_step(run_id, result)
+                except StoreError as exc:
+                    raise StoreError(
+                        f"{exc}; stopped at step {index + 1}, the {len(results)} step(s) "
+                        f"before it are stored as run {run_id}"
+                    ) from None
+            if recorder is not None:
+                await _quietly(recorder.step_finished(result))
             results.append(result)
             emit(StepFailed(result) if error else StepFinished(result))
+            if gone is not None:
+                # Every later step would fail the same way (and send its whole load into
+                # a dead port): stop here and say it once.
+                status = "failed"
+                reason = f"the server at {base_url} is gone ({gone}); sweep stopped"
+                break
             if error and spec.stop_on_failure:
                 status = "failed"  # stopped early; otherwise failed steps are just recorded
                 break
@@ -176,20 +218,33 @@ async def run_sweep(
         emit(SweepFinished(run_id, "cancelled", tuple(results)))
         raise
     except Exception:
-        # e.g. the engine could not prepare (connection lost): the run ends here, and must not
-        # stay 'running' in history with every finished step still readable.
+        # e.g. the engine could not prepare (connection lost), or the disk filled: the run ends
+        # here, and must not stay 'running' in history with every finished step readable.
         if store is not None and run_id is not None:
-            store.finish_run(run_id, "failed")
+            with contextlib.suppress(StoreError):  # the disk may still be full
+                store.finish_run(run_id, "failed")
         emit(SweepFinished(run_id, "failed", tuple(results)))
         raise
     finally:
         with contextlib.suppress(Exception):
             await engine.close()
-    if store is not None and run_id is not None:
+        if recorder is not None:
+            await _quietly(recorder.close())
+    if store is not None and run_id is not None and (finish or status != "finished"):
         store.finish_run(run_id, status)  # type: ignore[arg-type]
-    finished = SweepFinished(run_id, status, tuple(results))  # type: ignore[arg-type]
+    finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+async def _quietly(work: Awaitable[Any]) -> None:
+    """Evidence is a bonus: a failing recorder must never cost the sweep its steps."""
+    try:
+        await asyncio.wait_for(work, timeout=30)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        pass  # the diagnosis says what it could not check
 
 
 async def _stop_step(task: asyncio.Future[Any], engine: Engine) -> None:

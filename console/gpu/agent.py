@@ -54,6 +54,16 @@ P2P_CODES = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
 # P2P capability indices. READ is the literal 0: nvidia-ml-py 13.615.71 defines
 # NVML_P2P_CAPS_INDEX_READ as the tuple (0,) (trailing comma), which ctypes rejects.
 P2P_INDICES = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3), ("prop", 4))
+# nvmlDeviceGetNvLinkRemoteDeviceType -> words (nvml.h nvmlIntNvLinkDeviceType_t).
+NVLINK_REMOTE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
+# What NVML reports as the remote PCI bus id of a link that ends on an NVSwitch (seen on
+# 2 x H200, driver 580): a placeholder, not a device.
+SWITCH_BUS_ID = "FFFFFFFF:FF:FF.0"
+# NVML field ids (nvml.h): NVLink link count, memory temperature, NVLink data throughput.
+FI_NVLINK_LINK_COUNT = 91
+FI_MEMORY_TEMP = 82
+FI_NVLINK_TX, FI_NVLINK_RX = 138, 139  # KiB; scopeId = link, or UINT_MAX for all links
+ALL_LINKS = 0xFFFFFFFF
 
 SMI_FIELDS = [
     "index", "name", "uuid", "pci.bus_id", "utilization.gpu", "utilization.memory",
@@ -141,6 +151,8 @@ def host_info(backend):
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "pid": os.getpid(),
+        "uid": os.getuid(),
+        "user": user_name(os.getuid()),
         "agent_version": AGENT_VERSION,
         "backend": backend,
     }
@@ -215,6 +227,66 @@ class PcieSampler:
             return self.values[i] if i < len(self.values) else (None, None)
 
 
+# GPM metric ids (nvml.h nvmlGpmMetricId_t). PCIe and NVLink are MiB/s; NVLink "read" is RX.
+GPM_METRICS = (("sm_util", 2), ("sm_occupancy", 3), ("tensor_util", 5), ("dram_bw_util", 10),
+               ("pcie_tx_mib_s", 20), ("pcie_rx_mib_s", 21))
+GPM_NVLINK = (("nvlink_rx_mib_s", 60), ("nvlink_tx_mib_s", 61))
+
+
+def mib(value):
+    return value * 1048576.0 if value is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# NVLink topology: which GPU pairs talk over NVLink, and over how many links.
+
+
+def group_links(i, remotes, by_bus):
+    """GPU i's active links -> {"gpus": {peer index: direct links}, "switch": links that end
+    on an NVSwitch}. `remotes` is {link: (remote bus id, remote type word or None)}.
+
+    Behind NVSwitch (every HGX board) each link's remote is the switch, not a GPU: NVML says
+    so with the remote device type, and older drivers without that call give the switch's
+    placeholder bus id."""
+    peers = {}
+    switch = 0
+    for bus, kind in remotes.values():
+        bus = (bus or "").upper()
+        j = by_bus.get(bus)
+        if kind == "switch" or (kind in (None, "unknown") and j is None and bus == SWITCH_BUS_ID):
+            switch += 1
+        elif j is not None and j != i:
+            peers[j] = peers.get(j, 0) + 1
+    return {"gpus": peers, "switch": switch}
+
+
+def matrix_cell(matrix, i, j):
+    try:
+        return matrix[i][j]
+    except (IndexError, KeyError, TypeError):
+        return None
+
+
+def nvlink_pairs(groups, p2p_nvlink):
+    """{(i, j): links} for every GPU pair joined by NVLink, in `nvidia-smi topo -m`'s terms:
+    direct links count per pair; two GPUs on the same NVSwitch fabric are joined by the
+    fewer of their switch links (NV18 for two H200s of an HGX board), when NVML's P2P NVLink
+    status between them is OK (or unreadable): a GPU whose switch links are up but whose
+    fabric is not (no fabric manager) is not NVLink-reachable."""
+    pairs = {}
+    for i, g in groups.items():
+        for j, count in g["gpus"].items():
+            pairs[(i, j)] = count
+    for i, gi in groups.items():
+        for j, gj in groups.items():
+            if i == j or not gi["switch"] or not gj["switch"]:
+                continue
+            status = matrix_cell(p2p_nvlink, i, j)
+            if status in ("OK", None):
+                pairs[(i, j)] = pairs.get((i, j), 0) + min(gi["switch"], gj["switch"])
+    return pairs
+
+
 # --------------------------------------------------------------------------------------------
 # NVML backend
 
@@ -231,6 +303,11 @@ class NvmlBackend:
         self.gpm_ok = {}
         self.nvlink_active = {}
         self.nvlink_prev = {}
+        self.nvlink_remote = {}  # gpu index -> {link: (remote bus id, remote type)}
+        self.nvlink_src = {}  # gpu -> "gpm" | "all-links" | "per-link" (absent: none)
+        self.gpm_bufs = {}
+        self.unsupported = set()
+        self.proc_cache = {}  # pid -> (name, user, uid, cmd): /proc read once per process
         self.xid_lock = threading.Lock()
         self.xid_events = {}
         self.xid_count = {}
@@ -246,6 +323,19 @@ class NvmlBackend:
         except Exception:
             return None
 
+    def sticky(self, i, fn, *a):
+        """Like call(), for a per-sample reading: once the GPU says NotSupported (a fan on a
+        passively cooled board), it is not asked again (the error path costs ~0.15 ms)."""
+        key = (i, fn.__name__)
+        if key in self.unsupported:
+            return None
+        try:
+            return fn(*a)
+        except Exception as exc:
+            if "NotSupported" in type(exc).__name__:
+                self.unsupported.add(key)
+            return None
+
     def open(self):
         nv = self.nv
         nv.nvmlInit()
@@ -253,7 +343,7 @@ class NvmlBackend:
         self.handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
         for i, h in enumerate(self.handles):
             self.static.append(self.identity(i, h))
-            gpm = self.call(nv.nvmlGpmQueryDeviceSupport, h)
+            gpm = None if self.args.no_gpm else self.call(nv.nvmlGpmQueryDeviceSupport, h)
             self.gpm_ok[i] = bool(gpm is not None and getattr(gpm, "isSupportedDevice", 0))
         self.setup_pcie()
         if not self.args.no_xid:
@@ -356,6 +446,7 @@ class NvmlBackend:
             "gpus": gpus,
             "topology": self.topology(),
             "nvlink": nvlink,
+            "nvlink_mode": self.nvlink_mode,
             "pcie_mode": self.pcie_mode,
         }
 
@@ -376,15 +467,14 @@ class NvmlBackend:
                     code = self.call(nv.nvmlDeviceGetP2PStatus, a, b, idx)
                     p2p[name][i][j] = P2P_CODES.get(code, "U") if code is not None else None
         # NVLink shows in topo -m as NV<links>; CommonAncestor does not see it.
-        for i, remotes in self.nvlink_remotes().items():
-            for j, count in remotes.items():
-                links[i][j] = "NV%d" % count
+        for (i, j), count in nvlink_pairs(self.nvlink_groups(), p2p["nvlink"]).items():
+            links[i][j] = "NV%d" % count
         return {"source": "nvml", "gpus": ["GPU%d" % i for i in range(n)], "links": links,
                 "p2p": p2p, "smi": None if self.args.no_smi_topo else smi_topology_text()}
 
     def nvlink_count(self, h):
         try:
-            vals = self.nv.nvmlDeviceGetFieldValues(h, [91])  # NVML_FI_DEV_NVLINK_LINK_COUNT
+            vals = self.nv.nvmlDeviceGetFieldValues(h, [FI_NVLINK_LINK_COUNT])
         except Exception:
             return None
         v = vals[0]
@@ -399,31 +489,48 @@ class NvmlBackend:
         for i, h in enumerate(self.handles):
             count = self.nvlink_count(h)
             links = []
+            remotes = {}
             for link in range(count or 0):
                 state = self.call(nv.nvmlDeviceGetNvLinkState, h, link)
                 if state is None:
                     continue
                 remote = self.call(nv.nvmlDeviceGetNvLinkRemotePciInfo, h, link)
+                bus = as_str(getattr(remote, "busId", None)) if remote else None
+                kind = self.call(nv.nvmlDeviceGetNvLinkRemoteDeviceType, h, link)
+                remote_type = NVLINK_REMOTE_TYPES.get(kind, "unknown") if kind is not None \
+                    else None
+                if state:
+                    remotes[link] = (bus, remote_type)
                 links.append({
                     "link": link, "active": bool(state),
                     "version": self.call(nv.nvmlDeviceGetNvLinkVersion, h, link),
-                    "remote_bus_id": as_str(getattr(remote, "busId", None)) if remote else None,
+                    "remote_bus_id": bus, "remote_type": remote_type,
                 })
             self.nvlink_active[i] = [x["link"] for x in links if x["active"]]
+            self.nvlink_remote[i] = remotes
             any_links = any_links or bool(links)
             result.append({"index": i, "link_count": count, "links": links})
+        mode = self.args.nvlink
+        for i in range(len(self.handles)):
+            if mode == "off" or not self.nvlink_active.get(i):
+                continue
+            gpm = mode in ("auto", "gpm") and self.gpm_ok.get(i)
+            self.nvlink_src[i] = "gpm" if gpm else ("per-link" if mode == "per-link"
+                                                      else "all-links")
         return result if any_links else None
 
-    def nvlink_remotes(self):
-        by_bus = dict((s["pci_bus_id"], s["index"]) for s in self.static)
+    @property
+    def nvlink_mode(self):
+        """Where NVLink rates come from: gpm, all-links, per-link (mixed: joined by +), off."""
+        srcs = sorted(set(self.nvlink_src.values()))
+        return "+".join(srcs) if srcs else "off"
+
+    def nvlink_groups(self):
+        """{gpu: {"gpus": {peer: direct links}, "switch": links to an NVSwitch}}."""
+        by_bus = dict(((s["pci_bus_id"] or "").upper(), s["index"]) for s in self.static)
         out = {}
-        for i, h in enumerate(self.handles):
-            for link in self.nvlink_active.get(i, []):
-                remote = self.call(self.nv.nvmlDeviceGetNvLinkRemotePciInfo, h, link)
-                j = by_bus.get(as_str(getattr(remote, "busId", None))) if remote else None
-                if j is not None and j != i:
-                    out.setdefault(i, {})
-                    out[i][j] = out[i].get(j, 0) + 1
+        for i, remotes in self.nvlink_remote.items():
+            out[i] = group_links(i, remotes, by_bus)
         return out
 
     # -- sample --------------------------------------------------------------------------
@@ -443,21 +550,30 @@ class NvmlBackend:
         return mem.used / 1048576.0, mem.total / 1048576.0
 
     def gpm(self, i, h):
+        """GPM metrics between this tick's sample and the last one (None the first time).
+
+        Two sample buffers per GPU, allocated once and used in turn. On a GPU with NVLink the
+        same call also gives NVLink RX/TX (metrics 60/61, all links, MiB/s), which saves the
+        NVLink field read (~1.2 ms of CPU per GPU measured on an H200)."""
         if not self.gpm_ok.get(i):
             return None
         nv = self.nv
+        bufs = self.gpm_bufs.get(i)
         try:
-            cur = nv.nvmlGpmSampleAlloc()
+            if bufs is None:
+                bufs = self.gpm_bufs[i] = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
+            cur = bufs[self.tick % 2]
             nv.nvmlGpmSampleGet(h, cur)
         except Exception:
             self.gpm_ok[i] = False
+            if self.nvlink_src.get(i) == "gpm":
+                self.nvlink_src[i] = "all-links"
             return None
         prev = self.gpm_prev.get(i)
         self.gpm_prev[i] = cur
-        if prev is None:
+        if prev is None or prev is cur:
             return None
-        ids = (("sm_util", 2), ("sm_occupancy", 3), ("tensor_util", 5), ("dram_bw_util", 10),
-               ("pcie_tx_mib_s", 20), ("pcie_rx_mib_s", 21))
+        ids = GPM_METRICS + (GPM_NVLINK if self.nvlink_src.get(i) == "gpm" else ())
         out = dict((k, None) for k, _ in ids)
         try:
             mg = nv.c_nvmlGpmMetricsGet_t()
@@ -473,35 +589,54 @@ class NvmlBackend:
                     out[name] = clean_num(mg.metrics[k].value)
         except Exception:
             pass
-        finally:
-            self.call(nv.nvmlGpmSampleFree, prev)
+        if self.nvlink_src.get(i) == "gpm" and (
+                out.get("nvlink_tx_mib_s") is None or out.get("nvlink_rx_mib_s") is None):
+            self.nvlink_src[i] = "all-links"
+            warn("GPU %d: GPM has no NVLink throughput; reading NVLink fields instead" % i)
         return out
 
-    def nvlink_rates(self, i, h):
-        links = self.nvlink_active.get(i)
-        if not links:
-            return None, None
-        fields = []
-        for link in links:
-            fields.append((138, link))  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX (KiB)
-            fields.append((139, link))  # ..._RX
+    def fields(self, i, h):
+        """(memory temperature, NVLink tx KiB, rx KiB, timestamp us): one field read per GPU.
+
+        NVLink throughput (when GPM does not give it) comes from the all-links scope (scopeId
+        UINT_MAX, nvml.h): two values per GPU instead of two per link (36 on an 18-link H200,
+        ~15 ms of CPU per GPU measured there). A driver that refuses the aggregate falls back
+        to per-link scopes."""
+        ids = [FI_MEMORY_TEMP]
+        links = self.nvlink_active.get(i) or []
+        src = self.nvlink_src.get(i)
+        if src == "all-links" and links:
+            ids += [(FI_NVLINK_TX, ALL_LINKS), (FI_NVLINK_RX, ALL_LINKS)]
+        elif src == "per-link" and links:
+            for link in links:
+                ids += [(FI_NVLINK_TX, link), (FI_NVLINK_RX, link)]
         try:
-            vals = self.nv.nvmlDeviceGetFieldValues(h, fields)
+            vals = self.nv.nvmlDeviceGetFieldValues(h, ids)
         except Exception:
+            return None, None, None, None
+        mem_temp = clean_num(vals[0].value.uiVal) if vals[0].nvmlReturn == 0 else None
+        if len(vals) < 3:
+            return mem_temp, None, None, None
+        if any(v.nvmlReturn != 0 for v in vals[1:]):
+            if src == "all-links":
+                self.nvlink_src[i] = "per-link"
+                warn("GPU %d: NVLink all-links throughput refused; reading it per link (slower)"
+                     % i)
+            return mem_temp, None, None, None
+        tx = sum(v.value.ullVal for v in vals[1::2])
+        rx = sum(v.value.ullVal for v in vals[2::2])
+        return mem_temp, tx, rx, vals[1].timestamp
+
+    def nvlink_rates(self, i, tx, rx, ts):
+        """Bytes/s since the previous sample from cumulative KiB counters (None the first
+        time, or when a counter went backwards: a reset)."""
+        if tx is None or rx is None:
             return None, None
-        tx = rx = 0
-        ts = None
-        for k, v in enumerate(vals):
-            if v.nvmlReturn != 0:
-                return None, None
-            ts = v.timestamp
-            if k % 2 == 0:
-                tx += v.value.ullVal
-            else:
-                rx += v.value.ullVal
+        if not ts:
+            ts = time.time() * 1e6
         prev = self.nvlink_prev.get(i)
         self.nvlink_prev[i] = (ts, tx, rx)
-        if prev is None or ts is None or ts <= prev[0]:
+        if prev is None or ts <= prev[0] or tx < prev[1] or rx < prev[2]:
             return None, None
         dt = (ts - prev[0]) / 1e6
         return (tx - prev[1]) * 1024.0 / dt, (rx - prev[2]) * 1024.0 / dt
@@ -514,11 +649,11 @@ class NvmlBackend:
         out = []
         for p in procs:
             used = getattr(p, "usedGpuMemory", None)
-            out.append({
+            out.append(with_info({
                 "pid": p.pid,
                 "used_mib": used / 1048576.0 if isinstance(used, int) and used < 2 ** 62 else None,
-                "name": process_name(p.pid),
-            })
+                "name": None,
+            }))
         return out
 
     def sample(self):
@@ -550,11 +685,11 @@ class NvmlBackend:
                 rx = rx_m * 1048576.0 if rx_m is not None else None
             elif self.pcie is not None:
                 tx, rx = self.pcie.latest(i)
-            nvl_tx, nvl_rx = self.nvlink_rates(i, h)
-            mem_temp = None
-            fv = call(nv.nvmlDeviceGetFieldValues, h, [82])  # NVML_FI_DEV_MEMORY_TEMP
-            if fv is not None and fv[0].nvmlReturn == 0:
-                mem_temp = clean_num(fv[0].value.uiVal)
+            mem_temp, kib_tx, kib_rx, ts = self.fields(i, h)
+            if self.nvlink_src.get(i) == "gpm" and gpm is not None:
+                nvl_tx, nvl_rx = mib(gpm.get("nvlink_tx_mib_s")), mib(gpm.get("nvlink_rx_mib_s"))
+            else:
+                nvl_tx, nvl_rx = self.nvlink_rates(i, kib_tx, kib_rx, ts)
             pstate = call(nv.nvmlDeviceGetPerformanceState, h)
             gpus.append({
                 "index": i,
@@ -587,7 +722,7 @@ class NvmlBackend:
                 "ecc_corrected": ecc_c,
                 "xid_count": xid_count.get(i),
                 "xid_new": xids.get(i, []),
-                "fan_pct": call(nv.nvmlDeviceGetFanSpeed, h),
+                "fan_pct": self.sticky(i, nv.nvmlDeviceGetFanSpeed, h),
                 "pstate": "P%d" % pstate if pstate is not None and pstate < 32 else None,
                 "processes": self.processes(h),
                 "gpm": gpm,
@@ -598,17 +733,72 @@ class NvmlBackend:
 
 def process_name(pid):
     """The host's name for `pid` (comm, else argv[0]); None if it is not visible here."""
+    return process_info(pid)["name"]
+
+
+CMD_MAX = 300
+
+
+def process_info(pid):
+    """{name, user, uid, cmd} of `pid` as this host sees it (None where not visible: another
+    PID namespace, a process that just exited)."""
+    info = {"name": None, "user": None, "uid": None, "cmd": None}
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            argv = f.read().split(b"\0")
-        if argv and argv[0]:
-            name = os.path.basename(argv[0].decode("utf-8", "replace"))
-            if name.startswith("python") and len(argv) > 2 and argv[1] == b"-m":
-                return name + " -m " + argv[2].decode("utf-8", "replace")
-            return name
-    except (OSError, ValueError):
-        pass
-    return None
+            argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0")]
+        while argv and not argv[-1]:
+            argv.pop()
+        if argv:
+            name = os.path.basename(argv[0])
+            if name.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+                name = name + " -m " + argv[2]
+            info["name"] = name
+            info["cmd"] = " ".join(argv)[:CMD_MAX]
+        info["uid"] = os.stat("/proc/%d" % pid).st_uid
+    except (OSError, ValueError, TypeError, OverflowError):
+        return info
+    info["user"] = user_name(info["uid"])
+    return info
+
+
+def user_name(uid):
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError, OverflowError, TypeError):
+        return str(uid) if uid is not None else None
+
+
+class ProcCache:
+    """process_info per pid, read once while the pid stays on a GPU (the /proc reads would
+    otherwise repeat every tick); forgotten when it leaves."""
+
+    def __init__(self):
+        self.known = {}
+        self.seen = set()
+
+    def get(self, pid):
+        self.seen.add(pid)
+        info = self.known.get(pid)
+        if info is None or info["uid"] is None:
+            info = self.known[pid] = process_info(pid)
+        return info
+
+    def prune(self):
+        self.known = dict((p, i) for p, i in self.known.items() if p in self.seen)
+        self.seen = set()
+
+
+PROCS = ProcCache()
+
+
+def with_info(proc):
+    info = PROCS.get(proc["pid"])
+    out = dict(proc)
+    out["name"] = info["name"] or proc.get("name")
+    out["user"], out["uid"], out["cmd"] = info["user"], info["uid"], info["cmd"]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -768,7 +958,7 @@ class SmiBackend:
             self.apps = parse_smi_apps(apps) if code == 0 else {}
         for g in gpus:
             g.pop("driver_version", None)
-            g["processes"] = self.apps.get(g["uuid"], [])
+            g["processes"] = [with_info(p) for p in self.apps.get(g["uuid"], [])]
         return gpus, {}
 
 
@@ -862,6 +1052,9 @@ class SimGpu:
         in_use = bool(g.get("in_use")) if g else False
         used = clean_num(g.get("memory_used_mib")) if g else None
         used = min(self.mem_total, max(0.0, used)) if used is not None else 0.0
+        limit = clean_num(g.get("power_limit_w")) if g else None
+        if limit is not None and limit > 0:
+            self.power_limit = limit  # the simulated board's limit (`nvidia-smi -pl`)
         busy = activity > 0.01
         # Time-based util: any kernel in flight counts, so it saturates early.
         util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) if busy else 0.0
@@ -966,8 +1159,9 @@ class SimBackend:
             g = by_index.get(gpu.index)
             procs = []
             if g is not None and g.get("in_use") and isinstance(pid, int):
-                procs = [{"pid": pid, "used_mib": clean_num(g.get("memory_used_mib")),
-                          "name": "sglang::scheduler_TP%d" % gpu.index}]
+                procs = [with_info({"pid": pid, "used_mib": clean_num(g.get("memory_used_mib")),
+                                    "name": None})]
+                procs[0]["name"] = "sglang::scheduler_TP%d" % gpu.index
             out.append(gpu.read(g, dt, procs))
         sim = None
         if state is not None:
@@ -1022,6 +1216,12 @@ def parse_args(argv):
                    help="PCIe throughput source: background thread (blocking NVML call), GPM, "
                         "inline on the sampling path (to measure its cost), or off")
     p.add_argument("--no-pcie", action="store_true", help="same as --pcie off")
+    p.add_argument("--nvlink", choices=("auto", "gpm", "fields", "per-link", "off"),
+                   default="auto", help="NVLink throughput source: GPM where supported, else "
+                   "the all-links field read (auto); fields: always the field read; per-link: "
+                   "one field per link (the old, slow form, to measure it)")
+    p.add_argument("--no-gpm", action="store_true",
+                   help="take no GPM samples (PCIe then from the background thread)")
     p.add_argument("--pcie-period", type=float, default=1.0)
     p.add_argument("--slow-every", type=int, default=5, help="smi: processes every N ticks")
     p.add_argument("--no-xid", action="store_true")
@@ -1049,6 +1249,7 @@ def main(argv):
     seq = 0
     next_at = time.monotonic()
     failures = 0
+    cpu_prev = time.process_time()  # every thread of this process (ns resolution)
     while True:
         seq += 1
         t0 = time.perf_counter()
@@ -1062,10 +1263,16 @@ def main(argv):
                 fatal("sampling_failed", "5 samples in a row failed: %s" % exc, 1)
             gpus, extra = None, {}
         if gpus is not None:
-            line = {"type": "sample", "seq": seq, "t": time.time(), "cost_ms": now_ms(t0),
-                    "gpus": gpus}
+            cost = now_ms(t0)
+            cpu_now = time.process_time()
+            # What the agent cost the host since the last sample, its threads included
+            # (PCIe sweeps, XID waits, the previous line's JSON): the figure to budget.
+            line = {"type": "sample", "seq": seq, "t": time.time(), "cost_ms": cost,
+                    "agent_cpu_ms": round((cpu_now - cpu_prev) * 1000.0, 3), "gpus": gpus}
+            cpu_prev = cpu_now
             line.update(extra)
             emit(line)
+        PROCS.prune()
         if args.count and seq >= args.count:
             return 0
         next_at += args.interval

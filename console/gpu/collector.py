@@ -157,6 +157,9 @@ def build_topology(topo: dict[str, Any]) -> Topology:
     source = topo.get("source")
     if source not in ("nvml", "smi", "sim"):
         source = "smi" if parsed is not None else "none"
+    disagreements: list[str] = []
+    if isinstance(links, list) and parsed is not None and parsed.cells:
+        links, disagreements = cross_check(links, parsed.cells, parsed.gpus)
     return Topology(
         source=source,
         gpus=[str(g) for g in gpus] if isinstance(gpus, list) else [],
@@ -170,7 +173,32 @@ def build_topology(topo: dict[str, Any]) -> Topology:
         else [],
         topo_m_text=sanitize_block(topo_m),
         p2p_read_text=sanitize_block(p2p_text),
+        smi_checked=parsed is not None and bool(parsed.cells),
+        disagreements=disagreements,
     )
+
+
+def cross_check(
+    links: list[Any], smi_cells: list[list[str | None]], smi_gpus: list[str]
+) -> tuple[list[Any], list[str]]:
+    """NVML's link matrix checked cell by cell against `nvidia-smi topo -m` from the same
+    host. Where they differ, nvidia-smi's word wins (it is NVIDIA's own reading of the
+    topology: it said NV18 behind NVSwitch while NVML's common-ancestor level said PHB) and
+    the difference is listed, so a wrong NVML reading is visible, not silent."""
+    out = [list(row) if isinstance(row, list) else row for row in links]
+    notes: list[str] = []
+    for i, row in enumerate(out):
+        if not isinstance(row, list) or i >= len(smi_cells):
+            continue
+        for j, cell in enumerate(row):
+            smi = smi_cells[i][j] if j < len(smi_cells[i]) else None
+            if smi is None or i == j or cell == smi:
+                continue
+            a = smi_gpus[i] if i < len(smi_gpus) else f"GPU{i}"
+            b = smi_gpus[j] if j < len(smi_gpus) else f"GPU{j}"
+            notes.append(f"{a}-{b}: NVML {cell or 'N/A'}, nvidia-smi {smi}")
+            row[j] = smi
+    return out, notes
 
 
 def sanitize_block(text: str | None) -> str | None:

@@ -90,6 +90,29 @@ def pcie_rates(reading: GpuReading, *, ascii_only: bool = False) -> str:
     return f"{down}{rate(reading.pcie_rx_bytes_s)} {up}{rate(reading.pcie_tx_bytes_s)}"
 
 
+def nvlink_rates(reading: GpuReading, *, ascii_only: bool = False) -> str:
+    if reading.nvlink_rx_bytes_s is None and reading.nvlink_tx_bytes_s is None:
+        return NA
+    down, up = ("r", "t") if ascii_only else ("↓", "↑")
+    return f"{down}{rate(reading.nvlink_rx_bytes_s)} {up}{rate(reading.nvlink_tx_bytes_s)}"
+
+
+# nvmlDeviceGetNvLinkVersion's codes (nvml.h nvmlNvlinkVersion_t) -> the NVLink version they
+# name: code 6 is NVLINK_VERSION_4_0, i.e. NVLink 4 (Hopper: H100/H200).
+NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+
+
+def nvlink_generation(code: int | None) -> str:
+    """"NVLink 4" for code 6 (a point release keeps its minor: "NVLink 2.2"); an unknown code
+    says so rather than guessing."""
+    if code is None:
+        return NA
+    version = NVLINK_VERSIONS.get(code)
+    if version is None:
+        return f"NVLink (version code {code})"
+    return "NVLink " + (version[:-2] if version.endswith(".0") else version)
+
+
 def throttle_words(reading: GpuReading) -> str:
     """Reasons the clocks are held down, in words ("idle", "none", N/A when unknown)."""
     if reading.throttled:
@@ -125,6 +148,8 @@ def header_line(host: str, header: GpuHeader) -> str:
     parts.append(f"{len(header.gpus)} GPU{'s' if len(header.gpus) != 1 else ''}")
     if header.pcie_mode:
         parts.append(f"PCIe rate: {header.pcie_mode}")
+    if header.nvlink:
+        parts.append(nvlink_summary(header))
     return " · ".join(parts)
 
 
@@ -134,16 +159,33 @@ TABLE_COLUMNS = (
 )
 
 
-def table(sample: GpuSample) -> str:
-    """Plain-text table of one sample (for `plateau gpus`)."""
-    rows = [[name for name, _ in TABLE_COLUMNS]]
+NVLINK_COLUMN = ("NVLINK RX/TX", 14)
+
+
+def has_nvlink_rates(sample: GpuSample) -> bool:
+    return any(
+        g.nvlink_rx_bytes_s is not None or g.nvlink_tx_bytes_s is not None for g in sample.gpus
+    )
+
+
+def table(sample: GpuSample, *, nvlink: bool | None = None) -> str:
+    """Plain-text table of one sample (for `plateau gpus`). The NVLink column is there when
+    the host has NVLink (`nvlink`, from the header) or the sample carries NVLink rates."""
+    show_nvlink = has_nvlink_rates(sample) if nvlink is None else nvlink
+    columns = list(TABLE_COLUMNS)
+    if show_nvlink:
+        columns.insert(len(columns) - 1, NVLINK_COLUMN)
+    rows = [[name for name, _ in columns]]
     for g in sample.gpus:
-        rows.append([
+        cells = [
             str(g.index), short_name(g.name)[:18], pct(g.util_gpu), mem(g), watts(g), temp(g),
             clocks(g), pcie_link(g), pcie_rates(g), throttle_badge(g) or "-",
-        ])
+        ]
+        if show_nvlink:
+            cells.insert(len(cells) - 1, nvlink_rates(g))
+        rows.append(cells)
     widths = [
-        max(w, *(len(r[i]) for r in rows)) for i, (_, w) in enumerate(TABLE_COLUMNS)
+        max(w, *(len(r[i]) for r in rows)) for i, (_, w) in enumerate(columns)
     ]
     lines = []
     for r in rows:
@@ -155,3 +197,15 @@ def table(sample: GpuSample) -> str:
     if sample.cost_ms is not None:
         lines.append(f"(sample #{sample.seq} cost {sample.cost_ms:.2f} ms on the host)")
     return "\n".join(lines)
+
+
+def nvlink_summary(header: GpuHeader) -> str:
+    """"NVLink 4 · 18 links/GPU" (N/A parts when unknown); "" without NVLink."""
+    if not header.nvlink:
+        return ""
+    codes = sorted({link.version for g in header.nvlink for link in g.links
+                    if link.active and link.version is not None})
+    gen = ", ".join(nvlink_generation(c) for c in codes) if codes else "NVLink"
+    active = sorted({sum(1 for link in g.links if link.active) for g in header.nvlink})
+    per_gpu = "/".join(str(n) for n in active)
+    return f"{gen} · {per_gpu} links/GPU"

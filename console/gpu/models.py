@@ -64,6 +64,9 @@ class GpuProcess(_Model):
     pid: int
     used_mib: Num = None
     name: Str = None
+    user: Str = None
+    uid: Int = None
+    cmd: Str = None
 
 
 class GpmMetrics(_Model):
@@ -194,6 +197,7 @@ class GpuSample(_Model):
     seq: Int = None
     t: Num = None
     cost_ms: Num = None
+    agent_cpu_ms: Num = None  # the agent's CPU (all threads) since its previous sample
     pcie_sweep_ms: Num = None
     gpus: list[GpuReading] = Field(default_factory=list)
     sim: Annotated[SimInfo | None, BeforeValidator(lambda v: _dict_or_none(v))] = None
@@ -253,13 +257,16 @@ class Topology(_Model):
     numa_affinity: list[str | None] = Field(default_factory=list)
     topo_m_text: str | None = None
     p2p_read_text: str | None = None
+    smi_checked: bool = False  # the matrix was compared with `nvidia-smi topo -m`
+    disagreements: list[str] = Field(default_factory=list)  # cells where nvidia-smi won
 
 
 class NvLinkLink(_Model):
     link: int
     active: bool = False
-    version: Int = None
+    version: Int = None  # nvmlNvlinkVersion_t code (6 = NVLink 4): format.nvlink_generation
     remote_bus_id: Str = None
+    remote_type: Str = None  # gpu, switch, ibmnpu, unknown (None: the driver did not say)
 
 
 class NvLinkGpu(_Model):
@@ -274,6 +281,8 @@ class HostInfo(_Model):
     python: Str = None
     cpus: Int = None
     pid: Int = None
+    uid: Int = None  # who the agent runs as on the host: the operator's own processes
+    user: Str = None
     agent_version: Int = None
 
 
@@ -286,6 +295,7 @@ class GpuHeader(_Model):
     nvml_version: Str = None
     cuda_version: Str = None
     pcie_mode: Str = None
+    nvlink_mode: Str = None  # where NVLink rates come from: gpm, all-links, per-link, off
     host: HostInfo = Field(default_factory=HostInfo)
     gpus: list[GpuIdentity] = Field(default_factory=list)
     topology: Topology = Field(default_factory=Topology)

@@ -22,6 +22,7 @@ from console.bench.engines import Engine, NativeEngine
 from console.bench.models import SweepEvent, SweepFinished
 from console.bench.sweep import run_sweep
 from console.config_models import SweepPreset
+from console.diagnose.recorder import EvidenceRecorder, RemoteLog
 from console.errors import PlateauError
 from console.host.local import LocalTransport
 from console.host.transport import Transport
@@ -129,9 +130,11 @@ async def sweep(
     on_event: Callable[[SweepEvent], None] | None = None,
     options: EngineOptions = DEFAULT_OPTIONS,
 ) -> SweepFinished:
-    """Run `spec` against `target`, holding the host's lease; each step is stored as it ends."""
+    """Run `spec` against `target`, holding the host's lease; each step is stored as it ends,
+    with its diagnosis evidence (`store.load_evidence(run_id)`)."""
     async with _holding(target, f"sweep {label}"):
         engine = await make_engine(spec, target, options)
+        recorder = await evidence_recorder(target, store, api_key_headers(target, options))
         return await run_sweep(
             spec,
             target.base_url,
@@ -140,4 +143,30 @@ async def sweep(
             meta=target.meta.model_copy(update={"label": label}),
             on_event=on_event,
             log_tail=target.log_tail,
+            recorder=recorder,
         )
+
+
+async def evidence_recorder(
+    target: Target, store: RunStore | None, headers: Sequence[tuple[str, str]] = ()
+) -> EvidenceRecorder:
+    """What the diagnosis will see: the server's log and the GPU agent on its host (when the
+    target has a host), `/metrics` (when enabled), the profile's flags and environment."""
+    log = None
+    collector = None
+    if target.transport is not None and target.host is not None:
+        from console.gpu.collector import AgentOptions, GpuCollector
+        from console.server.lifecycle import ServerLifecycle
+
+        with contextlib.suppress(Exception):
+            record = await ServerLifecycle(target.transport, target.host).read_record()
+            if record is not None and record.log_path:
+                log = RemoteLog(target.transport, record.log_path)
+        host = target.host
+        collector = GpuCollector(target.transport, AgentOptions(
+            backend="sim" if host.sim_state_file else "auto", interval=1.0,
+            python=host.python, sim_state=host.sim_state_file))
+    return EvidenceRecorder(
+        target.base_url, log=log, gpu_collector=collector, headers=headers,
+        flags=target.meta.flags, env=dict(target.profile.env) if target.profile else {},
+        store=store)

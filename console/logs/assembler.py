@@ -54,7 +54,7 @@ _ACCESS_MATCH = ACCESS.match
 
 
 def _access_severity(access: re.Match[str]) -> Severity:
-    return access_severity(int(access.group(4)))
+    return access_severity(int(access.group(4)), access.group(2), access.group(3))
 
 
 class EventAssembler:
@@ -256,7 +256,12 @@ class EventAssembler:
         if kind == "uvicorn" and level == "INFO" and ' - "' in message:
             access = ACCESS.match(message)
             if access is not None:
-                return access_severity(int(access.group(4))), None, _MODE_NONE, "access"
+                severity = access_severity(int(access.group(4)), access.group(2), access.group(3))
+                return severity, None, _MODE_NONE, "access"
+        if message.startswith("server_args="):
+            # The resolved-arguments dump (reference §2.4 item 2): flag names such as
+            # `disable_fallback` or `retract_*` are not warnings. A launch milestone, not noise.
+            return Severity.INFO, None, _MODE_NONE, kind
         hint = self._hint
         if hint is not None and hint.search(message) is None:
             # No literal: no catalogue entry, not a traceback, and severity_from_text is INFO.

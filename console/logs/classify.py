@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from console.logs.models import Severity
+from console.logs.own_requests import is_probe_path
 from console.logs.prefilter import compile_literals
 
 BATCH_PREFIXES = ("Decode batch", "Prefill batch")
@@ -55,7 +56,9 @@ def severity_by_patterns(message: str) -> Severity:
     return Severity.INFO
 
 
-def access_severity(status: int) -> Severity:
+def access_severity(status: int, method: str = "", path: str = "") -> Severity:
+    if is_probe_path(method, path):
+        return Severity.DEBUG  # the console's own poll: a 503 from /ready is an answer
     if status >= 500:
         return Severity.ERROR
     if status >= 400:

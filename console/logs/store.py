@@ -7,7 +7,8 @@ Memory bound: at most `max_lines` rows and `max_chars` characters of line text a
 per event of index.
 
 Events are kept packed as plain tuples of str/int/None (`_pack`), which Python's cyclic GC
-stops tracking after their first collection; `row()` rebuilds the LogEvent on demand (only
+stops tracking after a collection or two (a tuple is untracked once the tuples it holds
+are); `row()` rebuilds the LogEvent on demand (only
 visible rows are ever asked for). With 50,000 retained lines, each tracked object is one more
 thing every full collection walks, on the UI's event loop: keeping the LogEvents themselves
 made 70-90 ms pauses every couple of seconds while following a busy log.
@@ -15,6 +16,7 @@ made 70-90 ms pauses every couple of seconds while following a busy log.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from bisect import bisect_left
 from collections import deque
@@ -22,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from console.logs.models import LogEvent, Severity, new_event
+from console.logs.own_requests import is_console_probe
 
 Packed = tuple  # LogEvent's fields in order, severity as a plain int (see _pack)
 _SEVERITY = {int(s): s for s in Severity}
@@ -48,15 +51,29 @@ class LogFilter:
     ranks: frozenset[str] | None = None
     """Rank labels such as "TP0", "DP1 TP5"; "" selects lines without a rank prefix."""
     pattern: re.Pattern[str] | None = None
+    hide_own: bool = False
+    """Fold the console's own access lines (`/ready`, `/metrics`... polls) away."""
+
+    @property
+    def narrowing(self) -> bool:
+        """A filter the operator set (severity, rank, regex), folding aside."""
+        return self.min_severity is not None or self.ranks is not None or self.pattern is not None
 
     @property
     def active(self) -> bool:
-        return self.min_severity is not None or self.ranks is not None or self.pattern is not None
+        return self.narrowing or self.hide_own
+
+    def replace(self, **changes: object) -> LogFilter:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def matches(self, event: LogEvent) -> bool:
-        return self.matches_fields(event.severity, event.ranks, event.lines)
+        return self.matches_fields(event.severity, event.ranks, event.lines, event.kind,
+                                   event.message)
 
-    def matches_fields(self, severity: int, ranks: str, lines: tuple[str, ...]) -> bool:
+    def matches_fields(self, severity: int, ranks: str, lines: tuple[str, ...], kind: str = "",
+                       message: str = "") -> bool:
+        if self.hide_own and is_console_probe(kind, message):
+            return False
         if self.min_severity is not None and severity < self.min_severity:
             return False
         if self.ranks is not None and ranks not in self.ranks:
@@ -203,7 +220,7 @@ class LogStore:
         matches = flt.matches_fields
         for first, packed in zip(self._event_first, self._event_objs, strict=True):
             lines = packed[2]
-            if matches(packed[4], packed[6], lines):
+            if matches(packed[4], packed[6], lines, packed[1], packed[3]):
                 view.extend(range(first, first + len(lines)))
         self._view = view
         self._view_start = 0

@@ -173,10 +173,16 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="decode steps before the NaN crash")
     p.add_argument("--sim-kv-bytes-per-token", type=int, default=98304,
                    help="KV cache bytes per token per GPU at TP1 (bf16)")
+    p.add_argument("--sim-layers", type=int, default=61,
+                   help="transformer layers (two tensor-parallel all-reduces each per step)")
+    p.add_argument("--sim-nvlink", action="store_true",
+                   help="GPUs joined by NVLink (default: PCIe only, like RTX PRO 6000 hosts)")
+    p.add_argument("--sim-power-limit-w", type=float, default=600.0,
+                   help="board power limit per GPU (what `nvidia-smi -pl` sets)")
     return p
 
 
-_SIM_FLAGS_WITHOUT_VALUE = {"--sim-help"}
+_SIM_FLAGS_WITHOUT_VALUE = {"--sim-help", "--sim-nvlink"}
 
 
 def split_sim_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -212,6 +218,9 @@ class SimOptions:
     nan_when: dict[str, str] | None = None
     nan_after_steps: int = 20
     kv_bytes_per_token: int = 98304
+    layers: int = 61
+    nvlink: bool = False
+    power_limit_w: float = 600.0
 
     @property
     def ideal(self) -> bool:
@@ -251,5 +260,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         nan_when=_parse_nan_when(sim_ns.sim_nan_when),
         nan_after_steps=sim_ns.sim_nan_after_steps,
         kv_bytes_per_token=sim_ns.sim_kv_bytes_per_token,
+        layers=max(1, sim_ns.sim_layers),
+        nvlink=bool(sim_ns.sim_nvlink),
+        power_limit_w=max(50.0, sim_ns.sim_power_limit_w),
     )
     return args, sim, sglang_argv

@@ -7,11 +7,17 @@ fields it models, so `server_args={...}`, `/server_info` and the batch logs agre
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.sim.args import SimOptions
-from console.sim.model import Profile, auto_chunked_and_graph_bs, auto_mem_fraction
+from console.sim.model import (
+    Profile,
+    auto_chunked_and_graph_bs,
+    auto_mem_fraction,
+    default_max_running_requests,
+)
 
 DEFAULT_CONTEXT_LEN = 131072
 
@@ -23,6 +29,9 @@ class SimConfig:
     argv: tuple[str, ...]
     profile: Profile
     server_args: dict[str, Any]  # resolved, in argparse order, as logged and in /server_info
+    # (requested, effective) when SGLang cut --max-running-requests to fit the KV pool
+    running_cap_reduced: tuple[int, int] | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def served_model_name(self) -> str:
@@ -62,7 +71,11 @@ def rank_prefix(sa: dict[str, Any], tp_rank: int, dp_rank: int = 0) -> str:
     return "".join(f" {p}" for p in parts)
 
 
-def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str]) -> SimConfig:
+def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
+            env: dict[str, str] | None = None) -> SimConfig:
+    """`env` is the server's environment (default: this process's): NCCL_P2P_DISABLE=1 routes
+    NCCL through host memory, as on a real host."""
+    environ = dict(os.environ if env is None else env)
     sa: dict[str, Any] = dict(vars(args))
     tp = max(1, int(sa["tp_size"]))
     pp = max(1, int(sa.get("pp_size") or 1))
@@ -130,7 +143,17 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str]) -> SimCo
         decode_cuda_graph=sa["cuda_graph_backend_decode"] != "disabled",
         torch_compile=bool(sa.get("enable_torch_compile")),
         max_total_tokens_override=sa.get("max_total_tokens"),
+        num_layers=sim.layers,
+        nvlink=sim.nvlink,
+        custom_all_reduce=not sa.get("disable_custom_all_reduce"),
+        nccl_p2p_disabled=environ.get("NCCL_P2P_DISABLE", "0").strip() in ("1", "true", "yes"),
+        power_limit_w=sim.power_limit_w,
     )
-    if sa.get("max_running_requests") is None:
-        sa["max_running_requests"] = max(1, min(2048, profile.max_total_num_tokens // 32))
-    return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa)
+    requested = sa.get("max_running_requests")
+    requested = int(requested) if requested is not None else None
+    effective = default_max_running_requests(
+        profile.max_total_num_tokens, int(sa["context_length"]), requested)
+    reduced = (requested, effective) if requested is not None and effective < requested else None
+    sa["max_running_requests"] = effective
+    return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa,
+                     running_cap_reduced=reduced, env=environ)

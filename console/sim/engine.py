@@ -20,11 +20,13 @@ from typing import Any
 
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
+from console.sim.noise import GpuNoise
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
 
 NEW_TOKEN_RATIO_INIT = 0.7
 NEW_TOKEN_RATIO_MIN = 0.1
 NEW_TOKEN_RATIO_DECAY = (NEW_TOKEN_RATIO_INIT - NEW_TOKEN_RATIO_MIN) / 600
+CATCH_UP_LIMIT_S = 0.5
 
 
 class SimCrash(Exception):
@@ -72,7 +74,9 @@ class EngineStats:
     num_requests_total: int = 0
     num_aborted_total: int = 0
     num_retracted_total: int = 0
-    busy_s: float = 0.0  # wall seconds spent inside steps (GPU activity)
+    busy_s: float = 0.0  # wall seconds spent inside steps
+    sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
+    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap)
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
@@ -201,7 +205,9 @@ class Engine(BaseEngine):
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
+        self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
+        self._decode_turn = False
 
     # ---- scheduling -------------------------------------------------------------------------
     def _reserved_future(self, extra: list[Req]) -> float:
@@ -269,7 +275,8 @@ class Engine(BaseEngine):
             )
 
     def _noise(self) -> float:
-        return min(1.1, max(0.9, self.rng.gauss(1.0, 0.02)))
+        """Step jitter x launch factor x drift (console/sim/noise.py says why and how big)."""
+        return self.noise.factor()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -284,17 +291,32 @@ class Engine(BaseEngine):
                 t_end = loop.time()
                 continue
             now = loop.time()
-            start = t_end if now - t_end < 0.005 else now
-            done, new_tokens, partial = self._schedule_prefill()
+            # A late wakeup (the machine running the sim is busy) must not slow the simulated
+            # GPU down: the next step starts where the last one ended, and the steps catch up.
+            # Only when far behind (the process was stopped) does the clock resync.
+            start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
+            # A chunked prompt yields one decode step to the running batch between its chunks
+            # (SGLang schedules the rest of a chunked request in a later iteration), so the
+            # chunk size bounds how long decode stalls: the TTFT/ITL trade-off of
+            # --chunked-prefill-size (plateau-causes.md, "Chunked prefill").
+            if self._decode_turn and self.running:
+                done, new_tokens, partial = [], 0, []
+            else:
+                done, new_tokens, partial = self._schedule_prefill()
+            self._decode_turn = bool(partial)
             if new_tokens:
                 seqs = len(done) + len(partial)
-                duration = self.profile.prefill_seconds(new_tokens, seqs) * self._noise()
+                duration = self.profile.prefill_seconds(
+                    new_tokens, seqs, self.stats.sm_clock_ratio) * self._noise()
                 self.last_step_kind = "prefill"
                 t_end = start + duration / self.speed
                 self._log_prefill(done, partial, new_tokens)
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
                 self.stats.busy_s += duration / self.speed
                 self.stats.prefill_busy_s += duration / self.speed
+                self.noise.advance(duration)
+                self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) \
+                    / self.speed
                 self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
                 stamp = time.monotonic()
                 for req in done:
@@ -319,11 +341,16 @@ class Engine(BaseEngine):
                 continue
             self._retract_for_decode()
             batch = len(self.running)
-            duration = self.profile.decode_seconds(batch, self.kv_used) * self._noise()
+            parts = self._decode_parts(batch)
+            noise = self._noise()
+            duration = sum(parts.values()) * noise
             self.last_step_kind = "decode"
             t_end = start + duration / self.speed
             await asyncio.sleep(max(0.0, t_end - loop.time()))
             self.stats.busy_s += duration / self.speed
+            self.noise.advance(duration)
+            self.stats.sm_busy_s += (duration - (parts["allreduce"] + parts["eager"]) * noise) \
+                / self.speed
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
@@ -347,6 +374,18 @@ class Engine(BaseEngine):
                 self._log_decode(batch)
             if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
                 raise SimCrash("NaN")
+
+    def _decode_parts(self, batch: int) -> dict[str, float]:
+        """The step's terms at the clock the power limit allows: under load the SMs are busy
+        for the non-communication share of the step, which sets the board's power demand."""
+        parts = self.profile.decode_parts(batch, self.kv_used)
+        total = sum(parts.values())
+        busy = (parts["base"] + parts["weights"] + parts["compute"]) / max(1e-9, total)
+        clock = self.profile.clock_ratio(busy, 0.45 * busy)
+        self.stats.sm_clock_ratio = clock
+        if clock < 1.0:
+            parts = self.profile.decode_parts(batch, self.kv_used, clock)
+        return parts
 
     def _release(self, req: Req) -> None:
         self.kv_used -= req.kv

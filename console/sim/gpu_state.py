@@ -61,6 +61,7 @@ class GpuLoad:
     tokens_per_s: float = 0.0
     running: int = 0
     queued: int = 0
+    power_limit_w: float = 600.0  # board limit the agent caps power and clocks at
 
 
 def compute_state(
@@ -90,6 +91,7 @@ def compute_state(
                 "tensor_activity": round(_unit(load.tensor_activity), 4) if in_use else 0.0,
                 "pcie_tx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
                 "pcie_rx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
+                "power_limit_w": load.power_limit_w,
             }
         )
     return {

@@ -1,10 +1,36 @@
 """The performance model: how long a prefill or decode step takes, and how much memory fits.
 
-Pure functions of the resolved server configuration; no I/O, no clock. Calibrated so the
-default profile (TP1, 40 GB of weights, auto backends) with 1024-in/1024-out requests gives the
-reference story: total tok/s rising with concurrency to about 757 at 64 and 806 at 128, then
-flattening (KV capacity and the per-sequence cost cap it). Backend flags scale the terms they
-would touch on real hardware, so A/B comparisons move the curve measurably.
+Pure functions of the resolved server configuration; no I/O, no clock. The default demo
+profile (8x RTX PRO 6000 on PCIe, NVFP4 MoE at TP8, Triton MoE runner without a tuned config,
+decode CUDA graphs up to batch 64, NCCL_P2P_DISABLE=1) reproduces the reference story at
+256 in / 128 out: ~438 total tok/s at concurrency 32, ~757 at 64, ~806 at 128. Nothing below
+is a curve: each term is a mechanism, moved by the flag or setting that moves it on a host.
+
+What is modelled (seconds per scheduler step, per GPU; sources in brackets):
+- Weight streaming: decode reads every resident weight once per step, at the HBM bandwidth
+  times the MoE runner's efficiency. An untuned Triton MoE runs its default kernel config
+  ("Using default MoE kernel config", fused_moe_triton_config.py:162-176) and reaches a
+  fraction of the bandwidth a tuned kernel does; backend speed is hardware-specific
+  [plateau-causes.md "Blackwell kernel paths": flashinfer#3521, sglang PR #33208].
+- Per-sequence compute (MoE GEMMs, sampling) and attention over the KV tokens in the batch.
+- Tensor-parallel all-reduce: ~2 per layer per step [plateau-causes.md "Multi-GPU
+  communication": ~100 per token, ~20 us each in a graph over PCIe at TP4 vs ~4 us one-shot].
+  The custom (one-shot) all-reduce is used with NVLink or at most two PCIe ranks, else NCCL,
+  whose ring latency grows with TP; `--disable-custom-all-reduce` forces NCCL and
+  `NCCL_P2P_DISABLE=1` routes it through host memory (local-inference-lab/rtx6kpro#15).
+- CUDA-graph ceiling: a decode batch above the captured ladder (`--cuda-graph-max-bs-decode`,
+  ladder from cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`) runs eagerly: every
+  kernel is launched from Python and every all-reduce waits for the slowest rank's launch
+  [sglang#33483, PR #21005]. `--disable-cuda-graph` makes every step eager.
+- KV pool: `max_total_num_tokens` from `--mem-fraction-static`, `--kv-cache-dtype`,
+  `--max-total-tokens` (pool_configurator.py); the scheduler retracts when it is full.
+- Power cap: sustained draw above the board's limit lowers SM clocks (the GPU agent's sim
+  backend uses the same demand formula); compute terms stretch by max/actual clock.
+
+Not modelled: prefix caching (every prompt is new), speculative decoding, expert parallelism
+and DP attention traffic, PCIe bandwidth saturation (all-reduce payloads are latency-bound at
+these batch sizes), thermal throttling (the agent shows temperature but steps do not slow),
+memory-clock changes, per-request sampling parameters, NaN propagation beyond the crash hook.
 """
 
 from __future__ import annotations
@@ -12,29 +38,49 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Per-step fixed cost (kernel launches, scheduler, sampling), per-sequence cost (weights and
-# MoE GEMMs per token), per-KV-token attention cost, per-prompt-token prefill cost. Seconds.
-STEP_FIXED_S = 0.0206
-PER_SEQ_S = 0.0020
-PER_KV_TOKEN_S = 7.8e-8
-PREFILL_FIXED_S = 0.012
-PER_PREFILL_TOKEN_S = 0.0002
-NO_GRAPH_PENALTY_S = 0.008  # decode without CUDA graph pays kernel-launch overhead
-PCIE_ALLREDUCE_FIXED_S = 0.003  # RTX PRO 6000: TP all-reduce over PCIe, no NVLink
-PCIE_ALLREDUCE_PER_SEQ_S = 2.0e-5
+# --- per-step fixed work -------------------------------------------------------------------
+STEP_BASE_S = 0.006  # scheduler iteration, sampling, graph launch (one decode step)
+PREFILL_BASE_S = 0.012
+HBM_GBPS = 1792.0  # RTX PRO 6000 Blackwell Server Edition memory bandwidth (spec sheet)
+# Per-sequence compute per step at TP1 for a 40 GB (bf16) model: GEMMs, norms, sampling for
+# one token. It grows with the square root of the checkpoint size: a large MoE activates a
+# small share of its weights per token (an assumption of this model, not a measurement).
+PER_SEQ_S = 0.0015
+PER_SEQ_REFERENCE_GB = 40.0
+PER_KV_TOKEN_S = 6.0e-8  # decode attention per cached token, TP1
+PER_PREFILL_TOKEN_S = 0.0004  # prefill compute per prompt token, TP1
+
+# --- all-reduce ------------------------------------------------------------------------------
+ALLREDUCE_PER_LAYER = 2  # after attention and after the MLP/MoE block
+ONE_SHOT_ALLREDUCE_S = 4e-6  # custom all-reduce inside a graph
+NCCL_HOP_S = 3.4e-6  # NCCL ring latency per hop over PCIe (20 us at TP4: 6 hops)
+NCCL_HOST_MEMORY_FACTOR = 23.0  # NCCL_P2P_DISABLE=1: every hop goes through host memory
+# Eager decode: Python launches every kernel, and at each all-reduce all ranks wait for the
+# slowest one's launches (the straggler cost grows with the number of ranks).
+EAGER_LAUNCH_S_PER_LAYER = 2.0e-4
+EAGER_SYNC_S_PER_RANK = 1.7e-4
 HIDDEN_BYTES_PER_TOKEN = 8192 * 2 * 64  # hidden size x bf16 x layers: all-reduce payload
 
-MOE_RUNNER_FACTOR = {
-    "triton": 1.12,  # untuned default MoE config
-    "triton_kernel": 1.05,
-    "cutlass": 0.92,
-    "flashinfer_cutlass": 0.92,
-    "flashinfer_trtllm": 0.90,
-    "deep_gemm": 0.95,
-    "flashinfer_cutedsl": 0.94,
-    "marlin": 1.25,
-    "experimental_sgl_marlin": 1.2,
+# --- power ---------------------------------------------------------------------------------
+IDLE_POWER_W = 77.0  # idle + process held (agent's SimGpu: 32 W idle + 45 W in use)
+DYNAMIC_POWER_W = 720.0  # at full activity (agent's SimGpu)
+
+# Fraction of HBM bandwidth the MoE runner reaches when streaming expert weights.
+MOE_BANDWIDTH_EFFICIENCY = {
+    "triton": 0.25,  # default (untuned) kernel config on this GPU
+    "triton_kernel": 0.45,
+    "auto": 0.85,  # dense GEMMs, or the runner SGLang picks when it has a tuned path
+    "cutlass": 0.62,
+    "flashinfer_cutlass": 0.62,
+    "flashinfer_trtllm": 0.64,
+    "deep_gemm": 0.58,
+    "flashinfer_cutedsl": 0.58,
+    "marlin": 0.40,
+    "experimental_sgl_marlin": 0.42,
 }
+MOE_COMPUTE_FACTOR = {"triton": 1.12, "marlin": 1.25, "experimental_sgl_marlin": 1.2,
+                      "triton_kernel": 1.05, "cutlass": 0.95, "flashinfer_cutlass": 0.95,
+                      "flashinfer_trtllm": 0.92}
 ATTENTION_FACTOR = {
     "triton": 1.18,
     "torch_native": 3.0,
@@ -58,6 +104,17 @@ KV_DTYPE_TORCH = {"fp8_e5m2": "torch.float8_e5m2", "fp8_e4m3": "torch.float8_e4m
                   "fp4_mx_block16": "torch.uint8"}
 
 
+def decode_graph_ladder(max_bs: int) -> list[int]:
+    """SGLang 0.5.23's decode capture sizes (cuda_graph_hook.py
+    `generate_decode_cuda_graph_batch_sizes`, no speculative decoding, padding on)."""
+    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16),
+             *range(512, max_bs + 1, 32)]
+    ladder = [bs for bs in sizes if bs <= max_bs]
+    if max_bs not in ladder:
+        ladder.append(max_bs)
+    return ladder
+
+
 @dataclass(frozen=True)
 class Profile:
     """Resolved configuration the model needs (derived from ServerArgs + sim options)."""
@@ -78,6 +135,11 @@ class Profile:
     decode_cuda_graph: bool = True
     torch_compile: bool = False
     max_total_tokens_override: int | None = None
+    num_layers: int = 61
+    nvlink: bool = False
+    custom_all_reduce: bool = True  # not --disable-custom-all-reduce
+    nccl_p2p_disabled: bool = False  # NCCL_P2P_DISABLE=1 in the server's environment
+    power_limit_w: float = 600.0
 
     # ---- memory (per GPU) -------------------------------------------------------------------
     @property
@@ -108,52 +170,105 @@ class Profile:
             tokens = min(tokens, self.max_total_tokens_override)
         return tokens
 
+    # ---- all-reduce --------------------------------------------------------------------------
+    @property
+    def allreduce_path(self) -> str:
+        """`none`, `custom` (one-shot), `nccl` (P2P over PCIe) or `nccl-host` (P2P disabled).
+
+        SGLang keeps its custom all-reduce only with NVLink or at most two PCIe ranks
+        (plateau-causes.md, "Multi-GPU communication")."""
+        if self.tp <= 1:
+            return "none"
+        if self.custom_all_reduce and (self.nvlink or self.tp <= 2):
+            return "custom"
+        return "nccl-host" if self.nccl_p2p_disabled and not self.nvlink else "nccl"
+
+    @property
+    def allreduce_calls(self) -> int:
+        return ALLREDUCE_PER_LAYER * self.num_layers if self.tp > 1 else 0
+
+    def allreduce_latency_s(self) -> float:
+        """One all-reduce inside a CUDA graph."""
+        path = self.allreduce_path
+        if path == "none":
+            return 0.0
+        if path == "custom":
+            return ONE_SHOT_ALLREDUCE_S
+        hops = 2 * (self.tp - 1)
+        factor = NCCL_HOST_MEMORY_FACTOR if path == "nccl-host" else 1.0
+        return NCCL_HOP_S * hops * factor
+
+    def comm_seconds(self) -> float:
+        """All-reduce time of one step (graph or eager alike)."""
+        return self.allreduce_calls * self.allreduce_latency_s()
+
+    def eager_penalty_seconds(self) -> float:
+        """What running a decode step without its CUDA graph adds."""
+        launches = EAGER_LAUNCH_S_PER_LAYER * self.num_layers
+        sync = self.allreduce_calls * EAGER_SYNC_S_PER_RANK * max(0, self.tp - 1)
+        return launches + sync
+
     # ---- time --------------------------------------------------------------------------------
     @property
     def _compute_scale(self) -> float:
         # Tensor parallelism splits compute, not perfectly.
         return 1.0 / (self.tp**0.9)
 
+    def weight_stream_seconds(self) -> float:
+        efficiency = MOE_BANDWIDTH_EFFICIENCY.get(self.moe_runner_backend, 0.6)
+        return self.weight_gb_per_gpu / (HBM_GBPS * efficiency)
+
     def _per_seq(self) -> float:
-        moe = MOE_RUNNER_FACTOR.get(self.moe_runner_backend, 1.0)
+        moe = MOE_COMPUTE_FACTOR.get(self.moe_runner_backend, 1.0)
         quant = QUANT_COMPUTE_FACTOR.get(self.quantization or "", 1.0)
-        return PER_SEQ_S * moe * quant * self._compute_scale
+        size = math.sqrt(max(1e-3, self.weights_gb) / PER_SEQ_REFERENCE_GB)
+        return PER_SEQ_S * size * moe * quant * self._compute_scale
 
-    def _comm(self, seqs: int) -> float:
-        if self.tp <= 1:
-            return 0.0
-        return PCIE_ALLREDUCE_FIXED_S * math.log2(self.tp) + PCIE_ALLREDUCE_PER_SEQ_S * seqs
-
-    def decode_seconds(self, batch: int, kv_tokens: int) -> float:
+    def decode_parts(self, batch: int, kv_tokens: int, clock: float = 1.0) -> dict[str, float]:
+        """Seconds per term of one decode step; `clock` is SM clock / max (power cap)."""
         attn = self.decode_attention_backend
-        fixed = STEP_FIXED_S + ATTENTION_FIXED_EXTRA_S.get(attn, 0.0)
+        base = STEP_BASE_S + ATTENTION_FIXED_EXTRA_S.get(attn, 0.0)
         if self.sampling_backend == "pytorch":
-            fixed += 0.0015
+            base += 0.0015
         if self.torch_compile:
-            fixed *= 0.93
-        if not self.uses_graph(batch):
-            fixed += NO_GRAPH_PENALTY_S
+            base *= 0.93
         kv_factor = 0.6 if self.kv_cache_dtype.startswith("fp8") else 1.0
         attention = PER_KV_TOKEN_S * ATTENTION_FACTOR.get(attn, 1.0) * kv_factor * kv_tokens
-        return fixed + batch * self._per_seq() + attention * self._compute_scale + self._comm(
-            batch
-        )
+        return {
+            "base": base / clock,
+            "weights": self.weight_stream_seconds(),
+            "compute": (batch * self._per_seq() + attention * self._compute_scale) / clock,
+            "allreduce": self.comm_seconds(),
+            "eager": 0.0 if self.uses_graph(batch) else self.eager_penalty_seconds(),
+        }
 
-    def prefill_seconds(self, new_tokens: int, seqs: int) -> float:
+    def decode_seconds(self, batch: int, kv_tokens: int, clock: float = 1.0) -> float:
+        return sum(self.decode_parts(batch, kv_tokens, clock).values())
+
+    def prefill_seconds(self, new_tokens: int, seqs: int, clock: float = 1.0) -> float:
         attn = ATTENTION_FACTOR.get(self.attention_backend, 1.0)
         quant = QUANT_COMPUTE_FACTOR.get(self.quantization or "", 1.0)
-        per_token = PER_PREFILL_TOKEN_S * quant * (0.85 + 0.15 * attn)
-        comm = self._comm(0) + (new_tokens * 1.5e-6 if self.tp > 1 else 0.0)
-        return PREFILL_FIXED_S + new_tokens * per_token * self._compute_scale + comm + seqs * 1e-4
+        per_token = PER_PREFILL_TOKEN_S * quant * (0.85 + 0.15 * attn) * self._compute_scale
+        compute = (PREFILL_BASE_S + new_tokens * per_token + seqs * 1e-4) / clock
+        return compute + self.weight_stream_seconds() + self.comm_seconds()
 
     def uses_graph(self, batch: int) -> bool:
         return self.decode_cuda_graph and batch <= self.cuda_graph_max_bs
 
     def allreduce_bytes(self, tokens: int) -> float:
         """PCIe bytes each GPU sends (and receives) for one step over `tokens` tokens."""
-        if self.tp <= 1:
+        if self.tp <= 1 or self.nvlink:
             return 0.0
-        return 2.0 * (self.tp - 1) / self.tp * HIDDEN_BYTES_PER_TOKEN * tokens
+        payload = 2.0 * (self.tp - 1) / self.tp * HIDDEN_BYTES_PER_TOKEN * tokens
+        # Through host memory every byte crosses the link twice (to host, then to the peer).
+        return payload * (2.0 if self.allreduce_path == "nccl-host" else 1.0)
+
+    # ---- power ---------------------------------------------------------------------------
+    def clock_ratio(self, activity: float, tensor: float) -> float:
+        """SM clock / max under the board power limit (same formula as the agent's SimGpu)."""
+        demand = IDLE_POWER_W + DYNAMIC_POWER_W * activity * (0.55 + 0.45 * tensor)
+        limit = self.power_limit_w * 0.975
+        return 1.0 if demand <= limit else math.sqrt(limit / demand)
 
 
 def auto_chunked_and_graph_bs(gpu_memory_mib: int, tp: int) -> tuple[int, int]:
@@ -178,3 +293,14 @@ def auto_mem_fraction(gpu_memory_mib: int, chunked: int, tp: int, pp: int = 1) -
     if gpu_memory_mib > 60 * 1024:
         reserved = max(reserved, 10240)
     return round((gpu_memory_mib - reserved) / gpu_memory_mib, 3)
+
+
+def default_max_running_requests(token_capacity: int, context_len: int,
+                                 requested: int | None) -> int:
+    """kv_cache_configurator.py `resolve_max_num_reqs` (0.5.23): an estimate from the pool,
+    or the requested value, both capped at half the token capacity."""
+    if requested is not None:
+        return max(1, min(requested, token_capacity // 2))
+    estimated = int(token_capacity / max(1, context_len) * 512)
+    estimated = max(min(estimated, 4096), 2048)
+    return max(1, min(estimated, token_capacity // 2))

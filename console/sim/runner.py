@@ -24,7 +24,7 @@ from console.sim import gpu_state
 from console.sim.config import SimConfig, rank_prefix
 from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
 from console.sim.logs import SimLog
-from console.sim.model import KV_DTYPE_TORCH
+from console.sim.model import KV_DTYPE_TORCH, decode_graph_ladder
 from console.sim.server import SimState, build_app
 
 STATE_INTERVAL_S = 0.25
@@ -57,14 +57,15 @@ class Runner:
     def _load(self) -> gpu_state.GpuLoad:
         stats = self.engine.stats
         now = time.monotonic()
-        sample = (now, stats.busy_s, stats.prefill_busy_s, stats.pcie_bytes,
+        sample = (now, stats.sm_busy_s, stats.prefill_busy_s, stats.pcie_bytes,
                   stats.generation_tokens_total)
         prev = self._last_sample or sample
         self._last_sample = sample
         dt = max(1e-3, now - prev[0])
         activity = min(1.0, (sample[1] - prev[1]) / dt) if self.phase in ("ready", "draining") \
             else (0.35 if self.phase == "capturing" else 0.0)
-        prefill_share = (sample[2] - prev[2]) / max(1e-6, sample[1] - prev[1]) if activity else 0
+        prefill_share = min(1.0, (sample[2] - prev[2]) / max(1e-6, sample[1] - prev[1])) \
+            if activity else 0
         tensor = activity * (0.45 + 0.45 * prefill_share)
         return gpu_state.GpuLoad(
             phase=self.phase,
@@ -77,6 +78,7 @@ class Runner:
             tokens_per_s=(sample[4] - prev[4]) / dt,
             running=len(self.engine.running),
             queued=len(self.engine.waiting),
+            power_limit_w=self.cfg.sim.power_limit_w,
         )
 
     def write_state(self) -> None:
@@ -191,6 +193,12 @@ class Runner:
                        f"K size: {kv_gb / 2:.2f} GB, V size: {kv_gb / 2:.2f} GB", prefix)
             log.sglang(f"Memory pool end. avail mem={avail:.2f} GB", prefix)
         kv_s = time.monotonic() - t_kv
+        if cfg.running_cap_reduced is not None:
+            requested, effective = cfg.running_cap_reduced
+            for prefix in ranks:  # kv_cache_configurator.py resolve_max_num_reqs
+                log.warning(f"max_running_requests was reduced from the requested {requested} to "
+                            f"{effective} (per dp worker) due to the available KV cache capacity.",
+                            prefix)
         self.set_phase("capturing")
         self._flag_warnings(ranks)
         graph = {"prefill": 0.0, "decode": 0.0, "target_verify": 0.0, "draft_prefill": 0.0,
@@ -212,8 +220,7 @@ class Runner:
         if sa["cuda_graph_backend_decode"] != "disabled":
             t_g = time.monotonic()
             max_bs = p.cuda_graph_max_bs
-            bs = [b for b in (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
-                              192, 224, 256, 320, 384, 448, 512) if b <= max_bs]
+            bs = decode_graph_ladder(max_bs)
             for prefix in ranks:
                 log.sglang("Capture target decode CUDA graph begin. backend="
                            f"{sa['cuda_graph_backend_decode']}, num_tokens_per_req=1, "

@@ -3,21 +3,24 @@ so a console killed mid-sweep keeps every completed step."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
 from console.bench.models import StepResult
-from console.errors import PlateauError
+from console.errors import StoreError
+from console.server.redact import redact_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
-from console.store.redact import redact_server_info
 from console.text import redact_secrets
 
 ENV_VAR = "PLATEAU_DB"
@@ -56,7 +59,33 @@ CREATE TABLE IF NOT EXISTS steps (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, idx);
+CREATE TABLE IF NOT EXISTS ab_pairs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    run_a INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    run_b INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    verdict TEXT NOT NULL DEFAULT '{}'
+);
+-- Diagnosis evidence (console/diagnose): one row per step (idx = the step's index) plus the
+-- run-level facts (idx = -1). Added after the first release: CREATE IF NOT EXISTS is the
+-- migration for older databases, which simply have no evidence for their old runs.
+CREATE TABLE IF NOT EXISTS evidence (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
 """
+RUN_FACTS_IDX = -1
+
+# Columns added after the first release, with their declarations: an old database gets them
+# (NULL for the rows it already had) when it is opened. Order matters only for readability.
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("steps", "steady_total_tok_s", "REAL"),  # steady-state window's total tok/s
+    ("steps", "steady_output_tok_s", "REAL"),
+    ("steps", "steady_reached", "INTEGER"),  # 1 / 0; NULL: measured before steady state existed
+)
+SCHEMA_VERSION = 2
 
 
 def default_db_path() -> Path:
@@ -84,8 +113,38 @@ def _pid_alive(writer: str) -> bool:
     return True
 
 
-class StoreError(PlateauError):
-    """The history database cannot be opened (not SQLite, not writable, a directory...)."""
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring an older history database up to this schema (add what is missing, keep rows)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    for table, column, declaration in _ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_FULL:
+            return "disk full"
+        if code is not None and code & 0xFF == sqlite3.SQLITE_READONLY:
+            return "read-only"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+def _is_read_only_problem(exc: BaseException) -> bool:
+    if isinstance(exc, PermissionError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        return code & 0xFF in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+    return False
 
 
 class RunStore:
@@ -94,6 +153,17 @@ class RunStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_db_path()
         self._lock = threading.Lock()
+        self.read_only = False
+        try:
+            self._db = self._open_writable()
+        except (OSError, sqlite3.Error) as exc:
+            # A history someone made read-only (or on a read-only mount) can still be read.
+            if not _is_read_only_problem(exc) or not os.path.isfile(self.path):
+                raise StoreError(f"history database {self.path}: {_why(exc)}") from None
+            self._db = self._open_read_only(exc)
+            self.read_only = True
+
+    def _open_writable(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = None
         try:
             if self.path.is_dir():
@@ -105,13 +175,29 @@ class RunStore:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             db.executescript(_SCHEMA)
+            _migrate(db)
             db.commit()
-        except (OSError, sqlite3.Error) as exc:
+        except BaseException:
             if db is not None:
                 db.close()  # never leak the connection of a store that failed to open
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise StoreError(f"history database {self.path}: {why}") from None
-        self._db = db
+            raise
+        return db
+
+    def _open_read_only(self, first: BaseException) -> sqlite3.Connection:
+        # mode=ro still needs to create the WAL's -shm beside the file; immutable=1 does not
+        # (at worst it misses rows a concurrent writer has not checkpointed yet).
+        uri = self.path.resolve().as_uri()
+        for query in ("mode=ro", "immutable=1"):
+            db: sqlite3.Connection | None = None
+            try:
+                db = sqlite3.connect(f"{uri}?{query}", uri=True, check_same_thread=False)
+                db.row_factory = sqlite3.Row
+                db.execute("SELECT COUNT(*) FROM runs").fetchone()
+                return db
+            except sqlite3.Error:
+                if db is not None:
+                    db.close()
+        raise StoreError(f"history database {self.path}: {_why(first)}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -125,9 +211,25 @@ class RunStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(self, meta: RunMeta, *, started_at: float | None = None) -> int:
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, for one write + commit. A failed write (disk
+        full, read-only) rolls back and becomes one StoreError line; what was committed
+        before stays."""
         with self._lock:
-            cursor = self._db.execute(
+            if self.read_only:
+                raise StoreError(f"history database {self.path}: read-only (can only be read)")
+            try:
+                yield self._db
+                self._db.commit()
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                raise StoreError(f"history database {self.path}: {_why(exc)}") from None
+
+    def create_run(self, meta: RunMeta, *, started_at: float | None = None) -> int:
+        with self._writing() as db:
+            cursor = db.execute(
                 "INSERT INTO runs (started_at, status, host, server_url, server_version, "
                 "profile, flags, server_info, spec, engine, label, writer) "
                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -147,7 +249,6 @@ class RunStore:
                     _writer_id(),
                 ),
             )
-            self._db.commit()
             return int(cursor.lastrowid or 0)
 
     def update_meta(self, run_id: int, **fields: Any) -> None:
@@ -163,18 +264,19 @@ class RunStore:
             values.append(json.dumps(value) if key in ("server_info", "flags") else value)
         if not sets:
             return
-        with self._lock:
-            self._db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
-            self._db.commit()
+        with self._writing() as db:
+            db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
 
     def add_step(self, run_id: int, step: StepResult) -> None:
         """Store one finished step and commit at once."""
         metrics = step.metrics
-        with self._lock:
-            self._db.execute(
+        steady = metrics.steady if metrics else None
+        with self._writing() as db:
+            db.execute(
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
-                "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
+                "steady_total_tok_s, steady_output_tok_s, steady_reached) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step.index,
@@ -189,23 +291,83 @@ class RunStore:
                     metrics.total_tok_s if metrics else None,
                     step.started_at,
                     step.finished_at,
+                    steady.total_tok_s if steady and steady.reached else None,
+                    steady.output_tok_s if steady and steady.reached else None,
+                    int(steady.reached) if steady else None,
                 ),
             )
-            self._db.commit()
 
     def finish_run(self, run_id: int, status: RunStatus) -> None:
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
                 (status, time.time(), run_id),
             )
-            self._db.commit()
+
+    def save_pair(self, run_a: int, run_b: int, verdict: dict[str, Any]) -> int:
+        """Store an A/B pair (its two runs and the verdict as judged when it finished)."""
+        with self._writing() as db:
+            cursor = db.execute(
+                "INSERT INTO ab_pairs (created_at, run_a, run_b, verdict) VALUES (?, ?, ?, ?)",
+                (time.time(), run_a, run_b, json.dumps(verdict)),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def pair_of(self, run_id: int) -> tuple[int, int, int, dict[str, Any]] | None:
+        """The newest A/B pair `run_id` belongs to: (pair id, run A, run B, verdict)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM ab_pairs WHERE run_a = ? OR run_b = ? ORDER BY id DESC LIMIT 1",
+                (run_id, run_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return row["id"], row["run_a"], row["run_b"], json.loads(row["verdict"] or "{}")
+
+    def save_run_evidence(self, run_id: int, facts: Any) -> None:
+        """The run-level diagnosis facts (a console.diagnose RunEvidence; steps excluded)."""
+        self._save_evidence(run_id, RUN_FACTS_IDX,
+                            facts.model_copy(update={"steps": []}).model_dump_json())
+
+    def save_step_evidence(self, run_id: int, step: Any) -> None:
+        """One step's diagnosis evidence (a console.diagnose StepEvidence), committed now."""
+        self._save_evidence(run_id, int(step.index), step.model_dump_json())
+
+    def _save_evidence(self, run_id: int, idx: int, data: str) -> None:
+        with self._writing() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO evidence (run_id, idx, data) VALUES (?, ?, ?)",
+                (run_id, idx, redact_secrets(data)),
+            )
+
+    def load_evidence(self, run_id: int) -> Any:
+        """The run's stored evidence as a RunEvidence, or None when none was stored."""
+        from console.diagnose.models import RunEvidence, StepEvidence
+
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT idx, data FROM evidence WHERE run_id = ? ORDER BY idx", (run_id,)
+            ).fetchall()
+        if not rows:
+            return None
+        facts = RunEvidence()
+        steps = []
+        for row in rows:
+            try:
+                if row["idx"] == RUN_FACTS_IDX:
+                    facts = RunEvidence.model_validate_json(row["data"])
+                else:
+                    steps.append(StepEvidence.model_validate_json(row["data"]))
+            except ValueError:
+                continue  # a row written by a newer version: skip, never crash
+        return facts.model_copy(update={"steps": steps})
 
     def delete_run(self, run_id: int) -> bool:
-        with self._lock:
-            self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
-            cursor = self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
-            self._db.commit()
+        with self._writing() as db:
+            db.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM ab_pairs WHERE run_a = ? OR run_b = ?", (run_id, run_id))
+            cursor = db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             return cursor.rowcount > 0
 
     # ------------------------------------------------------------------ reading
@@ -251,6 +413,22 @@ class RunStore:
             }
         )
         return RunRecord(summary=summary, steps=steps)
+
+    def step_times(
+        self, host: str, runs: int = 20
+    ) -> list[tuple[dict[str, Any], int, float, float]]:
+        """(run spec, concurrency, started_at, finished_at) of the ok steps of `host`'s
+        newest `runs` runs: what an A/B's time estimate goes by."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.spec, s.concurrency, s.started_at, s.finished_at FROM steps s "
+                "JOIN runs r ON r.id = s.run_id WHERE r.host = ? AND s.status = 'ok' AND "
+                "r.id IN (SELECT id FROM runs WHERE host = ? ORDER BY id DESC LIMIT ?)",
+                (host, host, runs),
+            ).fetchall()
+        return [
+            (json.loads(row[0] or "{}"), row[1], row[2] or 0.0, row[3] or 0.0) for row in rows
+        ]
 
     def latest_run_id(self) -> int | None:
         with self._lock:

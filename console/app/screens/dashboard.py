@@ -19,11 +19,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
 
 from console.app import panels
-from console.app.bindings import ACTIONS
+from console.app.footer import PlateauFooter
 from console.session.state import HostState
 from widgets.header import PlateauHeader
 
@@ -56,6 +54,7 @@ class DashLayout:
     sweep: int | None  # None: takes the rest (log hidden)
     gpu_columns: int
     gpu_rows: int | None  # terminal rows of GPU lines shown (more scroll); None: all
+    gpu_header: bool  # the GPU panel's column-header row fits (else the rows keep that line)
     server_dense: bool
     server_scale: int  # rows per server sparkline (beside a tall GPU panel: 2 or 3)
     log_detail: bool
@@ -89,8 +88,9 @@ def plan_layout(
     inner = (width if stacked or not show_server else width * 2 // 3) - (2 if short else 4)
     count = max(1, gpus)
 
-    def gpu_lines(columns: int) -> int:
-        return 1 + math.ceil(count / columns) * gpu_row_height
+    def gpu_lines(columns: int, header: bool = False) -> int:
+        # summary line (+ the column-header row over compact rows) + the rows
+        return 1 + int(header) + math.ceil(count / columns) * gpu_row_height
 
     room = body - log_need - sweep_need - chrome - (server if stacked else 0)
     room = min(room, max(4, body * 3 // 5))  # never more than ~60% for the GPU panel
@@ -98,8 +98,11 @@ def plan_layout(
     if (gpu_lines(1) > room and inner >= 2 * GPU_CELL_MIN + 2 and gpus > 1
             and gpu_row_height == 1):  # full rows (v) need the whole width
         columns = 2
-    content = max(2, min(gpu_lines(columns), room))
-    gpu_rows = content - 1 if content < gpu_lines(columns) else None
+    # The column-header row only on a tall screen and where every GPU row still fits under
+    # it: a GPU (or a log line on a short screen) is worth more than the names of columns.
+    header = not short and gpu_row_height == 1 and gpu_lines(columns, True) <= room
+    content = max(2, min(gpu_lines(columns, header), room))
+    gpu_rows = content - 1 - int(header) if content < gpu_lines(columns, header) else None
     gpus_h = chrome + content if show_gpus else 0
     if not show_log and not show_sweep:
         top: int | None = None  # the top row fills the screen; the GPU rows need no cap
@@ -127,56 +130,13 @@ def plan_layout(
         scale = max(1, min(3, (top - chrome - 1) // 4))  # the box is as tall as the GPUs'
     return DashLayout(
         short=short, narrow=narrow, chrome=chrome, top=top, gpus=gpus_h, server=server,
-        sweep=sweep, gpu_columns=columns, gpu_rows=gpu_rows, server_dense=dense,
+        sweep=sweep, gpu_columns=columns, gpu_rows=gpu_rows, gpu_header=header,
+        server_dense=dense,
         server_scale=scale, log_detail=log_rows - DETAIL_ROWS >= DETAIL_MIN_LINES,
     )
 
 
-# Footer order: what an operator reaches for first, so a narrow footer cuts the rarest keys.
-_FOOTER_FIRST = ("restart", "sweep", "cancel-sweep", "flags", "ab", "filter", "maximize",
-                 "help", "quit")
-_FOOTER_RANK = {
-    spec.id: rank
-    for rank, spec in enumerate(
-        [*(s for i in _FOOTER_FIRST for s in ACTIONS if s.id == i),
-         *(s for s in ACTIONS if s.id not in _FOOTER_FIRST)]
-    )
-}
-
-
 _TITLES = {"gpus": "GPUs", "server": "Server", "log": "Log", "sweep": "Sweep"}
-
-
-class DashboardFooter(Footer):
-    """The footer with the console's keys first (most used first), the focused panel's own
-    keys after them; compact spacing below 120 columns."""
-
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
-            return
-        active = list(self.screen.active_bindings.values())
-        order = {id(a): n for n, a in enumerate(active)}
-
-        def rank(item: Any) -> tuple[int, int]:
-            binding_id = item.binding.id
-            if item.node is self.app and binding_id in _FOOTER_RANK:
-                return (0, _FOOTER_RANK[binding_id])
-            return (1, order[id(item)])
-
-        seen: set[str] = set()
-        for item in sorted(active, key=rank):
-            binding = item.binding
-            if not binding.show or binding.action in seen:
-                continue
-            seen.add(binding.action)
-            yield FooterKey(
-                binding.key,
-                self.app.get_key_display(binding),
-                binding.description,
-                binding.action,
-                disabled=not item.enabled,
-                tooltip=item.tooltip,
-            ).data_bind(compact=Footer.compact)
 
 
 class Panel(Vertical):
@@ -204,7 +164,7 @@ class DashboardScreen(Screen[None]):
         with Panel(id="sweep", classes="panel") as sweep:
             sweep.border_title = "Sweep"
             yield panels.sweep_widget(ui.ascii)
-        yield DashboardFooter()
+        yield PlateauFooter()
 
     def on_mount(self) -> None:
         self._views: dict[str, Any] = {
@@ -215,6 +175,7 @@ class DashboardScreen(Screen[None]):
         }
         self._rendered_host: str | None = None
         self._log_seen = 0
+        self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
         self._layout: DashLayout | None = None
@@ -262,7 +223,7 @@ class DashboardScreen(Screen[None]):
             maximized.styles.height = "1fr"
             rows = 1 + self._gpu_count * (1 if getattr(gpu_view, "compact", True) else 3)
             two = rows > height - 4 and width - 4 >= 2 * GPU_CELL_MIN + 2
-            self._fit_gpus(2 if two else 1, None)
+            self._fit_gpus(2 if two else 1, None, rows + 1 <= height - 4)
             self._set_detail(True)
             self._layout = None  # back from the zoom: every panel is set again
             return
@@ -279,7 +240,7 @@ class DashboardScreen(Screen[None]):
         server_view.set_class(plan.server_dense, "-dense")
         server_view.set_class(plan.server_scale == 2, "-tall-2")
         server_view.set_class(plan.server_scale == 3, "-tall-3")
-        self.query_one(DashboardFooter).compact = plan.narrow
+        self.query_one(PlateauFooter).compact = plan.narrow
         # A title rule has no corner to space the title from: pad it ourselves.
         for panel in (gpus, server, log, sweep):
             name = _TITLES[panel.id or ""]
@@ -289,16 +250,16 @@ class DashboardScreen(Screen[None]):
                 panel.border_title = f"{name} "  # its left rule gives it a corner
             else:
                 panel.border_title = f" {name} "
-        self._fit_gpus(plan.gpu_columns, plan.gpu_rows)
+        self._fit_gpus(plan.gpu_columns, plan.gpu_rows, plan.gpu_header)
         if self._layout is None or plan.log_detail != self._layout.log_detail:
             # Only when the room changes: an operator's own enter (details) stays put.
             self._set_detail(plan.log_detail)
         self._layout = plan
 
-    def _fit_gpus(self, columns: int, max_rows: int | None) -> None:
+    def _fit_gpus(self, columns: int, max_rows: int | None, header: bool) -> None:
         fit = getattr(self._views["gpus"], "fit", None)
         if callable(fit):
-            fit(columns=columns, max_rows=max_rows)
+            fit(columns=columns, max_rows=max_rows, header=header)
 
     def _set_detail(self, visible: bool) -> None:
         show = getattr(self._views["log"], "show_detail", None)
@@ -329,7 +290,10 @@ class DashboardScreen(Screen[None]):
             self._note_shape(state)
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, state.gpu_sample)
+                missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
+                fresh = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, fresh)
+                self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
             if full:
@@ -357,6 +321,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new
+        self._gpu_seen = 0  # the new panel gets the host's whole recent history
         self._watch_gpu_view(new)
         self._layout = None
         self._apply_layout()
@@ -391,6 +356,10 @@ class DashboardScreen(Screen[None]):
                 return node
             node = node.parent  # type: ignore[assignment]
         return None
+
+    @property
+    def gpu_view(self) -> Widget:
+        return self._views["gpus"]  # type: ignore[no-any-return]
 
     def focus_log(self) -> Any:
         view = self._views["log"]

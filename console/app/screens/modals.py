@@ -23,14 +23,19 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close"),
     ]
 
-    def __init__(self, rows: Sequence[HelpRow], thresholds: Thresholds) -> None:
+    def __init__(
+        self,
+        rows: Sequence[HelpRow],
+        thresholds: Thresholds,
+        sections: Sequence[tuple[str, Sequence[HelpRow]]] = (),
+    ) -> None:
         super().__init__()
-        self.rows, self.thresholds = rows, thresholds
+        self.rows, self.thresholds, self.sections = rows, thresholds, sections
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "Help — esc to close"
-            yield HelpPanel(self.rows, self.thresholds)
+            yield HelpPanel(self.rows, self.thresholds, sections=self.sections)
 
 
 class HostPicker(ModalScreen[str | None]):

@@ -9,10 +9,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.app import views_data
-from console.bench.compare import Comparison, compare_runs
+from console.app.footer import PlateauFooter
+from console.bench.compare import Comparison
+from console.bench.verdict import Verdict
 from console.session.state import HostState
 from widgets.compare_table import CompareTable
 from widgets.event_log import EventLogTable
@@ -34,7 +36,7 @@ class HostScreen(Screen[None]):
         yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
         yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
         yield from self.compose_body()
-        yield Footer()
+        yield PlateauFooter()
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -120,7 +122,7 @@ class HistoryScreen(HostScreen):
 
 
 class CompareScreen(HostScreen):
-    TITLE_TEXT = "Compare: the two latest runs of this host (B vs A)"
+    TITLE_TEXT = "Compare: the two newest complete runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
         yield CompareTable(id="compare-table")
@@ -147,21 +149,28 @@ class CompareScreen(HostScreen):
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
         app: PlateauApp = self.app  # type: ignore[assignment]
-        pair = views_data.latest_two_runs(app.store_path, host)
-        if pair is not None:
-            a, b = pair
-            comparison = compare_runs(a.steps, b.steps, label_a=a.label, label_b=b.label)
-            note = f"A = run {a.id} ({a.label}), B = run {b.id} ({b.label})"
-            self.app.call_from_thread(self._show_comparison, comparison, note)
+        marked = (app.marked_runs[0], app.marked_runs[1]) if len(app.marked_runs) == 2 else None
+        pair = views_data.latest_two_runs(app.store_path, host, marked)
+        if pair is None:
+            note = ("need two complete runs of this host to compare (cancelled and failed runs "
+                    "are not picked; mark two in history with m to compare those)")
+            self.app.call_from_thread(self._show_comparison, None, note)
             return
-        rows, note = views_data.compare_rows(app.store_path, host)
-        self.app.call_from_thread(self._show, rows, note)
+        comparison, verdict, flags, note = views_data.judged(*pair)
+        if marked:
+            self.app.call_from_thread(self._title, "Compare: the two runs marked in history")
+        lines = [note, f"verdict: {verdict.sentence}", views_data.flags_line(flags),
+                 *verdict.notes]
+        self.app.call_from_thread(self._show_comparison, comparison, "\n".join(lines), verdict)
 
-    def _show_comparison(self, comparison: Comparison, note: str) -> None:
-        self.query_one("#compare-table", CompareTable).set_comparison(comparison)
-        self.query_one("#compare-note", Static).update(Content(note))
-
-    def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
+    def _show_comparison(
+        self, comparison: Comparison | None, note: str, verdict: Verdict | None = None
+    ) -> None:
+        table = self.query_one("#compare-table", CompareTable)
+        if comparison is None:
+            table.clear()
+        else:
+            table.set_comparison(comparison, verdict)
         self.query_one("#compare-note", Static).update(Content(note))
 
 

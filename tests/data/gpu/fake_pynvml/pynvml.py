@@ -6,6 +6,10 @@ Behaviour is set by environment variables so the agent can be run as a real subp
   FAKE_NVML_GPUS=N          number of GPUs (default 2)
   FAKE_NVML_FAIL_INIT=msg   nvmlInit raises NVMLError_DriverNotLoaded(msg)
   FAKE_NVML_NVLINK=1        GPUs 0<->1 joined by 4 active NVLinks
+  FAKE_NVML_NVLINK=switch   every GPU's 18 links go to an NVSwitch (an HGX board, as the
+                            2 x H200 machine reported: remote type SWITCH, placeholder bus id)
+  FAKE_NVML_NO_ALL_LINKS=1  the NVLink throughput fields refuse the all-links scope (UINT_MAX)
+  FAKE_NVML_NO_REMOTE_TYPE=1  no nvmlDeviceGetNvLinkRemoteDeviceType (an older driver)
 """
 
 import os
@@ -15,8 +19,13 @@ NVML_P2P_CAPS_INDEX_READ = (0,)  # the 13.615.71 trailing-comma bug, reproduced 
 NVML_GPM_METRICS_GET_VERSION = 1
 nvmlMemory_v2 = 0x02000028
 _N = int(os.environ.get("FAKE_NVML_GPUS", "2"))
-_NVLINK = os.environ.get("FAKE_NVML_NVLINK") == "1"
-_CALLS = {"pcie": 0}
+_NVLINK_MODE = os.environ.get("FAKE_NVML_NVLINK", "")
+_NVLINK = _NVLINK_MODE in ("1", "switch")
+_SWITCH = _NVLINK_MODE == "switch"
+_LINKS = 18 if _SWITCH else 4
+_ALL_LINKS = 0xFFFFFFFF
+_NO_ALL_LINKS = os.environ.get("FAKE_NVML_NO_ALL_LINKS") == "1"
+_CALLS = {"pcie": 0, "field_values": 0}
 
 
 class NVMLError(Exception):
@@ -37,6 +46,10 @@ class NVMLError_DriverNotLoaded(NVMLError):
 
 class NVMLError_Timeout(NVMLError):
     value = 10
+
+
+class NVMLError_FunctionNotFound(NVMLError):
+    value = 13
 
 
 class _H:
@@ -156,9 +169,12 @@ class c_nvmlGpmMetricsGet_t:
 
 def nvmlGpmMetricsGet(mg):
     values = {2: 92.5, 3: 13.6, 5: 89.5, 10: 15.9, 20: 1024.0, 21: 512.0}
+    if _NVLINK:
+        values.update({60: 42000.0, 61: 43000.0})  # NVLink RX / TX, all links, MiB/s
     for k in range(mg.numMetrics):
         m = mg.metrics[k]
         m.value = values.get(m.metricId, 0.0)
+        m.nvmlReturn = 0 if m.metricId in values else 3
     return mg
 
 
@@ -221,17 +237,35 @@ class _Val:
         self.value = _Obj(uiVal=ui, ullVal=ull, dVal=float(ui))
 
 
+def _link_kib(h, fid, link, now_us):
+    """A per-link cumulative counter (KiB): TX grows twice as fast as RX, GPU 1 at half GPU
+    0's rate, so sums, scopes and directions can be told apart."""
+    per_ms = (2 if fid == 138 else 1) * (1 + link % 3) * (2 - h.i % 2)
+    return now_us // 1000 * per_ms
+
+
 def nvmlDeviceGetFieldValues(h, ids):
+    # Real NVML reads scopeId only from a (fieldId, scopeId) tuple; a bare int is scope 0.
+    _CALLS["field_values"] += 1
     out = []
     now_us = int(time.time() * 1e6)
     for fid in ids:
-        fid, _scope = fid if isinstance(fid, tuple) else (fid, 0)
+        fid, scope = fid if isinstance(fid, tuple) else (fid, 0)
         if fid == 91:
-            out.append(_Val(0, ui=4) if _NVLINK else _Val(3))
+            out.append(_Val(0, ui=_LINKS) if _NVLINK else _Val(3))
         elif fid == 82:
             out.append(_Val(0, ui=44))
         elif fid in (138, 139) and _NVLINK:
-            out.append(_Val(0, ull=now_us // 1000 * (2 if fid == 138 else 1), ts=now_us))
+            if scope == _ALL_LINKS:
+                if _NO_ALL_LINKS:
+                    out.append(_Val(2))  # NVML_ERROR_INVALID_ARGUMENT
+                    continue
+                total = sum(_link_kib(h, fid, k, now_us) for k in range(_LINKS))
+                out.append(_Val(0, ull=total, ts=now_us))
+            elif 0 <= scope < _LINKS:
+                out.append(_Val(0, ull=_link_kib(h, fid, scope, now_us), ts=now_us))
+            else:
+                out.append(_Val(2))
         else:
             out.append(_Val(3))
     return out
@@ -240,15 +274,25 @@ def nvmlDeviceGetFieldValues(h, ids):
 def nvmlDeviceGetNvLinkState(h, link):
     if not _NVLINK:
         raise NVMLError_NotSupported("nvlink")
+    if link >= _LINKS:
+        raise NVMLError_InvalidArgument("link")
     return 1
 
 
 def nvmlDeviceGetNvLinkVersion(h, link):
-    return 4
+    return 6  # NVML_NVLINK_VERSION_4_0, what both H200s reported
 
 
 def nvmlDeviceGetNvLinkRemotePciInfo(h, link):
+    if _SWITCH:
+        return _Obj(busId="FFFFFFFF:FF:FF.0")
     return _Obj(busId="00000000:%02X:00.0" % (0x1B + (1 - h.i)))
+
+
+def nvmlDeviceGetNvLinkRemoteDeviceType(h, link):
+    if os.environ.get("FAKE_NVML_NO_REMOTE_TYPE") == "1":
+        raise NVMLError_FunctionNotFound("nvmlDeviceGetNvLinkRemoteDeviceType")
+    return 2 if _SWITCH else 0  # NVML_NVLINK_DEVICE_TYPE_SWITCH / _GPU
 
 
 def nvmlDeviceGetTopologyCommonAncestor(a, b):
@@ -262,6 +306,8 @@ def nvmlDeviceGetP2PStatus(a, b, idx):
         raise TypeError("ctypes.ArgumentError: argument 3: wrong type")  # the tuple bug
     if a.i == b.i:
         return 5
+    if _NVLINK and idx in (2, 3):  # NVLink and atomics: OK over NVLink
+        return 0
     return 0 if idx in (0, 1, 4) else 5
 
 

@@ -1,0 +1,123 @@
+"""The plan of an A/B before it runs: which side sweeps when, and how long it will all take.
+
+Interleaved (A B A B ...): each repeat is its own pass with its own server launch, so slow drift
+(clocks, temperature) and the launch-to-launch difference land on both sides alike and end up
+in the spread the verdict measures, not in the delta. Not interleaved: one launch per side,
+each sweeping every repeat (half the restarts, but a launch-to-launch difference then looks
+like a real one; the verdict says so).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from console.bench.engines import prompts_for
+from console.config_models import SweepPreset
+
+Side = Literal["A", "B"]
+
+# Without a measured step or restart to go by: a decode interval typical of a mid-size model
+# at moderate batch (reference/sglang-0.5.23.md's log examples run 20-40 ms per token), and
+# the time to "fired up" of a 7-8B/70B server (reference/sglang-0.5.23.md "Typical startup
+# durations", inferred there): rough, and said to be rough.
+GUESS_ITL_S = 0.03
+GUESS_TTFT_S = 0.5
+GUESS_RESTART_S = 120.0
+STEP_OVERHEAD_S = 1.0  # flush, worker start, settling
+
+
+@dataclass(frozen=True)
+class Pass:
+    side: Side
+    repeat_base: int  # the first repeat index this pass measures
+    repeats: int  # repeats it measures (1 when interleaved)
+
+
+def plan_passes(repeats: int, interleave: bool) -> list[Pass]:
+    if interleave:
+        return [Pass(side, r, 1) for r in range(repeats) for side in ("A", "B")]
+    return [Pass("A", 0, repeats), Pass("B", 0, repeats)]
+
+
+def order_text(passes: list[Pass]) -> str:
+    return " ".join(p.side if p.repeats == 1 else f"{p.side}x{p.repeats}" for p in passes)
+
+
+def guess_step_s(spec: SweepPreset, concurrency: int) -> float:
+    """A step's duration from the workload alone (no measurement to go by)."""
+    if spec.step_seconds is not None and spec.num_prompts is None:
+        return spec.step_seconds + STEP_OVERHEAD_S
+    prompts = prompts_for(spec, concurrency) or concurrency
+    waves = math.ceil(prompts / concurrency)
+    warm = GUESS_TTFT_S + 16 * GUESS_ITL_S if spec.warmup_prompts else 0.0
+    return waves * (GUESS_TTFT_S + spec.output_len * GUESS_ITL_S) + warm + STEP_OVERHEAD_S
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    restarts: int
+    steps: int
+    measured: bool  # from stored steps of the same workload (else a guess from the workload)
+
+    def text(self) -> str:
+        how = "from earlier steps of this workload" if self.measured else "rough guess"
+        return (
+            f"\u2248 {format_duration(self.seconds)} ({self.restarts} restarts, "
+            f"{self.steps} steps; {how})"
+        )
+
+
+def estimate(
+    spec: SweepPreset,
+    repeats: int,
+    interleave: bool,
+    *,
+    restart_s: float | None = None,
+    measured_step_s: dict[int, float] | None = None,
+) -> Estimate:
+    """Total time of an A/B: restarts plus every step (measured durations where known)."""
+    passes = plan_passes(repeats, interleave)
+    measured = measured_step_s or {}
+    per_sweep = sum(
+        measured.get(c, guess_step_s(spec, c)) for c in spec.concurrency
+    )
+    steps = 2 * repeats * len(spec.concurrency)
+    restart = GUESS_RESTART_S if restart_s is None else restart_s
+    seconds = len(passes) * restart + 2 * repeats * per_sweep
+    known = bool(measured) and all(c in measured for c in spec.concurrency)
+    return Estimate(seconds, len(passes), steps, known)
+
+
+WORKLOAD_KEYS = (
+    "input_len", "output_len", "num_prompts", "prompts_per_concurrency", "step_seconds",
+    "warmup_prompts", "endpoint", "engine",
+)
+
+
+def step_durations(
+    spec: SweepPreset, rows: Iterable[tuple[dict[str, object], int, float, float]]
+) -> dict[int, float]:
+    """Median duration per concurrency of stored (run spec, concurrency, started, finished)
+    rows whose run had the same workload as `spec`."""
+    want = spec.model_dump(mode="json")
+    by_level: dict[int, list[float]] = {}
+    for run_spec, concurrency, started, finished in rows:
+        if any(run_spec.get(k) != want.get(k) for k in WORKLOAD_KEYS):
+            continue
+        if finished > started > 0:
+            by_level.setdefault(concurrency, []).append(finished - started)
+    return {c: statistics.median(v) for c, v in by_level.items()}
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

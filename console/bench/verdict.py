@@ -1,0 +1,300 @@
+"""Is B really different from A? Per concurrency: the delta, a confidence interval from the
+repeats, and one word (better / worse / within noise); one sentence at the knee.
+
+Pure functions of stored steps, so `plateau compare` says exactly what the A/B said.
+
+Why Welch's t and not a bootstrap: an A/B has few repeats per side (3 by default). A bootstrap
+of 3 values has 10 distinct resamples and its percentile interval is known to be too narrow at
+such sizes (it under-covers: it claims "real" too often). Welch's t interval takes the small
+sample into account through the t distribution with the Welch-Satterthwaite degrees of freedom,
+and does not assume A and B are equally noisy (a flag can make a server less stable). The
+interval is for the difference of means, expressed in % of A's mean (A's own uncertainty in the
+denominator is second order at the noise levels that matter here, 1-3 %).
+
+Throughput is each step's steady-state total tok/s (console.bench.steady) where the step had a
+steady state, else its whole-step figure (older runs, bench_serving steps); a step that never
+reached steady state is counted and said.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Literal
+
+from console.bench.knee import find_knee
+from console.bench.models import Frozen, StepResult
+
+CONFIDENCE = 0.95
+Word = Literal["better", "worse", "within noise", "no repeats"]
+KneeWord = Literal["real", "within noise", "noise unknown"]
+
+
+class PointVerdict(Frozen):
+    concurrency: int
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    delta_pct: float  # (B - A) / A, in %
+    half_width_pct: float | None  # the confidence interval is delta_pct +- this
+    df: float | None
+    word: Word
+    no_steady_state: int = 0  # steps at this concurrency that never reached steady state
+
+    @property
+    def interval(self) -> str:
+        if self.half_width_pct is None:
+            return f"{_signed(self.delta_pct)}%"
+        return f"{_signed(self.delta_pct)}% \u00b1 {self.half_width_pct:.1f}%"
+
+
+class Verdict(Frozen):
+    label_a: str
+    label_b: str
+    metric: str = "total tok/s"
+    confidence: float = CONFIDENCE
+    points: list[PointVerdict] = []
+    knee_range: list[int] = []  # the concurrencies the sentence is about
+    knee_delta_pct: float | None = None
+    knee_half_width_pct: float | None = None
+    knee_word: KneeWord = "noise unknown"
+    sentence: str = ""
+    notes: list[str] = []
+
+    def point(self, concurrency: int) -> PointVerdict | None:
+        return next((p for p in self.points if p.concurrency == concurrency), None)
+
+
+# ------------------------------------------------------------------------------ statistics
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta (Numerical Recipes, Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-12:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function (df may be fractional, as Welch's is)."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t value with t_cdf(t, df) == p, for 0.5 <= p < 1 (bisection; monotone)."""
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10:
+            break
+    return (lo + hi) / 2.0
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float] | None:
+    """(mean B - mean A, standard error of that, Welch-Satterthwaite df), or None without two
+    repeats on each side."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se2 = va + vb
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    if se2 <= 0:
+        return diff, 0.0, float(len(a) + len(b) - 2)
+    df = se2 * se2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
+    return diff, math.sqrt(se2), df
+
+
+# ---------------------------------------------------------------------------------- judging
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.1f}".replace("-", "\u2212")
+
+
+def _values(steps: Sequence[StepResult]) -> dict[int, tuple[list[float], int]]:
+    """Per concurrency: headline total tok/s of every ok step, and how many lacked a steady
+    state."""
+    grouped: dict[int, list[float]] = defaultdict(list)
+    flagged: dict[int, int] = defaultdict(int)
+    for step in steps:
+        m = step.metrics
+        if step.status != "ok" or m is None:
+            continue
+        value = m.headline_total_tok_s()
+        if math.isfinite(value) and value > 0:
+            grouped[step.concurrency].append(value)
+            flagged[step.concurrency] += int(m.no_steady_state)
+    return {c: (v, flagged[c]) for c, v in grouped.items()}
+
+
+def judge_point(
+    concurrency: int, a: list[float], b: list[float], *, confidence: float = CONFIDENCE,
+    no_steady_state: int = 0,
+) -> PointVerdict:
+    mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
+    delta_pct = (mean_b - mean_a) / mean_a * 100.0
+    test = welch(a, b)
+    if test is None:
+        return PointVerdict(
+            concurrency=concurrency, n_a=len(a), n_b=len(b), mean_a=mean_a, mean_b=mean_b,
+            delta_pct=delta_pct, half_width_pct=None, df=None, word="no repeats",
+            no_steady_state=no_steady_state,
+        )
+    _, se, df = test
+    half = t_quantile(0.5 + confidence / 2.0, df) * se / mean_a * 100.0
+    if abs(delta_pct) > half:
+        word: Word = "better" if delta_pct > 0 else "worse"
+    else:
+        word = "within noise"
+    return PointVerdict(
+        concurrency=concurrency, n_a=len(a), n_b=len(b), mean_a=mean_a, mean_b=mean_b,
+        delta_pct=delta_pct, half_width_pct=half, df=df, word=word,
+        no_steady_state=no_steady_state,
+    )
+
+
+def _knee_range(a: dict[int, tuple[list[float], int]], common: list[int]) -> list[int]:
+    """The concurrencies to sum up in one sentence: A's knee and the step after it (where
+    throughput has stopped scaling, the part of the curve a flag change is for); the top two
+    when A is still scaling; the one level when there is only one."""
+    if len(common) < 2:
+        return common
+    knee = find_knee((c, statistics.fmean(a[c][0])) for c in common)
+    if knee.kind in ("saturates", "declines") and knee.concurrency is not None:
+        return [c for c in common if c in (knee.concurrency, knee.next_concurrency)]
+    return common[-2:]
+
+
+def _pooled(
+    points: list[PointVerdict], a: dict[int, tuple[list[float], int]],
+    b: dict[int, tuple[list[float], int]], confidence: float,
+) -> tuple[float, float | None]:
+    """Mean of the points' % deltas and its interval half-width (Welch-Satterthwaite df over
+    every group's variance contribution)."""
+    k = len(points)
+    delta = sum(p.delta_pct for p in points) / k
+    parts: list[tuple[float, int]] = []  # (variance contribution in %^2, df of that group)
+    for p in points:
+        va, vb = a[p.concurrency][0], b[p.concurrency][0]
+        if len(va) < 2 or len(vb) < 2:
+            return delta, None
+        scale = (100.0 / p.mean_a / k) ** 2
+        parts.append((statistics.variance(va) / len(va) * scale, len(va) - 1))
+        parts.append((statistics.variance(vb) / len(vb) * scale, len(vb) - 1))
+    total = sum(v for v, _ in parts)
+    if total <= 0:
+        return delta, 0.0
+    df = total * total / sum(v * v / d for v, d in parts if v > 0)
+    return delta, t_quantile(0.5 + confidence / 2.0, df) * math.sqrt(total)
+
+
+def _range_text(levels: list[int]) -> str:
+    if not levels:
+        return "-"
+    return str(levels[0]) if len(levels) == 1 else f"{levels[0]}\u2013{levels[-1]}"
+
+
+def judge(
+    steps_a: Sequence[StepResult],
+    steps_b: Sequence[StepResult],
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    confidence: float = CONFIDENCE,
+    interleaved: bool | None = None,
+) -> Verdict:
+    """The verdict on B against A. `interleaved` False adds a note that each side ran in one
+    server lifetime (a launch-to-launch difference then looks like a real one)."""
+    a, b = _values(steps_a), _values(steps_b)
+    common = sorted(set(a) & set(b))
+    notes: list[str] = []
+    points = [
+        judge_point(c, a[c][0], b[c][0], confidence=confidence,
+                    no_steady_state=a[c][1] + b[c][1])
+        for c in common
+    ]
+    if not points:
+        return Verdict(label_a=label_a, label_b=label_b, confidence=confidence,
+                       sentence="no concurrency was measured in both runs")
+    flagged = sum(p.no_steady_state for p in points)
+    if flagged:
+        notes.append(
+            f"{flagged} step(s) never reached steady state (in-flight < ratio x concurrency):"
+            " their whole-step throughput is used; raise the prompts per step"
+        )
+    if interleaved is False and any(p.n_a > 1 for p in points):
+        notes.append(
+            "A's and B's repeats each ran in one server lifetime: a launch-to-launch "
+            "difference looks like a real one; interleave to rule it out"
+        )
+    levels = _knee_range(a, common)
+    chosen = [p for p in points if p.concurrency in levels]
+    delta, half = _pooled(chosen, a, b, confidence)
+    where = _range_text(levels)
+    if half is None:
+        knee_word: KneeWord = "noise unknown"
+        sentence = (
+            f"B {_signed(delta)}% at {where}: noise unknown "
+            f"(needs 2+ repeats per side; repeats = {min(p.n_a for p in chosen)})"
+        )
+    else:
+        knee_word = "real" if abs(delta) > half else "within noise"
+        sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
+    return Verdict(
+        label_a=label_a, label_b=label_b, confidence=confidence, points=points,
+        knee_range=levels, knee_delta_pct=delta, knee_half_width_pct=half,
+        knee_word=knee_word, sentence=sentence, notes=notes,
+    )
+
+
+def differing_flags(
+    flags_a: dict[str, object], flags_b: dict[str, object]
+) -> list[tuple[str, str, str]]:
+    """(flag, A's value, B's value) for every flag the two runs do not share ('-' = unset)."""
+    out = []
+    for name in sorted(set(flags_a) | set(flags_b)):
+        va, vb = flags_a.get(name, "-"), flags_b.get(name, "-")
+        if va != vb:
+            out.append((name, str(va), str(vb)))
+    return out

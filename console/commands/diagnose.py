@@ -1,0 +1,52 @@
+"""`plateau diagnose [RUN] [--json] [--db PATH]`: why a stored run plateaued, from the evidence
+stored with it (the server need not be running)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from console.commands import argtypes
+from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
+from console.diagnose.models import RunEvidence
+from console.errors import UsageError
+from console.store.db import RunStore
+from console.store.export import _finite
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="why a stored sweep plateaued: the knee and ranked causes with evidence",
+        description="Diagnose a stored run again from its stored evidence (log lines, /metrics, "
+        "GPU samples, startup facts, flags, the client's record).",
+    )
+    p.add_argument("run", nargs="?", type=argtypes.run_id, help="run id (default: the latest run)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
+    p.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    with RunStore(args.db) as store:
+        run_id = args.run if args.run is not None else store.latest_run_id()
+        if run_id is None:
+            raise UsageError(f"no runs yet in {store.path}")
+        try:
+            run = store.get_run(run_id)
+        except (KeyError, OverflowError):
+            raise UsageError(f"no run {run_id} in {store.path}") from None
+        evidence = store.load_evidence(run_id)
+    stored = evidence is not None
+    diagnosis = diagnose(run.steps, evidence if stored else RunEvidence(sources=["client"]))
+    if args.json:
+        payload = {"run_id": run_id, "evidence_stored": stored,
+                   "diagnosis": diagnosis_json(diagnosis)}
+        print(json.dumps(_finite(payload), allow_nan=False))
+        return 0
+    print(f"run {run_id} ({run.label}): {diagnosis.knee.sentence}")
+    if not stored:
+        print("(no evidence stored with this run: only the client's numbers were checked)")
+    for line in diagnosis_lines(diagnosis, top=5):
+        print(line)
+    return 0

@@ -1,0 +1,175 @@
+"""Typed evidence a run keeps for its diagnosis, and the diagnosis itself.
+
+Evidence is stored with the run (store/db.py `evidence` table), so a run can be diagnosed
+again after its server is gone. Everything here is plain data: numbers the rules compare,
+each sample stamped with the unix time it was taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class DecodePoint(Frozen):
+    """One `Decode batch` line."""
+
+    running: int
+    queue: int
+    token_usage: float | None = None
+    cuda_graph: bool | None = None
+    gen_throughput: float | None = None
+
+
+class PrefillPoint(Frozen):
+    """One `Prefill batch` line."""
+
+    new_seq: int
+    new_token: int
+    running: int
+    queue: int
+    token_usage: float | None = None
+
+
+class MetricsPoint(Frozen):
+    """One `/metrics` scrape, names normalised to the `sglang:` prefix."""
+
+    t: float
+    values: dict[str, float]
+
+
+class GpuPoint(Frozen):
+    """One GPU's reading in one agent sample."""
+
+    t: float
+    index: int
+    util: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    temp_c: float | None = None
+    reasons: list[str] = []
+    pcie_bytes_s: float | None = None  # tx + rx
+
+
+class ClientRecord(Frozen):
+    """What the load generator saw in one step."""
+
+    target: int
+    num_prompts: int | None = None
+    completed: int = 0
+    measured_concurrency: float | None = None
+    client_cpu_max: float | None = None
+    client_warning: str | None = None
+    itl_p50_ms: float | None = None
+    itl_p99_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    total_tok_s: float | None = None
+    output_tok_s: float | None = None
+    duration_s: float | None = None
+
+
+class StepEvidence(Frozen):
+    """Everything seen during one sweep step's window [started_at, finished_at]."""
+
+    index: int
+    concurrency: int
+    started_at: float
+    finished_at: float
+    decode: list[DecodePoint] = []
+    prefill: list[PrefillPoint] = []
+    retract_lines: int = 0
+    retracted_reqs: int = 0
+    log_lines: int = 0  # SGLang lines read in the window (all kinds)
+    warnings: list[str] = []  # catalogue ids of warning lines in the window
+    metrics: list[MetricsPoint] = []
+    gpu: list[GpuPoint] = []
+    client: ClientRecord | None = None
+
+
+class StartupFacts(Frozen):
+    """What the server said about itself when it started (log lines and /server_info)."""
+
+    tp_size: int | None = None
+    capture_bs: list[int] = []  # `Capture ... decode CUDA graph end. bs=[...]`
+    decode_graph_disabled: bool = False
+    max_running_requests: int | None = None
+    running_cap_reduced_from: int | None = None  # "max_running_requests was reduced from ..."
+    max_total_num_tokens: int | None = None
+    chunked_prefill_size: int | None = None
+    moe_untuned_warning: str | None = None  # the "Using default MoE kernel config" line
+    moe_runner_backend: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    cuda_graph_max_bs_decode: int | None = None
+    disable_custom_all_reduce: bool | None = None
+    mem_fraction_static: float | None = None
+
+
+class Topology(Frozen):
+    gpu_name: str | None = None
+    num_gpus: int | None = None
+    nvlink: bool | None = None  # None: unknown (no agent header)
+    source: str = ""
+
+
+class RunEvidence(Frozen):
+    """A run's evidence: per-step windows plus the facts that hold for the whole run."""
+
+    steps: list[StepEvidence] = []
+    startup: StartupFacts = StartupFacts()
+    flags: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    topology: Topology = Topology()
+    sources: list[str] = []  # what was collected: "log", "metrics", "gpu", "client"
+
+
+class EvidenceItem(Frozen):
+    """One number (or fact) with where it came from."""
+
+    source: str  # e.g. "Decode lines", "/metrics", "GPU telemetry", "startup log", "client"
+    text: str  # the sentence shown to the operator
+    values: dict[str, Any] = {}
+
+
+class Suggestion(Frozen):
+    flags: dict[str, Any] = {}  # profile flag changes (None removes the flag)
+    env: dict[str, str | None] = {}  # profile env changes (None removes the variable)
+    sweep: dict[str, Any] = {}  # sweep settings (prompts_per_concurrency, workers, ...)
+    host: str | None = None  # a change outside SGLang (power limit, cooling)
+    expect: str = ""  # the expected effect, in words
+
+
+class Cause(Frozen):
+    id: str
+    title: str
+    confidence: float  # 0..1
+    evidence: list[EvidenceItem]
+    suggest: Suggestion = Suggestion()
+
+
+class KneeInfo(Frozen):
+    kind: str
+    concurrency: int | None = None
+    next_concurrency: int | None = None
+    gain_pct: float | None = None
+    sentence: str = ""
+
+
+class Diagnosis(Frozen):
+    knee: KneeInfo
+    causes: list[Cause] = []
+    checked: list[str] = []  # what was looked at (the honest "no clear cause" answer)
+    sources: list[str] = []
+
+    @property
+    def verdict(self) -> str:
+        if not self.causes:
+            return "no clear cause"
+        return ", ".join(c.id for c in self.causes[:3])
