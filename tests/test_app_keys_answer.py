@@ -100,3 +100,24 @@ async def test_footer_fits_by_priority(app_factory: Any) -> None:
             shown = [k.key for k in keys]
             assert shown[:2] == ["r", "s"] and "question_mark" in shown and "q" in shown
             assert all(k.region.right <= width for k in keys)  # nothing cut mid-word
+
+
+async def test_saving_over_an_existing_profile_asks(app_factory: Any) -> None:
+    from console.app.app import ConfirmScreen
+    from widgets.flags_editor import FlagsEditorResult
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        name = next(iter(app.config.profiles))
+        edited = app.config.profiles[name].model_copy(update={"flags": {"tp-size": 4}})
+        result = FlagsEditorResult(name, edited, (), action="save")
+        for answer, saved in (("n", False), ("y", True)):
+            app.run_worker(app._save_edited(result))
+            await _settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            assert f"A profile called {name} exists" in app.screen.question
+            await pilot.press(answer)
+            await _settle(pilot)
+            assert (app.profiles_dir / f"{name}.toml").exists() is saved
+        assert app.config.profiles[name].flags == {"tp-size": 4}

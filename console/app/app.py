@@ -31,13 +31,13 @@ from console.app.bindings import (
     effective_keys,
     unknown_keymap_ids,
 )
+from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
-    FlagsOutcomeScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -544,24 +544,39 @@ class PlateauApp(App[int]):
             name, self.config.profiles[name], schema,
             running_flags=adapters.running_flags(record, schema),
             existing_names=frozenset(self.config.profiles),
+            restart_blocked=self.unavailable_reason("restart"),
         )
         result = await self.push_screen_wait(editor)
         if result is None:
             return
+        if result.action == "save":
+            await self._save_edited(result)
+            return
+        # Restart with these flags: one confirmation that shows what will run.
+        if self._refuse("restart"):
+            return
         command = display_command(result.profile)
-        notes = [*result.warnings, f"validated against {session.host.name}'s --help"
-                 + (f" (sglang {schema.version})" if schema.version else "")]
-        choice = await self.push_screen_wait(
-            FlagsOutcomeScreen(result.name, command, change_lines(result), notes,
-                               self.unavailable_reason("restart"))
-        )
-        if not choice:
-            self.app_note("flags", f"edited profile {result.name} discarded")
+        validated = f"validated against {session.host.name}'s --help" + (
+            f" (sglang {schema.version})" if schema.version else "")
+        lines = [f"Restart the server on {session.host.name} with these flags?", "", command,
+                 "", *(change_lines(result) or ["no flag changes against the running server"]),
+                 *result.warnings, validated]
+        if not await self.push_screen_wait(ConfirmScreen("\n".join(lines))):
+            self.app_note("flags", f"edited flags of {name} discarded")
             return
-        if not self.add_profile(result.name, result.profile, persist=choice != "restart"):
-            return
-        if choice in ("restart", "save-restart"):
-            self.request_restart(session, result.name, command)
+        if self.add_profile(result.name, result.profile, persist=False):
+            self._send(session, "restart", result.name)
+
+    async def _save_edited(self, result: FlagsEditorResult) -> None:
+        """Save as profile; replacing an existing one asks first."""
+        if result.name in self.config.profiles:
+            where = ("saved in profiles.d" if (self.profiles_dir / f"{result.name}.toml").exists()
+                     else "from the config file, whose copy wins at the next start")
+            question = f"A profile called {result.name} exists ({where}). Replace it?"
+            if not await self.push_screen_wait(ConfirmScreen(question)):
+                self.app_note("flags", f"profile {result.name} kept as it was")
+                return
+        self.add_profile(result.name, result.profile, persist=True)
 
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to every session's list for this run; with `persist`, also write
@@ -725,3 +740,8 @@ def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
 
 def _severity(level: str) -> Any:
     return {"error": "error", "warning": "warning"}.get(level, "information")
+
+
+def _satisfies_the_screen_contract(app: PlateauApp) -> ConsoleApp:
+    """Never called: mypy checks here that PlateauApp is what screens rely on."""
+    return app

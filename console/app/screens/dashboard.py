@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
@@ -21,12 +21,10 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from console.app import panels
+from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.session.state import HostState
 from widgets.header import PlateauHeader
-
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
 
 PANELS = ("gpus", "server", "log", "sweep")
 NARROW_WIDTH = 120  # below: the GPU panel over the server strip, both full width
@@ -148,7 +146,7 @@ class Panel(Vertical):
 
 class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         ui = app.config.ui
         yield PlateauHeader(ascii_only=ui.ascii, id="header")
         with Horizontal(id="top-row"):
@@ -180,7 +178,7 @@ class DashboardScreen(Screen[None]):
         self._sweep_data = False
         self._layout: DashLayout | None = None
         self._watch_gpu_view(self._views["gpus"])
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         for name in app.hidden_panels:
             self.query_one(f"#{name}").display = False
         self._apply_layout()
@@ -281,7 +279,7 @@ class DashboardScreen(Screen[None]):
         """Bring the panels up to date with `state`; `aspects=None` redraws everything."""
         if state is None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         switched = self._rendered_host is not None and state.host != self._rendered_host
         full = aspects is None or switched
         if switched:
@@ -291,8 +289,8 @@ class DashboardScreen(Screen[None]):
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
                 missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
-                fresh = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, fresh)
+                unseen = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, unseen)
                 self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
@@ -314,7 +312,7 @@ class DashboardScreen(Screen[None]):
 
     def _replace_gpu_view(self, host: str) -> None:
         # GPU histories belong to one host: a fresh panel instead of mixing two hosts' series.
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         old = self._views["gpus"]
         self._gpu_views = getattr(self, "_gpu_views", 0) + 1
         new = panels.gpu_widget(app.config.ui.ascii, id=f"gpu-view-{self._gpu_views}")
@@ -328,7 +326,7 @@ class DashboardScreen(Screen[None]):
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
-            app: PlateauApp = self.app  # type: ignore[assignment]
+            app = console_app(self)
             self.query_one(PlateauHeader).show(app.header_info(state))
 
     # -- panel control ------------------------------------------------------------------------

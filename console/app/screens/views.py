@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -12,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from console.app import views_data
+from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
@@ -22,9 +21,6 @@ from widgets.header import PlateauHeader
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
 
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
-
 
 class HostScreen(Screen[None]):
     """A screen with the host header on top and the footer below."""
@@ -32,7 +28,7 @@ class HostScreen(Screen[None]):
     TITLE_TEXT = ""
 
     def compose(self) -> ComposeResult:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
         yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
         yield from self.compose_body()
@@ -42,23 +38,23 @@ class HostScreen(Screen[None]):
         yield from ()
 
     def on_mount(self) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.render_host(app.active_state, None)
 
     def on_screen_resume(self) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.render_host(app.active_state, None)
 
     def render_host(self, state: HostState | None, aspects: tuple[str, ...] | None) -> None:
         if state is None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.query_one(PlateauHeader).show(app.header_info(state))
         self.render_body(state, aspects)
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
-            app: PlateauApp = self.app  # type: ignore[assignment]
+            app = console_app(self)
             self.query_one(PlateauHeader).show(app.header_info(state))
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -74,7 +70,7 @@ class EventsScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None and "events" not in aspects:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.query_one(EventLogTable).show(app.all_events())
 
 
@@ -87,7 +83,7 @@ class ConfigScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         rows = [
             [Text(key), Text(value), Text(source, style="dim")]
             for key, value, source in views_data.config_rows(app.loaded)
@@ -109,7 +105,7 @@ class HistoryScreen(HostScreen):
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def _load(self, host: str) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         rows, note = views_data.history_rows(app.store_path, host, app.active_state)
         self.app.call_from_thread(self._show, rows, note)
 
@@ -148,7 +144,7 @@ class CompareScreen(HostScreen):
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         marked = (app.marked_runs[0], app.marked_runs[1]) if len(app.marked_runs) == 2 else None
         pair = views_data.latest_two_runs(app.store_path, host, marked)
         if pair is None:
