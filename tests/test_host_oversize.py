@@ -6,6 +6,7 @@ after a 150 KB command line had been printed.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,10 +44,12 @@ async def test_lifecycle_refuses_an_oversize_value_before_touching_the_host(
     try:
         with pytest.raises(LifecycleError) as raised:
             await life.start("big", profile, events.append)
-        # the host was never asked to run anything: not even the --help discovery
-        assert not (user.home / ".plateau-oversize").exists()
+        # nothing was prepared or launched (the host-wide lease may have made the run dir)
+        run_dir = user.home / ".plateau-oversize"
+        assert not (run_dir / "logs").exists() and not (run_dir / "server.json").exists()
     finally:
         await transport.close()
+        shutil.rmtree(user.home / ".plateau-oversize", ignore_errors=True)
     message = str(raised.value)
     assert "flags.crash-dump-folder is 146 KiB long" in message and len(message) < 500
     assert not any(isinstance(event, CommandShown) for event in events)
