@@ -92,6 +92,7 @@ def proc_info(pid):
             uptime = float(f.read().split()[0])
         info["started_at"] = time.time() - uptime + int(fields[19]) / ticks
         info["uid"] = os.stat("/proc/%d" % pid).st_uid
+        info["start_ticks"] = int(fields[19])
     except (OSError, IndexError, ValueError):
         pass
     for fd in ("1", "2"):
@@ -128,6 +129,31 @@ def listeners(port):
     found.sort(key=lambda p: p.get("started_at", 0))
     return found
 
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+def start_ticks(pid):
+    # Field 22 of /proc/PID/stat: start time in clock ticks after boot. With the boot id it
+    # tells a process from a later one that reuses its pid.
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().decode("utf-8", "replace").rsplit(")", 1)[-1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def has_launch_id(pid, launch_id):
+    if not launch_id:
+        return False
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return ("PLATEAU_LAUNCH_ID=" + launch_id).encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
 def cmd_probe(a):
     pid, pgid = a.get("pid") or 0, a.get("pgid") or 0
     out = {
@@ -136,6 +162,10 @@ def cmd_probe(a):
         "own_pgids": sorted({os.getpgid(0), os.getpgid(os.getppid())}),
         "uid": os.getuid(),
     }
+    if a.get("identify") and pid:
+        out["start_ticks"] = start_ticks(pid)
+        out["boot_id"] = boot_id()
+        out["launch_ok"] = has_launch_id(pid, a.get("launch_id"))
     if a.get("port"):
         out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
         out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
