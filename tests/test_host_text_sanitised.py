@@ -45,7 +45,11 @@ def test_server_status_prints_no_escape_from_a_crafted_record(
         "pid": os.getpid() if running else 999_999_999, "pgid": os.getpid(), "port": 9,
         "host": "127.0.0.1", "profile": f"p{HOSTILE}", "argv": ["python", HOSTILE],
         "env_names": [HOSTILE], "log_path": f"/tmp/{HOSTILE}.log",
-        "sglang_version": HOSTILE, "state": "ready",
+        "sglang_version": HOSTILE, "state": "ready", "origin": "adopted",
+        # what proves the pid is the recorded process (not a reused pid)
+        "start_ticks": int(Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[-1]
+                           .split()[19]),
+        "boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
     }
     (run_dir / "server.json").write_text(json.dumps(record))
     config = tmp_path / "config.toml"
