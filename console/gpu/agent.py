@@ -1055,6 +1055,10 @@ class SimGpu:
         limit = clean_num(g.get("power_limit_w")) if g else None
         if limit is not None and limit > 0:
             self.power_limit = limit  # the simulated board's limit (`nvidia-smi -pl`)
+        ambient = clean_num(g.get("ambient_c")) if g else None
+        if ambient is not None and abs(ambient - 28.0) > 0.01:
+            self.ambient = ambient  # the simulated host's cooling (28 C: keep the jitter)
+        hot = bool(g.get("thermal_slowdown")) if g else False
         busy = activity > 0.01
         # Time-based util: any kernel in flight counts, so it saturates early.
         util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) if busy else 0.0
@@ -1072,6 +1076,10 @@ class SimGpu:
         else:
             sm = 180.0
         mask = 0x4 if capped else (0x1 if not busy else 0)
+        if hot:  # the simulator runs thermally slowed: say so, at its clock
+            mask |= 0x20
+            sm = min(sm, self.sm_max * 0.6)
+            self.temp = max(self.temp, 92.5)
         tx = clean_num(g.get("pcie_tx_bytes_per_s")) if g else None
         rx = clean_num(g.get("pcie_rx_bytes_per_s")) if g else None
         return {
