@@ -26,7 +26,7 @@ from console.commands import (
     sweep,
 )
 from console.errors import PlateauError
-from console.text import sanitize
+from console.text import sanitize_lines
 
 # Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
 # (and names the handler). `plateau [HOST]` (no subcommand) is "console".
@@ -103,9 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result or 0)
     except PlateauError as exc:
-        # One line whatever the message holds (a path or name typed with a control character
-        # must not drive the terminal or fake a second line).
-        print(f"plateau: {sanitize(str(exc))}", file=sys.stderr)
+        # host text inside (stderr, records, log lines) never reaches the terminal raw
+        print(f"plateau: {sanitize_lines(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0
