@@ -62,7 +62,8 @@ def _value(action: argparse.Action, given_dir: Path) -> st.SearchStrategy[str]:
         names = st.one_of(st.sampled_from(["h.db", "out.md", "x.svg", "x.txt", "d/x.db", "."]),
                           st.text(alphabet="ab.-_ \n\x1b", min_size=1, max_size=8))
         paths = names.map(lambda name: str(given_dir / name))
-        return st.one_of(paths, st.sampled_from(["/dev/zero", "/dev/null", "-"]))
+        special = ["/dev/zero", "/dev/null", *(["-"] if option == "file" else [])]  # - : stdin
+        return st.one_of(paths, st.sampled_from(special))
     return st.one_of(st.sampled_from(NASTY), st.text(max_size=12),
                      st.integers(-(2**70), 2**70).map(str),
                      st.floats(allow_nan=True, allow_infinity=True).map(repr))
