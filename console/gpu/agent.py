@@ -1,6 +1,7 @@
 # ruff: noqa: UP031, B905
 # (percent formatting reads fine; zip(strict=) does not exist on the host's Python 3.8)
-"""Plateau GPU telemetry agent: one stdlib-only file run on the host as `python3 -c SOURCE ARGS`.
+"""Plateau GPU telemetry agent: one stdlib-only file run on the host as `python3 PATH ARGS`
+(PATH: the transport's verified copy `<run_dir>/bin/plateau-gpu-agent-<hash>.py`).
 
 Prints one JSON object per line on stdout:
   {"type": "header", ...}   once: host, driver, backend, GPU identities, topology, NVLink
@@ -9,8 +10,8 @@ Prints one JSON object per line on stdout:
   {"type": "error", ...}    fatal (e.g. no NVIDIA driver); the agent then exits non-zero
 
 Unsupported values are null, never an exception. Keep this file Python 3.8 compatible (it runs
-on the host's own python3) and well under 100 KB (it travels as one argv string; Linux caps a
-single argument at 128 KiB).
+on the host's own python3) and small (it is copied to the host on the first use per
+connection).
 """
 
 import argparse
