@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -95,8 +97,12 @@ class LocalPortForward:
 class LocalTransport(ProcessOps):
     """Runs everything on this machine. Same semantics as SshTransport."""
 
-    def __init__(self, host_name: str = "localhost") -> None:
+    def __init__(self, host_name: str = "localhost", *, run_dir: str | None = None) -> None:
+        """RUN_DIR holds the host-side programs (`install_program`); without one (tests,
+        one-off commands) they go to a private temp dir removed by `close`."""
         self._host_name = host_name
+        self._temp_dir: str | None = None
+        self._init_programs(run_dir)
         self._subscribers: list[Callable[[ConnectionEvent], None]] = []
 
     @property
@@ -111,7 +117,10 @@ class LocalTransport(ProcessOps):
             callback(ConnectionEvent(self._host_name, "connected", "local"))
 
     async def close(self) -> None:
-        return None
+        if self._temp_dir is not None:  # programs already started have read their source
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+            self._forget_programs()
 
     async def run(
         self,
@@ -159,6 +168,13 @@ class LocalTransport(ProcessOps):
             scripts.with_env(argv, env), stderr=asyncio.subprocess.DEVNULL
         )
         return LocalLineStream(process)
+
+    async def _program_directory(self) -> str:
+        if self._program_root is not None:
+            return await super()._program_directory()
+        if self._temp_dir is None:
+            self._temp_dir = tempfile.mkdtemp(prefix="plateau-local-")
+        return f"{self._temp_dir}/bin"
 
     async def home_dir(self) -> str:
         return os.path.expanduser("~")

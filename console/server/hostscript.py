@@ -1,18 +1,19 @@
-"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 -c SOURCE ARGS`.
+"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 PATH CMD ARGS`
+(PATH: the transport's content-addressed, hash-verified copy in `<run_dir>/bin`).
 
-The program text is a constant; every variable part travels as an argv item (quoted by the
-transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
+The program text is a constant; every variable part travels as an argv item (carried as data
+by the transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
 Each prints one JSON object.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from console.errors import PlateauError
 from console.host.transport import LineStream, Transport
+from console.text import sanitize
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -274,30 +275,30 @@ def cmd_lease(a):
         pass
     return {"state": "released"}
 
-cmd, arg = sys.argv[2], json.loads(sys.argv[3])
+cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
                   "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
 '''
 
-
-# One line, no quotes: survives any login shell (csh and fish quote newlines differently).
-_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]))"
-_ENCODED = base64.b64encode(HOST_SCRIPT.encode()).decode()
 
 
 class HostScriptError(PlateauError):
     pass
 
 
-def host_script_argv(python: str, command: str, args: dict[str, Any]) -> list[str]:
-    return [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)]
+def host_script_argv(
+    python: str, program: str, command: str, args: dict[str, Any]
+) -> list[str]:
+    """`python3 PROGRAM CMD JSON`: PROGRAM is `install_program`'s copy of HOST_SCRIPT."""
+    return [python, program, command, json.dumps(args)]
 
 
 async def stream_host_script(
     transport: Transport, python: str, command: str, args: dict[str, Any]
 ) -> LineStream:
     """A long-running host helper (e.g. `lease`): its JSON lines; closing ends it."""
-    return await transport.stream_lines(host_script_argv(python, command, args))
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
+    return await transport.stream_lines(host_script_argv(python, program, command, args))
 
 
 async def run_host_script(
@@ -309,13 +310,14 @@ async def run_host_script(
     stdin: str | None = None,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
     result = await transport.run(
-        host_script_argv(python, command, args), input=stdin, timeout=timeout
+        host_script_argv(python, program, command, args), input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(
             f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{result.stderr.strip()[-300:]}"
+            f"{sanitize(result.stderr.strip()[-300:])}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])

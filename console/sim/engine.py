@@ -76,7 +76,8 @@ class EngineStats:
     num_retracted_total: int = 0
     busy_s: float = 0.0  # wall seconds spent inside steps
     sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
-    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap)
+    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap, thermal)
+    thermal_slowdown: bool = False  # the last decode step ran thermally slowed
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
@@ -383,6 +384,7 @@ class Engine(BaseEngine):
         busy = (parts["base"] + parts["weights"] + parts["compute"]) / max(1e-9, total)
         clock = self.profile.clock_ratio(busy, 0.45 * busy)
         self.stats.sm_clock_ratio = clock
+        self.stats.thermal_slowdown = self.profile.thermal_slowdown(busy, 0.45 * busy)
         if clock < 1.0:
             parts = self.profile.decode_parts(batch, self.kv_used, clock)
         return parts
