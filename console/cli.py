@@ -19,12 +19,15 @@ from console.commands import (
     gpus,
     history,
     logscan,
+    record,
+    replay,
     server,
     sim,
     snapshot,
     sweep,
 )
 from console.errors import PlateauError
+from console.text import sanitize_lines
 
 # Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
 # (and names the handler). `plateau [HOST]` (no subcommand) is "console".
@@ -41,6 +44,8 @@ COMMANDS: dict[str, ModuleType] = {
     "ab": ab,
     "diagnose": diagnose,
     "server": server,
+    "record": record,
+    "replay": replay,
     "config": config_cmd,
 }
 
@@ -86,7 +91,10 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed): a return
+        return exc.code if isinstance(exc.code, int) else 2  # value, so callers in-process see it
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -97,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result or 0)
     except PlateauError as exc:
-        print(f"plateau: {exc}", file=sys.stderr)
+        # host text inside (stderr, records, log lines) never reaches the terminal raw
+        print(f"plateau: {sanitize_lines(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 FlagValue = str | int | float | bool
 
@@ -21,9 +29,16 @@ class StrictModel(BaseModel):
 
 
 def _no_control_chars(value: str, what: str) -> str:
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    # C0, DEL and C1 (0x9b is a one-byte CSI on some terminals): any of them printed back can
+    # fake an output line or drive the terminal.
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
         raise ValueError(f"{what} must not contain control characters or newlines")
     return value
+
+
+def _check_dict_keys(value: dict[str, object], what: str) -> None:
+    for name in value:
+        _no_control_chars(name, f"{what} name {name!r}")
 
 
 class HostConfig(StrictModel):
@@ -55,11 +70,55 @@ class HostConfig(StrictModel):
     def _check_text(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value, "value")
 
+    @field_validator("run_dir")
+    @classmethod
+    def _check_run_dir(cls, value: str) -> str:
+        # `~` and `~/...` are resolved against the host's home on connect; `~user` is not.
+        if value.startswith("~") and value != "~" and not value.startswith("~/"):
+            raise ValueError("may start with `~/` (the SSH user's home on the host), not `~user`")
+        return value
+
     @model_validator(mode="after")
     def _address_unless_local(self) -> HostConfig:
         if not self.local and not self.address:
             raise ValueError("`address` is required unless `local = true`")
         return self
+
+
+# Size limits for a launch profile. Linux caps ONE argv string at 128 KiB (MAX_ARG_STRLEN),
+# and over SSH the whole launch command travels as one string (the login shell's `-c`
+# argument), base64-encoded, which grows it by 4/3 (console/host/scripts.py). 64 KiB in all
+# keeps the encoded command under that cap with room for the wrappers; 32 KiB per value is far
+# above any real flag (inline JSON overrides run to a few KB) and keeps a typo'd file-instead-
+# of-path from ever reaching the host. Past these a host answers "Connection reset by peer"
+# or "Argument list too long", after a 100+ KB command line was printed: refuse up front.
+MAX_VALUE_BYTES = 32 * 1024
+MAX_COMMAND_BYTES = 64 * 1024
+
+
+def oversize_values(profile: ServerProfile) -> list[str]:
+    """One message per profile value (named by its key) over the limits above."""
+    items: list[tuple[str, str]] = [(f"launch[{i}]", part) for i, part in enumerate(profile.launch)]
+    items.append(("model_path", profile.model_path))
+    items += [(f"flags.{name}", value) for name, value in profile.flags.items()
+              if isinstance(value, str)]
+    items += [(f"extra_args[{i}]", arg) for i, arg in enumerate(profile.extra_args)]
+    items += [(f"env.{name}", value) for name, value in profile.env.items()]
+    problems = [
+        f"{key} is {_kib(size)} long; a value may be at most {_kib(MAX_VALUE_BYTES)}"
+        for key, value in items if (size := len(value.encode("utf-8"))) > MAX_VALUE_BYTES
+    ]
+    total = sum(len(a.encode("utf-8")) + 1 for a in profile.argv()) + sum(
+        len(f"{k}={v}".encode()) + 1 for k, v in profile.env.items()
+    )
+    if not problems and total > MAX_COMMAND_BYTES:
+        problems.append(f"the launch command is {_kib(total)} long; at most "
+                        f"{_kib(MAX_COMMAND_BYTES)} fits one remote command")
+    return problems
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:.0f} KiB" if size >= 1024 else f"{size} bytes"
 
 
 class ServerProfile(StrictModel):
@@ -75,6 +134,11 @@ class ServerProfile(StrictModel):
     log_dir: str | None = None
     api_key_env: str | None = None
     description: str = ""
+
+    @field_validator("model_path", "host", "log_dir", "api_key_env", "description")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value, "value")
 
     @field_validator("launch")
     @classmethod
@@ -112,6 +176,13 @@ class ServerProfile(StrictModel):
         for arg in value:
             _no_control_chars(arg, "extra argument")
         return value
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> ServerProfile:
+        problems = oversize_values(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     def argv(self) -> list[str]:
         """The server's command line: launch + model + host/port + flags + extra args."""
@@ -179,10 +250,21 @@ class PlateauConfig(StrictModel):
     keymap: dict[str, str] = Field(default_factory=dict)
     ui: UiConfig = Field(default_factory=UiConfig)
 
+    @field_validator("profiles", "sweeps", "keymap")
+    @classmethod
+    def _check_names(cls, value: dict[str, object], info: ValidationInfo) -> dict[str, object]:
+        _check_dict_keys(value, str(info.field_name).rstrip("s"))
+        return value
+
+    @field_validator("theme", "default_host")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value, "value")
+
     @model_validator(mode="after")
     def _cross_references(self) -> PlateauConfig:
         names = [host.name for host in self.hosts]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = sorted(name for name, seen in Counter(names).items() if seen > 1)
         if duplicates:
             raise ValueError(f"duplicate host name(s): {', '.join(duplicates)}")
         if self.default_host is not None and self.default_host not in names:
@@ -198,6 +280,8 @@ class PlateauConfig(StrictModel):
         for host in self.hosts:
             if wanted is None or host.name == wanted:
                 return host
+        if wanted is None:
+            raise KeyError("no hosts configured: add a [[hosts]] entry to the config")
         known = ", ".join(h.name for h in self.hosts) or "none configured"
         raise KeyError(f"unknown host {wanted!r} (known: {known})")
 

@@ -104,10 +104,3 @@ def demo_config(
         },
     )
 
-
-def with_user_sweeps(demo: PlateauConfig, user: PlateauConfig) -> PlateauConfig:
-    """The demo config with the user's own sweep presets (theirs win on a shared name), so
-    the demo sweeps what the user configured."""
-    if not user.sweeps:
-        return demo
-    return demo.model_copy(update={"sweeps": {**demo.sweeps, **user.sweeps}})

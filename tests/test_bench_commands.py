@@ -73,7 +73,7 @@ def test_sweep_needs_exactly_one_target(capsys: pytest.CaptureFixture[str]) -> N
 def test_bad_values_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sweep", "--url", "http://127.0.0.1:9", "--input-len", "0",
                  "--db", str(tmp_path / "x.db")])  # fmt: skip
-    assert code == 2 and "input_len" in capsys.readouterr().err
+    assert code == 2 and "--input-len: must be at least 1" in capsys.readouterr().err
     assert main(["compare", "1", "2", "--db", str(tmp_path / "x.db")]) == 2
 
 
@@ -97,3 +97,12 @@ def test_sweep_demo_starts_the_chosen_profile_and_stops_it(
 
     with socket.socket() as sock:  # the simulator is gone: its port is free again
         sock.bind(("127.0.0.1", port))
+    # The sweep's diagnosis, and the same again from the evidence stored with the run.
+    assert data["diagnosis"]["knee"]["kind"] in ("saturates", "declines", "scaling")
+    moe = next(c for c in data["diagnosis"]["causes"] if c["id"] == "moe-untuned")
+    assert moe["suggest"]["flags"] == {"moe-runner-backend": "cutlass"}
+    assert main(["diagnose", str(run["id"]), "--json", "--db", db]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["evidence_stored"] and {"log", "gpu"} <= set(again["diagnosis"]["sources"])
+    assert [c["id"] for c in again["diagnosis"]["causes"]] == [
+        c["id"] for c in data["diagnosis"]["causes"]]

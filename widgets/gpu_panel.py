@@ -591,6 +591,7 @@ class GpuPanel(Widget, can_focus=True):
         for kind, (low, high) in (thresholds or THRESHOLDS).items():
             unit = "°C" if kind == "temp" else "%"
             lines.append(f"  {kind:<6} < {low:g}{unit} / < {high:g}{unit} / above")
-        lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full · "
-                     "t: topology")
+        lines.append("m: history metric (util, power, memory, PCIe) · v: compact/full "
+                     "(full rows list processes) · t: topology · K: signal one of your GPU "
+                     "processes")
         return "\n".join(lines)

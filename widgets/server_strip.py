@@ -24,10 +24,12 @@ class _AsciiBars(SparklineBars):  # type: ignore[type-arg]
     BARS = "_.-:=+*#"
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # Rows under the top of a tall sparkline are drawn as a hard-coded full block.
+        # Rows under the top of a tall sparkline are a hard-coded full block, and a sparkline
+        # without data a hard-coded row of "▁".
         for segment in super().__rich_console__(console, options):
-            if isinstance(segment, Segment) and "█" in segment.text:
-                yield Segment(segment.text.replace("█", "#"), segment.style, segment.control)
+            if isinstance(segment, Segment) and ("█" in segment.text or "▁" in segment.text):
+                text = segment.text.replace("█", "#").replace("▁", "_")
+                yield Segment(text, segment.style, segment.control)
             else:
                 yield segment
 
@@ -130,7 +132,7 @@ def _gen_label(stats: ServerStats) -> str:
     """The current rate, or, when nothing has generated for a while, that it is idle and what
     the last rate was (never an old rate as if it were current)."""
     if stats.gen_idle:
-        last = "" if stats.gen_last is None else f", was {stats.gen_last:.0f}"
+        last = f", was {stats.gen_last:.0f}" if stats.gen_last else ""
         return f"gen idle{last}"
     return f"gen {_num(stats.gen_throughput, '.0f')} tok/s"
 

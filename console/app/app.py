@@ -24,13 +24,21 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.app import views_data
-from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
+from console.app.bindings import (
+    ACTIONS,
+    BY_ID,
+    HIDDEN_WHEN_UNAVAILABLE,
+    app_bindings,
+    effective_keys,
+    unknown_keymap_ids,
+)
+from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
-    FlagsOutcomeScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -41,6 +49,7 @@ from console.app.screens.views import (
     EventsScreen,
     HistoryScreen,
     TopologyScreen,
+    WhyScreen,
 )
 from console.app.theming import (
     DEFAULT_THEME,
@@ -52,6 +61,9 @@ from console.app.theming import (
 from console.bench.abplan import restart_guess, step_durations
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
+from console.errors import PlateauError
+from console.gpu.processes import GpuProcessRow, process_rows, send_signal
+from console.host.transport import Transport
 from console.jobs.ab import ABRequest
 from console.session import adapters
 from console.session.events import (
@@ -76,8 +88,9 @@ from console.session.state import Clock, EventRecord, HostState, utc_now
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
+from widgets.log_view import LogView
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -125,6 +138,7 @@ class PlateauApp(App[int]):
         "topology": TopologyScreen,
         "events": EventsScreen,
         "config": ConfigScreen,
+        "why": WhyScreen,
     }
 
     def __init__(
@@ -297,13 +311,14 @@ class PlateauApp(App[int]):
             self.ask_host_key(message.host)
         if message.host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
-            if callable(render):
+            # A screen not mounted yet has no widgets to update: its on_mount renders the
+            # whole state once they exist (a loaded machine delivered host events first).
+            if callable(render) and screen.is_mounted:
                 try:
                     render(self.active_state, message.aspects)
                 except NoMatches:
-                    # Only a screen being torn down, or one not mounted yet (its on_mount
-                    # renders the whole state), may lack its widgets; anything else is a bug.
-                    if screen.is_attached and screen.is_mounted:
+                    # Only a screen being torn down may lack its widgets; else it is a bug.
+                    if screen.is_attached:
                         raise
         if message.host == self.active_host and {"server", "sweep", "connection"} & set(
             message.aspects
@@ -331,10 +346,13 @@ class PlateauApp(App[int]):
 
     def _tick(self) -> None:
         try:
-            refresh = getattr(self.screen, "refresh_header", None)
+            screen: Any = self.screen
         except ScreenStackError:
             return
-        if callable(refresh):
+        # A screen pushed but not mounted yet has no header to refresh; its on_mount renders
+        # the state (on a loaded machine the tick won that race: NoMatches: PlateauHeader).
+        refresh = getattr(screen, "refresh_header", None)
+        if callable(refresh) and screen.is_mounted:
             refresh(self.active_state)
 
     # -- availability (footer, palette) ---------------------------------------------------------
@@ -364,21 +382,12 @@ class PlateauApp(App[int]):
             return "only one host configured"
         return None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        action_id = {
-            "restart": "restart",
-            "sweep": "sweep",
-            "cancel_sweep": "cancel-sweep",
-            "flags": "flags",
-            "ab": "ab",
-            "next_host": "next-host",
-            "pick_host": "hosts",
-        }.get(action)
-        if action_id is None or self.unavailable_reason(action_id) is None:
-            return True
-        if action_id in ("cancel-sweep", "next-host", "hosts"):
-            return False  # hidden: irrelevant now
-        return None  # shown greyed out: relevant, but not now
+    def footer_state(self, action_id: str) -> str:
+        """How the footer shows an action now: "enabled", "disabled" (relevant, not now: greyed,
+        and its key says why) or "hidden" (irrelevant now; its key still says why)."""
+        if self.unavailable_reason(action_id) is None:
+            return "enabled"
+        return "hidden" if action_id in HIDDEN_WHEN_UNAVAILABLE else "disabled"
 
     def run_action_id(self, action_id: str) -> None:
         self.call_later(self.run_action, BY_ID[action_id].action)
@@ -412,6 +421,53 @@ class PlateauApp(App[int]):
                 self._send(session, "restart", profile)
 
         self.push_screen(ConfirmScreen(question), confirmed)
+
+    # -- GPU processes ---------------------------------------------------------------------------
+
+    def action_gpu_processes(self) -> None:
+        """List the host's GPU processes; one of the operator's own can be sent SIGTERM after
+        a confirmation. Another user's are listed but not choosable; a simulated host (the
+        demo) refuses outright."""
+        session = self.active_session
+        state = session.state
+        simulated = bool(session.host.sim_state_file)
+        rows = process_rows(state.gpu_sample, state.gpu_header, simulated=simulated)
+        description = BY_ID["gpu-processes"].description
+        if simulated:
+            self.notify(f"{description}: the demo never signals processes", markup=False,
+                        severity="warning")
+            return
+        if not rows:
+            self.notify(f"{description}: no GPU processes on {session.host.name}", markup=False)
+            return
+
+        def confirmed(row: GpuProcessRow, ok: bool | None) -> None:
+            if ok:
+                self.run_worker(self._signal_gpu_process(session, row), group="commands",
+                                exit_on_error=False,
+                                description=f"signal pid {row.process.pid} on {session.host.name}")
+
+        def picked(row: GpuProcessRow | None) -> None:
+            if row is None or row.refusal is not None:
+                return
+            question = (f"Send SIGTERM to pid {row.process.pid} on {session.host.name}?\n\n"
+                        f"{row.label}")
+            self.push_screen(ConfirmScreen(question), lambda ok: confirmed(row, ok))
+
+        self.push_screen(ProcessPicker(session.host.name, rows), picked)
+
+    async def _signal_gpu_process(self, session: Session, row: GpuProcessRow) -> None:
+        # The host's own connection (HostSession.transport): the signal goes as the operator.
+        transport = getattr(session, "transport", None)
+        if not isinstance(transport, Transport):
+            self.app_note("gpu", f"{session.host.name}: not connected; nothing sent", "warning")
+            return
+        try:
+            outcome = await send_signal(transport, row)
+        except PlateauError as exc:
+            self.app_note("gpu", str(exc), "error")
+            return
+        self.app_note("gpu", outcome, "warning")  # "warning": shown, and kept in the log
 
     # -- host keys ------------------------------------------------------------------------------
 
@@ -497,24 +553,39 @@ class PlateauApp(App[int]):
             name, self.config.profiles[name], schema,
             running_flags=adapters.running_flags(record, schema),
             existing_names=frozenset(self.config.profiles),
+            restart_blocked=self.unavailable_reason("restart"),
         )
         result = await self.push_screen_wait(editor)
         if result is None:
             return
+        if result.action == "save":
+            await self._save_edited(result)
+            return
+        # Restart with these flags: one confirmation that shows what will run.
+        if self._refuse("restart"):
+            return
         command = display_command(result.profile)
-        notes = [*result.warnings, f"validated against {session.host.name}'s --help"
-                 + (f" (sglang {schema.version})" if schema.version else "")]
-        choice = await self.push_screen_wait(
-            FlagsOutcomeScreen(result.name, command, change_lines(result), notes,
-                               self.unavailable_reason("restart"))
-        )
-        if not choice:
-            self.app_note("flags", f"edited profile {result.name} discarded")
+        validated = f"validated against {session.host.name}'s --help" + (
+            f" (sglang {schema.version})" if schema.version else "")
+        lines = [f"Restart the server on {session.host.name} with these flags?", "", command,
+                 "", *(change_lines(result) or ["no flag changes against the running server"]),
+                 *result.warnings, validated]
+        if not await self.push_screen_wait(ConfirmScreen("\n".join(lines))):
+            self.app_note("flags", f"edited flags of {name} discarded")
             return
-        if not self.add_profile(result.name, result.profile, persist=choice != "restart"):
-            return
-        if choice in ("restart", "save-restart"):
-            self.request_restart(session, result.name, command)
+        if self.add_profile(result.name, result.profile, persist=False):
+            self._send(session, "restart", result.name)
+
+    async def _save_edited(self, result: FlagsEditorResult) -> None:
+        """Save as profile; replacing an existing one asks first."""
+        if result.name in self.config.profiles:
+            where = ("saved in profiles.d" if (self.profiles_dir / f"{result.name}.toml").exists()
+                     else "from the config file, whose copy wins at the next start")
+            question = f"A profile called {result.name} exists ({where}). Replace it?"
+            if not await self.push_screen_wait(ConfirmScreen(question)):
+                self.app_note("flags", f"profile {result.name} kept as it was")
+                return
+        self.add_profile(result.name, result.profile, persist=True)
 
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to every session's list for this run; with `persist`, also write
@@ -549,6 +620,10 @@ class PlateauApp(App[int]):
         current = session.state.profile or session.host.profile
         a = current if current in names else names[0]
         b = next(n for n in names if n != a)
+        self._open_ab_picker(session, a, b)
+
+    def _open_ab_picker(self, session: Session, a: str | None, b: str | None) -> None:
+        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate)."""
         names_of_presets = list(self.config.sweeps) or ["default"]
         if "quick" in names_of_presets:  # the demo's fast preset first
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
@@ -563,12 +638,62 @@ class PlateauApp(App[int]):
 
         self.push_screen(
             ABPicker(
-                names, presets, a, b,
+                list(self.config.profiles), presets, a, b,
                 restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
                 measured=lambda spec: step_durations(spec, stored),
             ),
             picked,
         )
+
+    # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
+
+    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
+        """B = the run's profile (else the host's) with the cause's suggested flags/env,
+        validated as the flags editor validates, then the A/B picker with A and B chosen."""
+        from widgets.why_view import can_ab
+
+        if not can_ab(cause):
+            from console.diagnose.diagnose import suggestion_text
+
+            self.app_note("why", f"{cause.id}: {suggestion_text(cause)} (a sweep or host "
+                          "setting, not a profile change: no A/B)", "warning")
+            return
+        if self._refuse("ab"):
+            return
+        session = self.active_session
+        current = session.state.profile or session.host.profile
+        base = run_profile if run_profile in self.config.profiles else current
+        if base is None or base not in self.config.profiles:
+            self.app_note("why", f"no known profile to change on {session.host.name}", "warning")
+            return
+        self.run_worker(self._suggestion_ab(session, base, cause), group="flags",
+                        exclusive=True, exit_on_error=False,
+                        description=f"A/B of {cause.id} on {session.host.name}")
+
+    async def _suggestion_ab(self, session: Session, base: str, cause: Any) -> None:
+        from console.server.profile_edit import apply_changes
+
+        try:
+            schema = await session.flag_schema(base)
+        except Exception as exc:
+            self.app_note("why", f"cannot read the flags of {base} on {session.host.name}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                          "error")
+            return
+        try:
+            profile, report = apply_changes(self.config.profiles[base], cause.suggest.flags,
+                                            cause.suggest.env, schema)
+        except ValueError as exc:
+            self.app_note("why", f"{cause.id}: {str(exc).splitlines()[0]}", "error")
+            return
+        if not report.ok:
+            self.app_note("why", f"{cause.id}: the suggested profile does not validate: "
+                          + "; ".join(str(i) for i in report.errors), "error")
+            return
+        name = f"{base}+{cause.id}"
+        if not self.add_profile(name, profile, persist=False):
+            return
+        self._open_ab_picker(session, base, name)
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:
@@ -582,6 +707,17 @@ class PlateauApp(App[int]):
             self.hidden_panels.discard(panel)
         else:
             self.hidden_panels.add(panel)
+
+    def action_gpu(self, method: str) -> None:
+        """`m` / `v`: the GPU panel's own actions, whichever panel has the focus."""
+        screen = self.get_screen_dashboard()
+        action = getattr(screen.gpu_view, f"action_{method}", None) if screen else None
+        if not callable(action):
+            spec = next(s for s in ACTIONS if s.action == f"gpu('{method}')")
+            self.notify(f"{spec.description}: the GPU panel is on the dashboard (d)",
+                        severity="warning", markup=False)
+            return
+        action()
 
     def action_maximize(self) -> None:
         screen = self.get_screen_dashboard()
@@ -600,10 +736,14 @@ class PlateauApp(App[int]):
         return screen if isinstance(screen, DashboardScreen) else None
 
     def action_next_host(self, step: int) -> None:
+        if self._refuse("next-host" if step > 0 else "prev-host"):
+            return
         index = self.host_names.index(self.active_host)
         self.switch_host(self.host_names[(index + step) % len(self.host_names)])
 
     def action_pick_host(self) -> None:
+        if self._refuse("hosts"):
+            return
         hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
 
         def picked(name: str | None) -> None:
@@ -639,8 +779,15 @@ class PlateauApp(App[int]):
             HelpScreen(
                 rows, Thresholds(ui.gpu_load_mid, ui.gpu_load_high, ui.gpu_interval_s,
                                  ui.log_max_lines),
+                sections=[("Log (when it has the focus: tab moves it, / goes there)",
+                           widget_help_rows(LogView.BINDINGS))],
             )
         )
+
+
+def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:
+    """A widget's own keys for `?` (its id, or its action when it has none)."""
+    return [HelpRow(b.id or b.action, b.key, b.tooltip or b.description) for b in bindings]
 
 
 def display_command(profile: ServerProfile) -> str:
@@ -666,3 +813,8 @@ def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
 
 def _severity(level: str) -> Any:
     return {"error": "error", "warning": "warning"}.get(level, "information")
+
+
+def _satisfies_the_screen_contract(app: PlateauApp) -> ConsoleApp:
+    """Never called: mypy checks here that PlateauApp is what screens rely on."""
+    return app

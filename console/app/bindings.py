@@ -34,6 +34,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("compare", "c", "show('compare')", "Compare", "Compare two sweep runs"),
     ActionSpec("history", "h", "show('history')", "History", "Sweep history of this host"),
+    ActionSpec(
+        "why", "W", "show('why')", "Why",
+        "Why the newest run plateaus: ranked causes, evidence, a key per fix to A/B (w is the "
+        "log's wrap)", False,
+    ),
     ActionSpec("topology", "t", "show('topology')", "Topology", "GPU topology (P2P matrix)"),
     ActionSpec("events", "e", "show('events')", "Events", "Event log: failures and changes"),
     ActionSpec("config", "g", "show('config')", "Config", "Effective config and sources"),
@@ -45,14 +50,27 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("toggle-sweep", "4", "toggle('sweep')", "Chart", "Show/hide the sweep chart", False),
     ActionSpec("maximize", "z", "maximize", "Zoom", "Maximise the focused panel (again: restore)"),
     ActionSpec(
+        "gpu-metric", "m", "gpu('cycle_metric')", "GPU metric",
+        "GPU panel: next history metric (whichever panel has the focus)", False,
+    ),
+    ActionSpec(
+        "gpu-rows", "v", "gpu('toggle_compact')", "GPU rows",
+        "GPU panel: compact or full rows (whichever panel has the focus)", False,
+    ),
+    ActionSpec(
         "next-host", "right_square_bracket,ctrl+n", "next_host(1)", "Next host",
         "Switch to the next host", key_display="]",
     ),
     ActionSpec(
-        "prev-host", "left_square_bracket,ctrl+b", "next_host(-1)", "Prev host",
-        "Switch to the previous host", False, key_display="[",
+        "prev-host", "left_square_bracket", "next_host(-1)", "Prev host",
+        "Switch to the previous host (no ctrl+b: that is tmux's prefix)", False, key_display="[",
     ),
     ActionSpec("hosts", "H", "pick_host", "Hosts", "Pick a host from a list", False),
+    ActionSpec(
+        "gpu-processes", "K", "gpu_processes", "GPU procs",
+        "GPU processes: signal one of yours (confirmed first; never another user's, never "
+        "in the demo)", False,
+    ),
     ActionSpec("cycle-theme", "ctrl+t", "cycle_theme", "Theme", "Next theme", False),
     ActionSpec(
         "help", "question_mark,f1", "help", "Help", "Keys, thresholds and ids", key_display="?"
@@ -62,6 +80,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_ID = {spec.id: spec for spec in ACTIONS}
+
+# Irrelevant (not just unavailable) when they cannot act: left out of the footer, not greyed.
+HIDDEN_WHEN_UNAVAILABLE = frozenset({"cancel-sweep", "next-host", "prev-host", "hosts"})
 
 
 def app_bindings() -> list[Binding]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sys
 from collections.abc import AsyncIterator
 
@@ -15,7 +16,8 @@ from console.bench.abplan import estimate, restart_guess, step_durations
 from console.bench.report import verdict_report
 from console.commands.sweep import _int_list, _progress
 from console.config_models import HostConfig, PlateauConfig
-from console.demo import DEMO_HOST, with_user_sweeps
+from console.demo import DEMO_HOST
+from console.demo_user import demo_with_user
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
@@ -111,13 +113,14 @@ async def _handle(args: argparse.Namespace) -> int:
 
     if bool(args.demo) == bool(args.host):
         raise UsageError("say where to A/B: --demo, or a HOST from the config")
-    user = load_config(args.config).config
+    user = load_config(args.config)
+    _run_dir = None
     if args.demo:
         config, _run_dir = temp_demo(startup_seconds=0)
-        config = with_user_sweeps(config, user)
+        config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
         host_name = DEMO_HOST
     else:
-        config = user
+        config = user.config
         try:
             host_name = config.host(args.host).name
         except KeyError as exc:
@@ -148,6 +151,8 @@ async def _handle(args: argparse.Namespace) -> int:
             )
     finally:
         store.close()
+        if args.demo:  # the demo's logs and state lived only for this A/B
+            shutil.rmtree(_run_dir, ignore_errors=True)
     if args.json:
         print(_json(result, request, str(store.path)))
     else:

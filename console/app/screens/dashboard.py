@@ -12,23 +12,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
 
 from console.app import panels
-from console.app.bindings import ACTIONS
+from console.app.contract import console_app
+from console.app.footer import PlateauFooter
 from console.session.state import HostState
 from widgets.header import PlateauHeader
-
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
 
 PANELS = ("gpus", "server", "log", "sweep")
 NARROW_WIDTH = 120  # below: the GPU panel over the server strip, both full width
@@ -36,7 +32,9 @@ SHORT_HEIGHT = 32  # below: a title rule per panel instead of a box
 LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the chart grow
 GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
 SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
-SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
+# Of the rows below the top row, for the chart once a sweep runs or has points: the plot, and
+# beside it the table of every step (the log keeps LOG_MIN_LINES).
+SWEEP_SHARE = 0.5
 DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
 DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
 SERVER_ROWS = 5  # four stats and the cuda-graph line
@@ -70,6 +68,7 @@ def plan_layout(
     gpu_row_height: int = 1,
     visible: frozenset[str] = frozenset(PANELS),
     sweep_data: bool = False,
+    sweeping: bool = False,
 ) -> DashLayout:
     """Share `height` rows (header and footer included) among the visible panels."""
     short = height < SHORT_HEIGHT
@@ -122,7 +121,7 @@ def plan_layout(
         if not show_log:
             sweep = None
         else:
-            if sweep_data and spare >= SWEEP_CHART_MIN:
+            if (sweep_data or sweeping) and spare >= SWEEP_CHART_MIN:
                 share = int((rest - 2 * chrome) * SWEEP_SHARE)
                 rows = max(SWEEP_CHART_MIN, min(share, spare))
             sweep = chrome + rows
@@ -138,51 +137,7 @@ def plan_layout(
     )
 
 
-# Footer order: what an operator reaches for first, so a narrow footer cuts the rarest keys.
-_FOOTER_FIRST = ("restart", "sweep", "cancel-sweep", "flags", "ab", "filter", "maximize",
-                 "help", "quit")
-_FOOTER_RANK = {
-    spec.id: rank
-    for rank, spec in enumerate(
-        [*(s for i in _FOOTER_FIRST for s in ACTIONS if s.id == i),
-         *(s for s in ACTIONS if s.id not in _FOOTER_FIRST)]
-    )
-}
-
-
 _TITLES = {"gpus": "GPUs", "server": "Server", "log": "Log", "sweep": "Sweep"}
-
-
-class DashboardFooter(Footer):
-    """The footer with the console's keys first (most used first), the focused panel's own
-    keys after them; compact spacing below 120 columns."""
-
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
-            return
-        active = list(self.screen.active_bindings.values())
-        order = {id(a): n for n, a in enumerate(active)}
-
-        def rank(item: Any) -> tuple[int, int]:
-            binding_id = item.binding.id
-            if item.node is self.app and binding_id in _FOOTER_RANK:
-                return (0, _FOOTER_RANK[binding_id])
-            return (1, order[id(item)])
-
-        seen: set[str] = set()
-        for item in sorted(active, key=rank):
-            binding = item.binding
-            if not binding.show or binding.action in seen:
-                continue
-            seen.add(binding.action)
-            yield FooterKey(
-                binding.key,
-                self.app.get_key_display(binding),
-                binding.description,
-                binding.action,
-                disabled=not item.enabled,
-                tooltip=item.tooltip,
-            ).data_bind(compact=Footer.compact)
 
 
 class Panel(Vertical):
@@ -194,7 +149,7 @@ class Panel(Vertical):
 
 class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         ui = app.config.ui
         yield PlateauHeader(ascii_only=ui.ascii, id="header")
         with Horizontal(id="top-row"):
@@ -210,7 +165,7 @@ class DashboardScreen(Screen[None]):
         with Panel(id="sweep", classes="panel") as sweep:
             sweep.border_title = "Sweep"
             yield panels.sweep_widget(ui.ascii)
-        yield DashboardFooter()
+        yield PlateauFooter()
 
     def on_mount(self) -> None:
         self._views: dict[str, Any] = {
@@ -221,11 +176,13 @@ class DashboardScreen(Screen[None]):
         }
         self._rendered_host: str | None = None
         self._log_seen = 0
+        self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
+        self._sweeping = False
         self._layout: DashLayout | None = None
         self._watch_gpu_view(self._views["gpus"])
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         for name in app.hidden_panels:
             self.query_one(f"#{name}").display = False
         self._apply_layout()
@@ -256,7 +213,7 @@ class DashboardScreen(Screen[None]):
         plan = plan_layout(
             width, height, gpus=self._gpu_count,
             gpu_row_height=1 if getattr(gpu_view, "compact", True) else 3,
-            visible=visible, sweep_data=self._sweep_data,
+            visible=visible, sweep_data=self._sweep_data, sweeping=self._sweeping,
         )
         self.set_class(plan.narrow, "-narrow")
         self.set_class(plan.short, "-short")
@@ -285,7 +242,7 @@ class DashboardScreen(Screen[None]):
         server_view.set_class(plan.server_dense, "-dense")
         server_view.set_class(plan.server_scale == 2, "-tall-2")
         server_view.set_class(plan.server_scale == 3, "-tall-3")
-        self.query_one(DashboardFooter).compact = plan.narrow
+        self.query_one(PlateauFooter).compact = plan.narrow
         # A title rule has no corner to space the title from: pad it ourselves.
         for panel in (gpus, server, log, sweep):
             name = _TITLES[panel.id or ""]
@@ -316,8 +273,9 @@ class DashboardScreen(Screen[None]):
         sample = state.gpu_sample
         count = len(sample.gpus) if sample is not None else 0
         data = bool(state.sweep.points) or chart_runs(state) is not None
-        if (count, data) != (self._gpu_count, self._sweep_data):
-            self._gpu_count, self._sweep_data = count, data
+        sweeping = state.sweep.running or (state.ab is not None and state.ab.running)
+        if (count, data, sweeping) != (self._gpu_count, self._sweep_data, self._sweeping):
+            self._gpu_count, self._sweep_data, self._sweeping = count, data, sweeping
             self._apply_layout()
 
     # -- rendering ----------------------------------------------------------------------------
@@ -326,7 +284,7 @@ class DashboardScreen(Screen[None]):
         """Bring the panels up to date with `state`; `aspects=None` redraws everything."""
         if state is None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         switched = self._rendered_host is not None and state.host != self._rendered_host
         full = aspects is None or switched
         if switched:
@@ -335,7 +293,10 @@ class DashboardScreen(Screen[None]):
             self._note_shape(state)
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, state.gpu_sample)
+                missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
+                unseen = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, unseen)
+                self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
             if full:
@@ -356,20 +317,21 @@ class DashboardScreen(Screen[None]):
 
     def _replace_gpu_view(self, host: str) -> None:
         # GPU histories belong to one host: a fresh panel instead of mixing two hosts' series.
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         old = self._views["gpus"]
         self._gpu_views = getattr(self, "_gpu_views", 0) + 1
         new = panels.gpu_widget(app.config.ui.ascii, id=f"gpu-view-{self._gpu_views}")
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new
+        self._gpu_seen = 0  # the new panel gets the host's whole recent history
         self._watch_gpu_view(new)
         self._layout = None
         self._apply_layout()
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
-            app: PlateauApp = self.app  # type: ignore[assignment]
+            app = console_app(self)
             self.query_one(PlateauHeader).show(app.header_info(state))
 
     # -- panel control ------------------------------------------------------------------------
@@ -397,6 +359,10 @@ class DashboardScreen(Screen[None]):
                 return node
             node = node.parent  # type: ignore[assignment]
         return None
+
+    @property
+    def gpu_view(self) -> Widget:
+        return self._views["gpus"]  # type: ignore[no-any-return]
 
     def focus_log(self) -> Any:
         view = self._views["log"]
