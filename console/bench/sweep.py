@@ -37,7 +37,7 @@ from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.host.transport import Transport
-from console.server.redact import redact_server_info
+from console.redact import redact_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]

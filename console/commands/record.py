@@ -15,7 +15,7 @@ from pathlib import Path
 from console.errors import UsageError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "record",
         help="record a host's session (GPUs, log, server) to a file, headless",

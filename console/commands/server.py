@@ -30,7 +30,7 @@ ACTIONS = ("status", "start", "stop", "restart")
 EXIT_NOT_RUNNING = 3
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "server",
         help="status, start, stop or restart the SGLang server of a host",
