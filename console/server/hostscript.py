@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from console.errors import PlateauError
-from console.host.transport import Transport
+from console.host.transport import LineStream, Transport
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -191,9 +191,62 @@ def cmd_remove(a):
     except FileNotFoundError:
         return {"removed": False}
 
+def say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+def owner_gone(watch, ms):
+    # Our owner holds the read end of stdout (a pipe from Plateau, or the SSH channel): when
+    # it goes away, poll() reports POLLERR/POLLHUP on our end. No heartbeat needed.
+    return bool(watch.poll(ms))
+
+def lease_holder(fd):
+    # The record is written right after the lock is taken: retry briefly on a torn read, and
+    # on a record whose holder process is gone (a new holder has not written yet).
+    rec = {}
+    for _ in range(40):
+        try:
+            rec = json.loads(os.pread(fd, 65536, 0).decode("utf-8", "replace"))
+            if alive(int(rec.get("host_pid", 0))):
+                return rec
+        except (ValueError, TypeError, AttributeError):
+            pass
+        time.sleep(0.05)
+    return rec if isinstance(rec, dict) else {}
+
+def cmd_lease(a):
+    import fcntl, select
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(run_dir, "lease"), os.O_RDWR | os.O_CREAT, 0o600)
+    watch = select.poll()
+    watch.register(1, select.POLLERR | select.POLLHUP)
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if not a.get("wait"):
+                return {"state": "busy", "holder": lease_holder(fd)}
+            if not waiting:
+                say({"state": "waiting", "holder": lease_holder(fd)})
+                waiting = True
+            if owner_gone(watch, 200):
+                return {"state": "gone"}
+    record = dict(a.get("who") or {}, host_pid=os.getpid(), since=time.time())
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode(), 0)
+    say({"state": "held", "record": record})
+    # Held for as long as this process lives; the kernel drops the flock when it exits
+    # (owner closed the stream, the SSH connection dropped, or the owner died).
+    while not owner_gone(watch, -1):
+        pass
+    return {"state": "released"}
+
 cmd, arg = sys.argv[2], json.loads(sys.argv[3])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove}[cmd](arg)))
+                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
 '''
 
 
@@ -206,6 +259,17 @@ class HostScriptError(PlateauError):
     pass
 
 
+def host_script_argv(python: str, command: str, args: dict[str, Any]) -> list[str]:
+    return [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)]
+
+
+async def stream_host_script(
+    transport: Transport, python: str, command: str, args: dict[str, Any]
+) -> LineStream:
+    """A long-running host helper (e.g. `lease`): its JSON lines; closing ends it."""
+    return await transport.stream_lines(host_script_argv(python, command, args))
+
+
 async def run_host_script(
     transport: Transport,
     python: str,
@@ -216,7 +280,7 @@ async def run_host_script(
     timeout: float = 30.0,
 ) -> dict[str, Any]:
     result = await transport.run(
-        [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)], input=stdin, timeout=timeout
+        host_script_argv(python, command, args), input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(

@@ -15,7 +15,7 @@ import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -320,11 +320,17 @@ class ServerLifecycle:
 
     # ------------------------------------------------------------------ public actions
 
+    def _lease(self, purpose: str, wait: bool) -> AbstractAsyncContextManager[Any]:
+        """The host-wide lease; it lives on the host (run_dir/lease), whoever asks."""
+        return host_lease(self.host.name).hold(
+            purpose, wait=wait, transport=self.transport, host=self.host
+        )
+
     async def start(
         self, name: str, profile: ServerProfile, on_event: EventSink = ignore_events,
         *, wait: bool = False,
     ) -> LaunchRecord:
-        async with host_lease(self.host.name).hold(f"start {name}", wait=wait):
+        async with self._lease(f"start {name}", wait):
             run = _Run(on_event)
             await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
@@ -338,7 +344,7 @@ class ServerLifecycle:
 
     async def stop(self, on_event: EventSink = ignore_events, *, port: int | None = None,
                    wait: bool = False) -> LaunchRecord | None:
-        async with host_lease(self.host.name).hold("stop", wait=wait):
+        async with self._lease("stop", wait):
             run = _Run(on_event)
             record = await self._stop_phases(run, port, "127.0.0.1", ())
             run.done("stop", "stopped" if record else "nothing was running")
@@ -350,7 +356,7 @@ class ServerLifecycle:
     ) -> LaunchRecord:
         """Validate first (nothing is stopped for an invalid profile), then stop, verify,
         launch and follow startup until ready."""
-        async with host_lease(self.host.name).hold(f"restart → {name}", wait=wait):
+        async with self._lease(f"restart → {name}", wait):
             run = _Run(on_event)
             await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
