@@ -27,6 +27,7 @@ from console.commands import (
     sweep,
 )
 from console.errors import PlateauError
+from console.text import sanitize_lines
 
 # Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
 # (and names the handler). `plateau [HOST]` (no subcommand) is "console".
@@ -102,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = asyncio.run(result) if isinstance(result, Coroutine) else result
         return int(code or 0)
     except PlateauError as exc:
-        print(f"plateau: {exc}", file=sys.stderr)
+        # host text inside (stderr, records, log lines) never reaches the terminal raw
+        print(f"plateau: {sanitize_lines(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0

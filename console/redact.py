@@ -13,7 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 REDACTED = "<redacted>"
-_SECRET_FLAG = re.compile(r"^--(?:admin-)?api-key$|token|secret|password", re.IGNORECASE)
+# Whole words only: `--hf-token` is a secret, `--tokenizer-path` is not (redacting it made
+# the shown command differ from what ran).
+_SECRET_FLAG = re.compile(
+    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secret|password)s?(?:-|$)", re.IGNORECASE
+)
 _SECRET_KEY = re.compile(
     r"(?:^|_)(?:api_key|password|passwd|passphrase|secret|token|watermark_key(?:_b)?)$",
     re.IGNORECASE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from textual.app import App
 
@@ -54,6 +54,10 @@ class ConsoleApp(Protocol):
     def use_theme(self, name: str) -> None: ...
 
     def ask_host_key(self, name: str) -> None: ...
+
+    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
+        """A diagnosis cause's suggestion as profile B of an A/B (the Why view's keys)."""
+        ...
 
     def batch_update(self) -> AbstractContextManager[None]: ...
 

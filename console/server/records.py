@@ -10,11 +10,12 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from console.redact import REDACTED, redact_argv
+from console.text import sanitize
 
 __all__ = ["REDACTED", "LaunchRecord", "display_command", "redact_argv", "redact_env"]
 
@@ -37,6 +38,23 @@ class LaunchRecord(BaseModel):
     origin: Literal["launched", "adopted"] = "launched"
     state: Literal["starting", "ready", "stopped", "failed"] = "starting"
     gpu_baseline_mib: list[float] | None = None
+    # What proves a live pid is still this server (and not a later process reusing the pid):
+    # its start time in clock ticks after boot, the boot id, and (for launched servers) the
+    # PLATEAU_LAUNCH_ID in its environment. Stop/restart signal nothing that fails the proof.
+    launch_id: str | None = None
+    start_ticks: int | None = None
+    boot_id: str | None = None
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _host_text(cls, value: Any) -> Any:
+        # The record is read back from the host, which anyone with the account can edit:
+        # its text never reaches a terminal or screen raw (escapes, BEL, bidi controls).
+        if isinstance(value, str):
+            return sanitize(value)
+        if isinstance(value, list):
+            return [sanitize(item) if isinstance(item, str) else item for item in value]
+        return value
 
     def uptime_s(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.started_at).total_seconds()

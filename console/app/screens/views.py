@@ -1,10 +1,12 @@
-"""Screens reached from the dashboard: events, config, history, compare, topology."""
+"""Screens reached from the dashboard: events, config, history, compare, topology, why."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -20,6 +22,7 @@ from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
+from widgets.why_view import MAX_CAUSES, WhyView
 
 
 class HostScreen(Screen[None]):
@@ -181,3 +184,47 @@ class TopologyScreen(HostScreen):
             return
         if state.gpu_header is not None:  # until then the view says it has none yet
             self.query_one("#topology-view", TopologyView).update_topology(state.gpu_header)
+
+
+class WhyScreen(HostScreen):
+    """Why the newest run of this host plateaued: causes, evidence, and a key per suggestion
+    that opens an A/B with that change as B."""
+
+    TITLE_TEXT = "Why it plateaus: the newest run of this host"
+    BINDINGS = [
+        Binding(str(n), f"suggest({n})", f"A/B #{n}", show=False, id=f"why-ab-{n}")
+        for n in range(1, MAX_CAUSES + 1)
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.diagnosis: object = None
+        self.run: object = None
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="why-scroll"):
+            yield WhyView("", id="why-view")
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "sweep" not in aspects:
+            return
+        self._load(state.host)
+
+    @work(thread=True, exclusive=True, group="why", exit_on_error=False)
+    def _load(self, host: str) -> None:
+        app = console_app(self)
+        diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
+        self.app.call_from_thread(self._show, diagnosis, run, note)
+
+    def _show(self, diagnosis: object, run: object, note: str) -> None:
+        self.diagnosis, self.run = diagnosis, run
+        self.query_one("#why-view", WhyView).show(diagnosis, note)  # type: ignore[arg-type]
+
+    def action_suggest(self, rank: int) -> None:
+        causes = getattr(self.diagnosis, "causes", None) or []
+        if rank > len(causes):
+            self.notify(f"no cause #{rank}", markup=False, timeout=3)
+            return
+        app = console_app(self)
+        profile = getattr(getattr(self.run, "summary", None), "meta", None)
+        app.open_suggestion_ab(causes[rank - 1], getattr(profile, "profile", None))
