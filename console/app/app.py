@@ -16,11 +16,7 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
-from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.screen import ModalScreen
-from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.app import views_data
@@ -39,6 +35,7 @@ from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
+    ConfirmScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -106,24 +103,6 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
     HostKeyUnknown: ("connection", "host-key"),
     HostKeyChanged: ("connection",),
 }
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question before anything destructive (restart)."""
-
-    BINDINGS = [
-        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
-        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        with Vertical(id="confirm-box"):
-            yield Static(self.question, markup=False)
-            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)
 
 
 class PlateauApp(App[int]):

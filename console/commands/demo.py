@@ -12,7 +12,7 @@ from pathlib import Path
 from console.commands import argtypes
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("demo", help="console on a simulated 8-GPU host (no GPU needed)")
     parser.add_argument("--seed", type=int, default=None, help="simulator seed (deterministic)")
     parser.add_argument(
