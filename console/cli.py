@@ -84,7 +84,10 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed): a return
+        return exc.code if isinstance(exc.code, int) else 2  # value, so callers in-process see it
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

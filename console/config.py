@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
+from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
 ENV_VAR = "PLATEAU_CONFIG"
 APP_NAME = "plateau"
@@ -30,12 +31,24 @@ class LoadedConfig:
     path: Path | None
     text: str = ""
 
+    @cached_property
+    def _key_lines(self) -> dict[tuple[str | int, ...], int]:
+        return key_lines(self.text)
+
     def source_of(self, key_path: tuple[str | int, ...]) -> str:
-        """'FILE:LINE' for a value set in the file, else 'default'."""
+        """'FILE:LINE' for a value set in the file, else 'default'. One pass over the text
+        per config, then a lookup per value: `config show` of 2,000 hosts rescanned the
+        whole file for each of its ~30,000 values."""
         if self.path is None:
             return "default"
-        line = locate_key(self.text, key_path, exact=True)
-        return f"{self.path}:{line}" if line else "default"
+        lines = self._key_lines
+        # The key itself, else the nearest enclosing key assignment (a value inside an inline
+        # table or array: `flags = { tp-size = 2 }` sets flags.tp-size on that line).
+        for end in range(len(key_path), 0, -1):
+            line = lines.get(key_path[:end])
+            if line is not None:
+                return f"{self.path}:{line}"
+        return "default"
 
 
 def default_config_path() -> Path:
@@ -65,21 +78,21 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
 
 def load_config_file(path: Path) -> LoadedConfig:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config file ({exc})") from None
+        text = read_toml_text(path, what="config file")
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     return LoadedConfig(parse_config_text(text, path), path, text)
 
 
 def parse_config_text(text: str, path: Path) -> PlateauConfig:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        data = loads_toml(text, path)
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return PlateauConfig.model_validate(data)
+    except RecursionError:
+        raise ConfigError(f"{path}: values nested too deeply") from None
     except ValidationError as exc:
         raise ConfigError(_describe_validation_error(exc, text, path)) from None
 
@@ -156,6 +169,29 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 
 _TABLE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
+
+
+def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
+    """1-based line of every key assignment in TOML text, by key path (array-of-tables
+    entries carry their index: ("hosts", 3, "name")). Best effort, like locate_key."""
+    found: dict[tuple[str | int, ...], int] = {}
+    table: tuple[str | int, ...] = ()
+    array_counts: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        table_match = _TABLE.match(raw)
+        if table_match:
+            parts = _split_dotted(table_match.group(2))
+            if table_match.group(1) == "[[":
+                name = ".".join(parts)
+                array_counts[name] = array_counts.get(name, -1) + 1
+                table = (*parts, array_counts[name])
+            else:
+                table = tuple(parts)
+            continue
+        key_match = _KEY.match(raw)
+        if key_match:
+            found.setdefault((*table, *_split_dotted(key_match.group(1))), number)
+    return found
 
 
 def locate_key(text: str, location: tuple[Any, ...], *, exact: bool = False) -> int | None:

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 FlagValue = str | int | float | bool
 
@@ -21,9 +29,16 @@ class StrictModel(BaseModel):
 
 
 def _no_control_chars(value: str, what: str) -> str:
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    # C0, DEL and C1 (0x9b is a one-byte CSI on some terminals): any of them printed back can
+    # fake an output line or drive the terminal.
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
         raise ValueError(f"{what} must not contain control characters or newlines")
     return value
+
+
+def _check_dict_keys(value: dict[str, object], what: str) -> None:
+    for name in value:
+        _no_control_chars(name, f"{what} name {name!r}")
 
 
 class HostConfig(StrictModel):
@@ -75,6 +90,11 @@ class ServerProfile(StrictModel):
     log_dir: str | None = None
     api_key_env: str | None = None
     description: str = ""
+
+    @field_validator("model_path", "host", "log_dir", "api_key_env", "description")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value, "value")
 
     @field_validator("launch")
     @classmethod
@@ -179,10 +199,21 @@ class PlateauConfig(StrictModel):
     keymap: dict[str, str] = Field(default_factory=dict)
     ui: UiConfig = Field(default_factory=UiConfig)
 
+    @field_validator("profiles", "sweeps", "keymap")
+    @classmethod
+    def _check_names(cls, value: dict[str, object], info: ValidationInfo) -> dict[str, object]:
+        _check_dict_keys(value, str(info.field_name).rstrip("s"))
+        return value
+
+    @field_validator("theme", "default_host")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value, "value")
+
     @model_validator(mode="after")
     def _cross_references(self) -> PlateauConfig:
         names = [host.name for host in self.hosts]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = sorted(name for name, seen in Counter(names).items() if seen > 1)
         if duplicates:
             raise ValueError(f"duplicate host name(s): {', '.join(duplicates)}")
         if self.default_host is not None and self.default_host not in names:
@@ -198,6 +229,8 @@ class PlateauConfig(StrictModel):
         for host in self.hosts:
             if wanted is None or host.name == wanted:
                 return host
+        if wanted is None:
+            raise KeyError("no hosts configured: add a [[hosts]] entry to the config")
         known = ", ".join(h.name for h in self.hosts) or "none configured"
         raise KeyError(f"unknown host {wanted!r} (known: {known})")
 

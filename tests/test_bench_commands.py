@@ -73,7 +73,7 @@ def test_sweep_needs_exactly_one_target(capsys: pytest.CaptureFixture[str]) -> N
 def test_bad_values_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sweep", "--url", "http://127.0.0.1:9", "--input-len", "0",
                  "--db", str(tmp_path / "x.db")])  # fmt: skip
-    assert code == 2 and "input_len" in capsys.readouterr().err
+    assert code == 2 and "--input-len: must be at least 1" in capsys.readouterr().err
     assert main(["compare", "1", "2", "--db", str(tmp_path / "x.db")]) == 2
 
 

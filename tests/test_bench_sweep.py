@@ -16,8 +16,15 @@ import pytest
 
 from console.bench.bench_serving import BenchServingEngine
 from console.bench.engines import NativeEngine
-from console.bench.models import StepFailed, StepFinished, StepStarted, SweepEvent
-from console.bench.sweep import run_sweep, server_url
+from console.bench.knee import knee_of_steps
+from console.bench.models import (
+    StepFailed,
+    StepFinished,
+    StepMetrics,
+    StepStarted,
+    SweepEvent,
+)
+from console.bench.sweep import failure_reason, run_sweep, server_url
 from console.config_models import SweepPreset
 from console.store.db import RunStore
 from console.store.models import RunMeta
@@ -98,8 +105,8 @@ async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) 
     assert step.metrics.output_tokens == 48
 
 
-async def test_failed_step_records_error_and_log_tail_and_goes_on(ideal_sim, bench_db) -> None:
-    spec = QUICK.model_copy(update={"concurrency": [1, 2, 4], "request_timeout_s": 5})
+async def test_server_gone_stops_the_sweep_and_says_so_once(ideal_sim, bench_db) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [1, 2, 4, 8], "request_timeout_s": 5})
     events: list[SweepEvent] = []
 
     def on_event(event: SweepEvent) -> None:
@@ -114,13 +121,40 @@ async def test_failed_step_records_error_and_log_tail_and_goes_on(ideal_sim, ben
             log_tail=lambda: ideal_sim.log_text().splitlines(),
         )  # fmt: skip
         stored = store.get_run(outcome.run_id or 0)
-    assert [s.status for s in outcome.steps] == ["ok", "failed", "failed"]
+    # Before: every later step ran, each failing with a bare "flush_cache failed: ReadError:".
+    assert [s.status for s in outcome.steps] == ["ok", "failed"]
+    assert outcome.status == "failed" and stored.summary.status == "failed"
+    assert outcome.reason and "is gone (Connect" in outcome.reason
+    assert outcome.reason.endswith("sweep stopped")
     failed = outcome.steps[1]
-    assert failed.error and ("flush_cache failed" in failed.error or "Connect" in failed.error)
+    assert failed.error and failed.error.startswith("flush_cache failed: ")
+    assert not failed.error.rstrip().endswith(":")  # a reason, never an empty one
     assert failed.log_tail and any("ready to roll" in line for line in failed.log_tail)
-    assert sum(isinstance(e, StepFailed) for e in events) == 2
-    assert [s.status for s in stored.steps] == ["ok", "failed", "failed"]
+    assert sum(isinstance(e, StepFailed) for e in events) == 1
+    assert [s.status for s in stored.steps] == ["ok", "failed"]
     assert stored.steps[1].log_tail == failed.log_tail
+
+
+async def test_failed_steps_with_the_server_up_go_on(ideal_sim) -> None:
+    # Every request times out (TTFT is 20 ms of simulated time): no request completes, so
+    # each step is failed, not "ok" with zero throughput; the server is up, so the sweep
+    # goes on, and the knee ignores the failed steps.
+    spec = QUICK.model_copy(update={"concurrency": [1, 2], "request_timeout_s": 0.001})
+    outcome = await run_sweep(spec, ideal_sim.base_url, engine=NativeEngine())
+    assert [s.status for s in outcome.steps] == ["failed", "failed"]
+    assert outcome.status == "finished" and outcome.reason is None
+    for step in outcome.steps:
+        assert step.error and step.error.startswith("no request completed")
+        assert step.metrics is not None and step.metrics.completed == 0
+        assert step.metrics.ttft_ms.p50 is None
+    assert knee_of_steps(outcome.steps).kind == "insufficient"
+
+
+def test_a_step_with_no_completed_request_is_failed() -> None:
+    timed_out = StepMetrics(concurrency=4, completed=0, incomplete=4, output_tok_s=12.0)
+    reason = failure_reason(timed_out)
+    assert reason and "no request completed" in reason and "4 cut off" in reason
+    assert failure_reason(timed_out.model_copy(update={"completed": 1})) is None
 
 
 async def test_stop_on_failure_stops(ideal_sim) -> None:

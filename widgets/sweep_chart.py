@@ -126,6 +126,11 @@ class SweepChart(Widget):
         )
 
 
+def _num(value: float | None, spec: str) -> str:
+    """A latency, or n/a when nothing was measured (never a made-up 0)."""
+    return "n/a" if value is None else format(value, spec)
+
+
 def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
     lines = [Text(f"{run.label[: width - 1]}", style="bold")]
     lines.append(Text("conc  TTFT p50/p99   ITL p50", style=dim))
@@ -138,8 +143,8 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
         if step.status != "ok" or m is None:
             lines.append(Text(f"{conc:>4}  failed", style="bold red"))
             continue
-        ttft = f"{m.ttft_ms.p50 or 0:,.0f}/{m.ttft_ms.p99 or 0:,.0f}ms"
-        itl = f"{m.itl_ms.p50 or 0:.1f}ms"
+        ttft = f"{_num(m.ttft_ms.p50, ',.0f')}/{_num(m.ttft_ms.p99, ',.0f')}ms"
+        itl = f"{_num(m.itl_ms.p50, '.1f')}ms"
         lines.append(Text(f"{conc:>4}  {ttft:<13} {itl:>7}"[:width]))
     return lines
 

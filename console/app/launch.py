@@ -40,7 +40,20 @@ def _with_saved_profiles(launch: Launch) -> None:
     launch.profile_notes = tuple(notes)
 
 
+def _check_theme(name: str | None) -> None:
+    """A theme named on the command line must exist (the config's theme only falls back with
+    a note: an old config must not stop the console)."""
+    if name is None:
+        return
+    from console.app.theming import DEFAULT_THEME, load_themes
+
+    known = {DEFAULT_THEME, *load_themes().themes}
+    if name not in known:
+        raise UsageError(f"--theme: unknown theme {name!r} (known: {', '.join(sorted(known))})")
+
+
 def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
+    _check_theme(launch.theme)
     _with_saved_profiles(launch)
     config = launch.loaded.config
     if not config.hosts:

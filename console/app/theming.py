@@ -7,7 +7,6 @@ saying so). The messages are returned, not printed, so the app can put them in i
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 import themes as themes_package
+from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
 DEFAULT_THEME = "plateau-dark"
 # `themes` may load as a namespace package under an editable install (no __file__).
@@ -68,11 +68,9 @@ class ThemeLoad:
 def parse_theme_file(path: Path) -> Theme:
     """One theme file -> a Textual Theme, or ThemeFileError naming what is wrong."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ThemeFileError(f"{path}: cannot read theme ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ThemeFileError(f"{path}: invalid TOML: {exc}") from None
+        data = loads_toml(read_toml_text(path, what="theme"), path)
+    except TomlFileError as exc:
+        raise ThemeFileError(str(exc)) from None
     return theme_from_mapping(data, str(path))
 
 

@@ -11,6 +11,7 @@ import httpx
 from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
+from console.bench.server_probe import describe_http_error
 from console.bench.steady import steady_state
 from console.bench.workload import Workload
 from console.config_models import SweepPreset
@@ -52,13 +53,25 @@ def prompts_for(spec: SweepPreset, concurrency: int) -> int | None:
     return concurrency * spec.prompts_per_concurrency
 
 
+FLUSH_CACHE_TIMEOUT_S = 60.0
+"""SGLang's bench_serving default (--flush-cache-timeout, benchmark/serving.py
+_DEFAULT_SGLANG_FLUSH_CACHE_TIMEOUT): the server waits up to this long for running and queued
+requests to finish before it flushes (srt/managers/scheduler_components/flush_wrapper.py)."""
+
+
 async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> str | None:
-    """POST /flush_cache (waiting up to 30 s for running requests). None, or why it failed."""
+    """POST /flush_cache?timeout=60 as bench_serving's flush_server_cache does: the server
+    defers the flush until it is idle, so a straggler of the previous step does not fail it.
+    The client waits longer than the server does. None, or why it failed."""
     try:
-        async with httpx.AsyncClient(timeout=60, headers=dict(headers)) as client:
-            resp = await client.post(base_url.rstrip("/") + "/flush_cache", params={"timeout": 30})
+        async with httpx.AsyncClient(
+            timeout=FLUSH_CACHE_TIMEOUT_S + 30, headers=dict(headers)
+        ) as client:
+            resp = await client.post(
+                base_url.rstrip("/") + "/flush_cache", params={"timeout": FLUSH_CACHE_TIMEOUT_S}
+            )
     except httpx.HTTPError as exc:
-        return f"flush_cache failed: {type(exc).__name__}: {exc}"
+        return f"flush_cache failed: {describe_http_error(exc)}"
     if resp.status_code != 200:
         return f"flush_cache failed: HTTP {resp.status_code}: {resp.text[:200].strip()}"
     return None

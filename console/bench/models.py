@@ -163,6 +163,7 @@ class SweepFinished:
     run_id: int | None
     status: Literal["finished", "failed", "cancelled"]
     steps: tuple[StepResult, ...] = field(default_factory=tuple)
+    reason: str | None = None  # why it stopped early (e.g. the server went away), said once
     kind: Literal["sweep-finished"] = "sweep-finished"
 
 

@@ -31,9 +31,10 @@ from console.bench.models import (
     SweepFinished,
     SweepStarted,
 )
+from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
 from console.host.transport import Transport
-from console.store.db import RunStore
+from console.store.db import RunStore, StoreError
 from console.store.models import RunMeta
 from console.store.redact import redact_server_info
 from console.text import sanitize
@@ -46,11 +47,16 @@ LOG_TAIL_LINES = 20
 
 
 def failure_reason(result_metrics: Any) -> str | None:
-    """Why a measured step counts as failed, or None."""
+    """Why a measured step counts as failed, or None. A step where no request completed has
+    no latency and no throughput worth the name: failed, whatever else it saw (requests cut
+    off by the time box do not make it a measurement)."""
     attempted = result_metrics.completed + result_metrics.errors
-    if result_metrics.completed == 0 and result_metrics.incomplete == 0:
+    if result_metrics.completed == 0:
         first = result_metrics.error_samples[0] if result_metrics.error_samples else "no reply"
-        return f"no request completed ({result_metrics.errors} error(s)): {first}"
+        cut = f", {result_metrics.incomplete} cut off by the time box" if (
+            result_metrics.incomplete
+        ) else ""
+        return f"no request completed ({result_metrics.errors} error(s){cut}): {first}"
     if attempted and result_metrics.errors / attempted >= FAILED_ERROR_SHARE:
         first = result_metrics.error_samples[0] if result_metrics.error_samples else ""
         return f"{result_metrics.errors} of {attempted} requests failed: {first}"
@@ -138,6 +144,7 @@ async def run_sweep(
     emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
     results: list[StepResult] = []
     status = "finished"
+    reason: str | None = None
     try:
         await engine.prepare(base_url, spec)
         for index, (concurrency, repeat) in enumerate(plan):
@@ -181,12 +188,25 @@ async def run_sweep(
                 finished_at=time.time(),
                 raw=raw,
             )
+            gone = await server_gone(base_url) if error else None
             if store is not None and run_id is not None:
-                store.add_step(run_id, result)
+                try:
+                    store.add_step(run_id, result)
+                except StoreError as exc:
+                    raise StoreError(
+                        f"{exc}; stopped at step {index + 1}, the {len(results)} step(s) "
+                        f"before it are stored as run {run_id}"
+                    ) from None
             if recorder is not None:
                 await _quietly(recorder.step_finished(result))
             results.append(result)
             emit(StepFailed(result) if error else StepFinished(result))
+            if gone is not None:
+                # Every later step would fail the same way (and send its whole load into
+                # a dead port): stop here and say it once.
+                status = "failed"
+                reason = f"the server at {base_url} is gone ({gone}); sweep stopped"
+                break
             if error and spec.stop_on_failure:
                 status = "failed"  # stopped early; otherwise failed steps are just recorded
                 break
@@ -197,10 +217,11 @@ async def run_sweep(
         emit(SweepFinished(run_id, "cancelled", tuple(results)))
         raise
     except Exception:
-        # e.g. the engine could not prepare (connection lost): the run ends here, and must not
-        # stay 'running' in history with every finished step still readable.
+        # e.g. the engine could not prepare (connection lost), or the disk filled: the run ends
+        # here, and must not stay 'running' in history with every finished step readable.
         if store is not None and run_id is not None:
-            store.finish_run(run_id, "failed")
+            with contextlib.suppress(StoreError):  # the disk may still be full
+                store.finish_run(run_id, "failed")
         emit(SweepFinished(run_id, "failed", tuple(results)))
         raise
     finally:
@@ -210,7 +231,7 @@ async def run_sweep(
             await _quietly(recorder.close())
     if store is not None and run_id is not None and (finish or status != "finished"):
         store.finish_run(run_id, status)  # type: ignore[arg-type]
-    finished = SweepFinished(run_id, status, tuple(results))  # type: ignore[arg-type]
+    finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
 

@@ -11,6 +11,7 @@ from console.bench.compare import compare_runs
 from console.bench.knee import knee_of_steps
 from console.bench.report import compare_table, verdict_report
 from console.bench.verdict import differing_flags, judge
+from console.commands import argtypes
 from console.errors import UsageError
 from console.store.db import RunStore
 from console.store.export import _finite
@@ -19,8 +20,8 @@ from console.store.models import RunRecord
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two stored sweep runs per concurrency")
-    p.add_argument("run_a", type=int, metavar="RUN_A")
-    p.add_argument("run_b", type=int, metavar="RUN_B")
+    p.add_argument("run_a", type=argtypes.run_id, metavar="RUN_A")
+    p.add_argument("run_b", type=argtypes.run_id, metavar="RUN_B")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from console.commands import argtypes
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("demo", help="console on a simulated 8-GPU host (no GPU needed)")
     parser.add_argument("--seed", type=int, default=None, help="simulator seed (deterministic)")
     parser.add_argument(
-        "--startup-seconds", type=float, default=4.0, help="simulated server startup time"
+        "--startup-seconds", type=argtypes.seconds_or_zero, default=4.0,
+        help="simulated server startup time",
     )
     parser.add_argument("--run-dir", type=Path, help="where logs go (default: a temp dir)")
     parser.add_argument("--theme", help="theme for this run")

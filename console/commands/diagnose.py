@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from console.commands import argtypes
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
 from console.diagnose.models import RunEvidence
 from console.errors import UsageError
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Diagnose a stored run again from its stored evidence (log lines, /metrics, "
         "GPU samples, startup facts, flags, the client's record).",
     )
-    p.add_argument("run", nargs="?", type=int, help="run id (default: the latest run)")
+    p.add_argument("run", nargs="?", type=argtypes.run_id, help="run id (default: the latest run)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)

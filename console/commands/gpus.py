@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from console.commands import argtypes
 from console.errors import UsageError
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.gpu.format import header_line, table
@@ -32,16 +33,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--once", action="store_true",
                         help=f"print one sample and exit (two are taken {ONCE_GAP_S:g} s apart, "
                         "so PCIe/NVLink rates are there)")
-    parser.add_argument("--count", type=int, default=0, metavar="N", help="stop after N samples")
+    parser.add_argument("--count", type=argtypes.count, default=0, metavar="N",
+                        help="stop after N samples (default 0: until interrupted)")
     parser.add_argument("--json", action="store_true", help="JSON lines (header, then samples)")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+    parser.add_argument("--interval", type=argtypes.float_at_least(0.25), default=1.0, metavar="S",
                         help="seconds between samples (min 0.25; default 1)")
     parser.add_argument("--backend", choices=("auto", "nvml", "smi", "sim"), default=None,
                         help="agent backend (default: sim for --demo and simulated hosts, "
                         "else auto: NVML, then nvidia-smi)")
     parser.add_argument("--no-pcie", action="store_true",
                         help="skip PCIe throughput (its NVML call blocks ~20 ms per GPU)")
-    parser.add_argument("--sim-gpus", type=int, default=None, metavar="N")
+    parser.add_argument("--sim-gpus", type=argtypes.int_at_least(1, 64), default=None, metavar="N")
     parser.add_argument("--sim-state", default=None, metavar="FILE",
                         help="simulator GPU state file (sim backend)")
     parser.set_defaults(handler=run)
@@ -69,6 +71,12 @@ def _resolve(args: argparse.Namespace) -> tuple[Transport, AgentOptions]:
     from console.host.factory import transport_for
 
     loaded = load_config(getattr(args, "config", None))
+    if not loaded.config.hosts:
+        where = loaded.path or "no config file found"
+        raise UsageError(
+            f"no hosts configured ({where}): add a [[hosts]] entry, or use --demo "
+            "(simulated GPUs) or --local (this machine's GPUs)"
+        )
     try:
         host = loaded.config.host(args.host)
     except KeyError as exc:

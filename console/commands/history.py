@@ -7,6 +7,7 @@ import json
 import sys
 
 from console.bench.report import history_table, steps_table
+from console.commands import argtypes
 from console.errors import UsageError
 from console.store.db import RunStore
 from console.store.export import EXPORTERS, _finite
@@ -15,12 +16,12 @@ from console.store.export import EXPORTERS, _finite
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="list stored sweep runs (show, export, delete)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--show", type=int, metavar="RUN", help="print one run's steps")
-    p.add_argument("--export", type=int, metavar="RUN", help="export one run")
+    p.add_argument("--limit", type=argtypes.positive_int, default=50)
+    p.add_argument("--show", type=argtypes.run_id, metavar="RUN", help="print one run's steps")
+    p.add_argument("--export", type=argtypes.run_id, metavar="RUN", help="export one run")
     p.add_argument("--format", choices=sorted(EXPORTERS), default="md")
     p.add_argument("--output", "-o", help="write the export here (default: stdout)")
-    p.add_argument("--delete", type=int, metavar="RUN", help="delete one run")
+    p.add_argument("--delete", type=argtypes.run_id, metavar="RUN", help="delete one run")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
 from typing import IO, Any
 
 from console.errors import UsageError
 from console.logs.assembler import EventAssembler
+from console.logs.bounded_lines import bounded_lines
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 
@@ -64,7 +64,7 @@ def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
     scanner = LogScanner(source)
     assembler = EventAssembler(scanner.catalogue, source=source)
     batch = []
-    for line in _lines(handle):
+    for line in bounded_lines(handle):
         event = assembler.feed(line)
         if event is not None:
             batch.append(event)
@@ -76,11 +76,6 @@ def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
         batch.append(last)
     scanner.feed(batch)
     return scanner.report()
-
-
-def _lines(handle: IO[bytes]) -> Iterator[str]:
-    for raw in handle:
-        yield raw.rstrip(b"\n").decode("utf-8", errors="replace")
 
 
 # -- text report ----------------------------------------------------------------------------

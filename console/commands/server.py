@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from console.commands import argtypes
 from console.config import load_config
 from console.errors import UsageError
 from console.host.factory import transport_for
@@ -39,10 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("action", choices=ACTIONS)
     parser.add_argument("host", nargs="?", help="host name from the config (default: first)")
     parser.add_argument("--demo", action="store_true", help="the local simulated demo host")
-    parser.add_argument("--profile", metavar="NAME", help="launch profile (start/restart)")
-    parser.add_argument("--drain-timeout", type=float, default=30.0, metavar="S",
+    parser.add_argument("--profile", metavar="NAME", type=argtypes.plain_text,
+                        help="launch profile (start/restart)")
+    parser.add_argument("--drain-timeout", type=argtypes.seconds_or_zero, default=30.0, metavar="S",
                         help="seconds to let the server drain after SIGTERM before SIGKILL")
-    parser.add_argument("--startup-timeout", type=float, default=1800.0, metavar="S",
+    parser.add_argument("--startup-timeout", type=argtypes.seconds, default=1800.0, metavar="S",
                         help="seconds to wait for the server to become ready")
     parser.add_argument("--wait", action="store_true",
                         help="queue behind a running sweep/restart instead of refusing")

@@ -10,6 +10,7 @@ import argparse
 import re
 from pathlib import Path
 
+from console.commands import argtypes
 from console.config import load_config
 from console.errors import UsageError
 
@@ -33,13 +34,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("host", nargs="?", help="host name from the config")
     parser.add_argument("--seed", type=int, default=None, help="demo simulator seed")
     wait = parser.add_mutually_exclusive_group()
-    wait.add_argument("--after", type=float, metavar="SECONDS", help="capture after SECONDS")
+    wait.add_argument("--after", type=argtypes.seconds_or_zero, metavar="SECONDS",
+                      help="capture after SECONDS")
     wait.add_argument(
         "--until", choices=("ready", "sweep-done"),
         help="capture when the server is ready, or run a sweep (--preset) and capture when "
         "it is done",
     )
-    parser.add_argument("--timeout", type=float, default=180.0, help="give up after SECONDS")
+    parser.add_argument("--timeout", type=argtypes.seconds, default=180.0,
+                        help="give up after SECONDS")
     parser.add_argument("--preset", default="quick", help="sweep preset for --until sweep-done")
     parser.add_argument("--size", type=_size, default=(160, 48), help="WIDTHxHEIGHT")
     parser.add_argument("--screen", choices=SCREENS, default="dashboard")

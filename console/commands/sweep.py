@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarted, SweepEvent
 from console.bench.report import steps_table
+from console.commands import argtypes
 from console.config import load_config
 from console.config_models import PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
@@ -46,29 +47,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     target = p.add_argument_group("target (one of)")
     target.add_argument("host", nargs="?", help="config host (port from its profile)")
     target.add_argument("--demo", action="store_true", help="start the demo simulator and sweep it")
-    target.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:30000")
-    p.add_argument("--profile", help="with HOST: the profile whose port to use; with --demo: "
+    target.add_argument("--url", type=argtypes.http_url,
+                        help="server base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("--profile", type=argtypes.plain_text,
+                   help="with HOST: the profile whose port to use; with --demo: "
                    "the profile to start (default: the host's profile)")
-    p.add_argument("--preset", default=None, help="sweep preset from the config [sweeps.NAME]")
+    p.add_argument("--preset", type=argtypes.plain_text, default=None,
+                   help="sweep preset from the config [sweeps.NAME]")
     p.add_argument("--concurrency", type=_int_list, help="e.g. 1,2,4,8")
-    p.add_argument("--input-len", type=int)
-    p.add_argument("--output-len", type=int)
-    p.add_argument("--num-prompts", type=int, help="requests per step (default C x prompts_per_c)")
-    p.add_argument("--step-seconds", type=float, help="time box per step instead of a count")
-    p.add_argument("--repeats", type=int)
-    p.add_argument("--warmup", type=int, dest="warmup_prompts", help="warmup requests per step")
+    p.add_argument("--input-len", type=argtypes.positive_int)
+    p.add_argument("--output-len", type=argtypes.positive_int)
+    p.add_argument("--num-prompts", type=argtypes.positive_int,
+                   help="requests per step (default C x prompts_per_c)")
+    p.add_argument("--step-seconds", type=argtypes.seconds,
+                   help="time box per step instead of a count")
+    p.add_argument("--repeats", type=argtypes.int_at_least(1, 20))
+    p.add_argument("--warmup", type=argtypes.count, dest="warmup_prompts",
+                   help="warmup requests per step")
     p.add_argument("--endpoint", choices=["generate", "completions", "chat"])
     p.add_argument("--no-flush", action="store_true", help="do not POST /flush_cache per step")
     p.add_argument("--stop-on-failure", action="store_true")
     p.add_argument("--engine", choices=["native", "bench-serving"])
-    p.add_argument("--bench-command", help="bench_serving command prefix on the host "
+    p.add_argument("--bench-command", type=argtypes.command_words,
+                   help="bench_serving command prefix on the host "
                    "(default: HOST_PYTHON -m sglang.benchmark.serving)")
     p.add_argument("--tokenizer", help="tokenizer path on the host (bench-serving engine)")
-    p.add_argument("--workers", type=int, help="max load-generator processes (native engine)")
+    p.add_argument("--workers", type=argtypes.int_at_least(1, 256),
+                   help="max load-generator processes (native engine)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="local environment variable holding the server's --api-key "
                    "(default: the profile's api_key_env)")
-    p.add_argument("--label", default="", help="a name for this run in history")
+    p.add_argument("--label", type=argtypes.plain_text, default="",
+                   help="a name for this run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)
@@ -129,6 +139,10 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
     )
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
 def _progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
         print(
@@ -143,7 +157,7 @@ def _progress(event: SweepEvent) -> None:
         m = event.result.metrics
         print(
             f"  done: {m.total_tok_s:,.1f} total tok/s, {m.output_tok_s:,.1f} output tok/s, "
-            f"TTFT p50 {m.ttft_ms.p50 or 0:.1f} ms, {m.errors} error(s)",
+            f"TTFT p50 {_ms(m.ttft_ms.p50)}, {m.errors} error(s)",
             file=sys.stderr,
             flush=True,
         )
@@ -206,6 +220,8 @@ async def _handle(args: argparse.Namespace) -> int:
         for line in diagnosis_lines(diagnosis):
             print(line)
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")
+    if outcome.reason:
+        print(f"plateau: {outcome.reason}", file=sys.stderr)
     failed = sum(1 for s in outcome.steps if s.status != "ok")
     if failed:
         print(f"plateau: {failed} of {len(outcome.steps)} step(s) failed", file=sys.stderr)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from console.config import LoadedConfig, default_config_path, is_secret_key
 from console.config_models import FlagValue, ServerProfile
+from console.tomlfile import loads_toml, read_toml_text
 
 PROFILES_DIR = "profiles.d"
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -91,7 +92,7 @@ def save_profile(directory: Path, name: str, profile: ServerProfile) -> tuple[Pa
     check_name(name)
     text = profile_toml(name, profile)
     # Read it back before writing: what we write must load as the same profile.
-    parsed = _parse(text, name)
+    parsed = _parse(text, name, Path(f"{name}.toml"))
     skipped = secret_env_names(profile)
     expected = profile.model_copy(
         update={"env": {k: v for k, v in profile.env.items() if k not in skipped}}
@@ -109,8 +110,8 @@ def save_profile(directory: Path, name: str, profile: ServerProfile) -> tuple[Pa
     return path, skipped
 
 
-def _parse(text: str, name: str) -> ServerProfile:
-    data = tomllib.loads(text)
+def _parse(text: str, name: str, path: Path) -> ServerProfile:
+    data = loads_toml(text, path)
     table = data.get("profiles", {})
     if set(table) != {name}:
         raise ValueError(f"expected one table [profiles.{name}]")
@@ -127,13 +128,18 @@ def load_saved_profiles(directory: Path) -> tuple[dict[str, ServerProfile], list
         name = path.stem
         try:
             check_name(name)
-            found[name] = _parse(path.read_text(encoding="utf-8"), name)
+            found[name] = _parse(read_toml_text(path, what="saved profile"), name, path)
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
-            why = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else (
-                f"{'.'.join(str(p) for p in exc.errors()[0]['loc'])}: {exc.errors()[0]['msg']}"
-            )
+            why = _why(exc, path)
             problems.append(f"{path}: skipped ({why})")
     return found, problems
+
+
+def _why(exc: Exception, path: Path) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc).removeprefix(f"{path}: ").splitlines()[0]
 
 
 def with_saved_profiles(

@@ -43,6 +43,7 @@ class SimState:
     started_unix: float = field(default_factory=time.time)
     first_request_seen: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Any = None  # console.sim.metrics.Metrics when --enable-metrics
+    flush_pending: bool = False  # a /flush_cache?timeout=S is waiting for idle
 
 
 STATE: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
@@ -230,10 +231,48 @@ async def model_card(request: web.Request) -> web.Response:
     return _json(_model_card(cfg))
 
 
+FLUSH_POLL_S = 0.005
+"""How often a deferred flush looks for idle (SGLang checks once per scheduler loop)."""
+
+
 async def flush_cache(request: web.Request) -> web.Response:
-    engine = request.app[STATE].engine
+    """SGLang 0.5.23's /flush_cache: `timeout` (query, float >= 0, default 0) is how long to
+    wait for the scheduler to go idle. Sources: srt/entrypoints/http_server.py flush_cache
+    (200 FLUSH_OK, else 400 with the message or "Flush cache failed."),
+    srt/managers/scheduler_components/flush_wrapper.py SchedulerFlushWrapper (timeout 0:
+    flush now or fail; else defer until idle or the deadline, "Timed out waiting for idle
+    state."; a second flush while one waits: "Another flush_cache is already in progress."),
+    srt/managers/scheduler.py Scheduler.flush_cache (the log lines)."""
+    state = request.app[STATE]
+    try:
+        timeout_s = float(request.query.get("timeout", "0"))
+    except ValueError:
+        timeout_s = -1.0
+    if not timeout_s >= 0.0:  # FastAPI's Query(ge=0.0) refuses it (and nan) with a 422
+        return _json({"detail": [{"type": "greater_than_equal", "loc": ["query", "timeout"],
+                                  "msg": "Input should be greater than or equal to 0"}]}, 422)
+    if state.flush_pending:
+        return web.Response(text="Another flush_cache is already in progress.", status=400)
+    engine = state.engine
+    if engine.in_flight and timeout_s > 0.0:
+        state.flush_pending = True
+        try:
+            deadline = time.monotonic() + timeout_s
+            while engine.in_flight and time.monotonic() < deadline:
+                await asyncio.sleep(FLUSH_POLL_S)
+        finally:
+            state.flush_pending = False
+        if engine.in_flight:
+            state.log.warning("Deferred flush_cache timed out while waiting for idle state.")
+            return web.Response(text="Timed out waiting for idle state.", status=400)
     if engine.in_flight:
+        state.log.warning(
+            f"Cache not flushed because there are pending requests. "
+            f"#queue-req: {len(engine.waiting)}, #running-req: {len(engine.running)}",
+            engine.prefix,
+        )
         return web.Response(text="Flush cache failed.\n", status=400)
+    state.log.sglang("Cache flushed successfully!", engine.prefix)
     return web.Response(text=FLUSH_OK)
 
 

@@ -3,12 +3,15 @@ so a console killed mid-sweep keeps every completed step."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +125,31 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 
 class StoreError(PlateauError):
-    """The history database cannot be opened (not SQLite, not writable, a directory...)."""
+    """The history database cannot be opened or written (not SQLite, read-only, disk full,
+    a directory...)."""
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_FULL:
+            return "disk full"
+        if code is not None and code & 0xFF == sqlite3.SQLITE_READONLY:
+            return "read-only"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+def _is_read_only_problem(exc: BaseException) -> bool:
+    if isinstance(exc, PermissionError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        return code & 0xFF in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+    return False
 
 
 class RunStore:
@@ -131,6 +158,17 @@ class RunStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_db_path()
         self._lock = threading.Lock()
+        self.read_only = False
+        try:
+            self._db = self._open_writable()
+        except (OSError, sqlite3.Error) as exc:
+            # A history someone made read-only (or on a read-only mount) can still be read.
+            if not _is_read_only_problem(exc) or not os.path.isfile(self.path):
+                raise StoreError(f"history database {self.path}: {_why(exc)}") from None
+            self._db = self._open_read_only(exc)
+            self.read_only = True
+
+    def _open_writable(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = None
         try:
             if self.path.is_dir():
@@ -144,12 +182,27 @@ class RunStore:
             db.executescript(_SCHEMA)
             _migrate(db)
             db.commit()
-        except (OSError, sqlite3.Error) as exc:
+        except BaseException:
             if db is not None:
                 db.close()  # never leak the connection of a store that failed to open
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise StoreError(f"history database {self.path}: {why}") from None
-        self._db = db
+            raise
+        return db
+
+    def _open_read_only(self, first: BaseException) -> sqlite3.Connection:
+        # mode=ro still needs to create the WAL's -shm beside the file; immutable=1 does not
+        # (at worst it misses rows a concurrent writer has not checkpointed yet).
+        uri = self.path.resolve().as_uri()
+        for query in ("mode=ro", "immutable=1"):
+            db: sqlite3.Connection | None = None
+            try:
+                db = sqlite3.connect(f"{uri}?{query}", uri=True, check_same_thread=False)
+                db.row_factory = sqlite3.Row
+                db.execute("SELECT COUNT(*) FROM runs").fetchone()
+                return db
+            except sqlite3.Error:
+                if db is not None:
+                    db.close()
+        raise StoreError(f"history database {self.path}: {_why(first)}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -163,9 +216,25 @@ class RunStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(self, meta: RunMeta, *, started_at: float | None = None) -> int:
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, for one write + commit. A failed write (disk
+        full, read-only) rolls back and becomes one StoreError line; what was committed
+        before stays."""
         with self._lock:
-            cursor = self._db.execute(
+            if self.read_only:
+                raise StoreError(f"history database {self.path}: read-only (can only be read)")
+            try:
+                yield self._db
+                self._db.commit()
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                raise StoreError(f"history database {self.path}: {_why(exc)}") from None
+
+    def create_run(self, meta: RunMeta, *, started_at: float | None = None) -> int:
+        with self._writing() as db:
+            cursor = db.execute(
                 "INSERT INTO runs (started_at, status, host, server_url, server_version, "
                 "profile, flags, server_info, spec, engine, label, writer) "
                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -185,7 +254,6 @@ class RunStore:
                     _writer_id(),
                 ),
             )
-            self._db.commit()
             return int(cursor.lastrowid or 0)
 
     def update_meta(self, run_id: int, **fields: Any) -> None:
@@ -201,16 +269,15 @@ class RunStore:
             values.append(json.dumps(value) if key in ("server_info", "flags") else value)
         if not sets:
             return
-        with self._lock:
-            self._db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
-            self._db.commit()
+        with self._writing() as db:
+            db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
 
     def add_step(self, run_id: int, step: StepResult) -> None:
         """Store one finished step and commit at once."""
         metrics = step.metrics
         steady = metrics.steady if metrics else None
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
                 "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
                 "steady_total_tok_s, steady_output_tok_s, steady_reached) "
@@ -234,24 +301,21 @@ class RunStore:
                     int(steady.reached) if steady else None,
                 ),
             )
-            self._db.commit()
 
     def finish_run(self, run_id: int, status: RunStatus) -> None:
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
                 (status, time.time(), run_id),
             )
-            self._db.commit()
 
     def save_pair(self, run_a: int, run_b: int, verdict: dict[str, Any]) -> int:
         """Store an A/B pair (its two runs and the verdict as judged when it finished)."""
-        with self._lock:
-            cursor = self._db.execute(
+        with self._writing() as db:
+            cursor = db.execute(
                 "INSERT INTO ab_pairs (created_at, run_a, run_b, verdict) VALUES (?, ?, ?, ?)",
                 (time.time(), run_a, run_b, json.dumps(verdict)),
             )
-            self._db.commit()
             return int(cursor.lastrowid or 0)
 
     def pair_of(self, run_id: int) -> tuple[int, int, int, dict[str, Any]] | None:
@@ -275,12 +339,11 @@ class RunStore:
         self._save_evidence(run_id, int(step.index), step.model_dump_json())
 
     def _save_evidence(self, run_id: int, idx: int, data: str) -> None:
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO evidence (run_id, idx, data) VALUES (?, ?, ?)",
                 (run_id, idx, redact_secrets(data)),
             )
-            self._db.commit()
 
     def load_evidence(self, run_id: int) -> Any:
         """The run's stored evidence as a RunEvidence, or None when none was stored."""
@@ -305,14 +368,11 @@ class RunStore:
         return facts.model_copy(update={"steps": steps})
 
     def delete_run(self, run_id: int) -> bool:
-        with self._lock:
-            self._db.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
-            self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
-            self._db.execute(
-                "DELETE FROM ab_pairs WHERE run_a = ? OR run_b = ?", (run_id, run_id)
-            )
-            cursor = self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
-            self._db.commit()
+        with self._writing() as db:
+            db.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM ab_pairs WHERE run_a = ? OR run_b = ?", (run_id, run_id))
+            cursor = db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             return cursor.rowcount > 0
 
     # ------------------------------------------------------------------ reading

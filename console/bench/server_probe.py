@@ -1,0 +1,34 @@
+"""Is the server still there? Said in words a person can act on."""
+
+from __future__ import annotations
+
+import httpx
+
+GONE_PROBE_TIMEOUT_S = 10.0
+
+
+def describe_http_error(exc: BaseException) -> str:
+    """`ConnectError: [Errno 111] Connection refused`; never a bare `ReadError:` (httpx leaves
+    the message of a dropped connection empty)."""
+    detail = str(exc).strip()
+    if not detail and exc.__cause__ is not None:
+        detail = str(exc.__cause__).strip() or type(exc.__cause__).__name__
+    if not detail:
+        detail = {
+            "ReadError": "the connection was closed",
+            "RemoteProtocolError": "the server closed the connection without a reply",
+            "WriteError": "the connection was closed while sending",
+        }.get(type(exc).__name__, "no detail")
+    return f"{type(exc).__name__}: {detail}"
+
+
+async def server_gone(base_url: str) -> str | None:
+    """Why the server looks gone (nothing accepts connections, connections drop, no answer
+    within GONE_PROBE_TIMEOUT_S), or None when it answers at all (any HTTP status: a 503 from
+    /health is a live server saying it is unhealthy)."""
+    try:
+        async with httpx.AsyncClient(timeout=GONE_PROBE_TIMEOUT_S) as client:
+            await client.get(base_url.rstrip("/") + "/health")
+    except httpx.HTTPError as exc:
+        return describe_http_error(exc)
+    return None
