@@ -18,6 +18,8 @@ from console.commands import (
     gpus,
     history,
     logscan,
+    record,
+    replay,
     server,
     sim,
     snapshot,
@@ -39,6 +41,8 @@ COMMANDS: dict[str, ModuleType] = {
     "compare": compare,
     "diagnose": diagnose,
     "server": server,
+    "record": record,
+    "replay": replay,
     "config": config_cmd,
 }
 

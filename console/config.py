@@ -260,3 +260,21 @@ def redacted(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [redacted(v) for v in value]
     return value
+
+
+def flatten_config(
+    value: Any, prefix: str = "", path: tuple[str | int, ...] = ()
+) -> list[tuple[str, tuple[str | int, ...], Any]]:
+    """Leaf values of a config dump with dotted keys (`config show`, the config screen);
+    lists of scalars stay whole."""
+    if isinstance(value, dict) and value:
+        rows = []
+        for key, item in value.items():
+            rows += flatten_config(item, f"{prefix}.{key}" if prefix else str(key), (*path, key))
+        return rows
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        rows = []
+        for index, item in enumerate(value):
+            rows += flatten_config(item, f"{prefix}[{index}]", (*path, index))
+        return rows
+    return [(prefix, path, value)]

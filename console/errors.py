@@ -24,6 +24,12 @@ class ConfigError(UsageError):
     """A config file is malformed; the message names file, key and line."""
 
 
+class StoreError(PlateauError):
+    """The history database cannot be opened or written (not SQLite, read-only, disk full,
+    a directory...). Here, not in console.store, so the sweep runner (below the store) can
+    name it."""
+
+
 class TransportError(PlateauError):
     """A host could not be reached or a channel broke."""
 

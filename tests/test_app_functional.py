@@ -44,7 +44,7 @@ async def test_restart_confirms_then_runs(app_factory: Any) -> None:
     messages: list[Message] = []
     async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
         await _settle(pilot)
-        assert app.check_action("restart", ()) is True
+        assert app.footer_state("restart") == "enabled"
         await pilot.press("r")
         await _settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
@@ -59,8 +59,8 @@ async def test_restart_disabled_while_sweep_runs(app_factory: Any) -> None:
     async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
         await _settle(pilot)
         assert app.active_state.sweep.running
-        assert app.check_action("restart", ()) is None  # shown greyed out in the footer
-        assert app.check_action("cancel_sweep", ()) is True
+        assert app.footer_state("restart") == "disabled"  # greyed out in the footer
+        assert app.footer_state("cancel-sweep") == "enabled"
         await pilot.press("r")
         await _settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
@@ -74,7 +74,7 @@ async def test_cancel_hidden_without_sweep(app_factory: Any) -> None:
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        assert app.check_action("cancel_sweep", ()) is False
+        assert app.footer_state("cancel-sweep") == "hidden"
 
 
 async def test_theme_cycles_and_is_selectable(app_factory: Any) -> None:

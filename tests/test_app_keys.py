@@ -9,8 +9,8 @@ from widgets.gpu_panel import GpuPanel
 from widgets.log_view import LogView
 
 # A widget may reuse a global key only for the same thing (the GPU panel's `t` opens the
-# topology view, as the global `t` does).
-SAME_MEANING = {("GpuPanel", "t")}
+# topology view, as the global `t` does; its `m` and `v` are what the global ones do to it).
+SAME_MEANING = {("GpuPanel", "t"), ("GpuPanel", "m"), ("GpuPanel", "v")}
 
 
 def _keys(bindings: object) -> set[str]:

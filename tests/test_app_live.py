@@ -16,7 +16,7 @@ from textual.widgets import Input, Select
 
 from console.app.app import ConfirmScreen
 from console.app.messages import CommandSent
-from console.app.screens.modals import ABPicker, FlagsOutcomeScreen
+from console.app.screens.modals import ABPicker
 from console.app.screens.views import CompareScreen
 from console.app.screenshot import export_text
 from console.config_models import HostConfig
@@ -72,7 +72,7 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         await pilot.press("s")
         await wait_until(pilot, lambda: state.sweep.running, "the sweep to start", 20)
         assert (adapters.host_busy("app-ssh") or "").startswith("sweep")
-        assert app.check_action("restart", ()) is None  # greyed out in the footer
+        assert app.footer_state("restart") == "disabled"  # greyed out in the footer
         with pytest.raises(HostBusy):
             await adapters.restart_server(session.transport, host, live.config, "triton-moe",
                                           lambda _e: None)
@@ -89,8 +89,9 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
 
 
 async def test_flags_editor_save_and_restart(live_console: Any) -> None:
-    """f: the host's discovered flags, a diff against the running server, the effective
-    command line; save + restart runs the edited profile and writes profiles.d/<name>.toml."""
+    """f: the host's discovered flags, a diff against the running server; ctrl+s saves a
+    profile (profiles.d/<name>.toml), no restart; change one flag and restart is f, t, ctrl+r,
+    y (one confirmation, showing the effective command line)."""
     live = live_console()
     app, session = live.app, live.session
     state = session.state
@@ -104,21 +105,26 @@ async def test_flags_editor_save_and_restart(live_console: Any) -> None:
         assert editor.running["moe-runner-backend"] == "cutlass"
         select = editor.query_one("#flag-moe-runner-backend", Select)
         assert "triton" in [value for _label, value in select._options]  # discovered choices
-        select.value = "triton"
         editor.query_one("#profile-name", Input).value = "triton-tp2"
+        select.focus()
+        await pilot.press("t")
+        assert select.value == "triton"
+        await pilot.press("ctrl+s")  # save as profile: written, nothing restarts
+        await wait_until(pilot, lambda: not isinstance(app.screen, FlagsEditor), "saved")
+        assert "triton-tp2" in session.config.profiles and state.server_state == "ready"
+        # Change one flag and restart: four keys.
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, FlagsEditor), "the editor again")
         await pilot.pause()
-        await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, FlagsOutcomeScreen), "outcome")
-        outcome = app.screen
-        assert "--moe-runner-backend triton" in outcome.command
-        assert "~ --moe-runner-backend cutlass -> triton" in outcome.changes
-        await pilot.press("b")  # save and restart
+        name = app.screen.query_one("#profile-name", Input).value
+        await pilot.press("t", "ctrl+r")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "confirmation")
         assert "--moe-runner-backend triton" in app.screen.question
+        assert "~ --moe-runner-backend cutlass -> triton" in app.screen.question
         await pilot.press("y")
         await wait_until(
-            pilot, lambda: session.record is not None and session.record.profile == "triton-tp2"
-            and state.server_state == "ready", "the restart into triton-tp2",
+            pilot, lambda: session.record is not None and session.record.profile == name
+            and state.server_state == "ready", f"the restart into {name}",
         )
         argv = session.record.argv
         assert argv[argv.index("--moe-runner-backend") + 1] == "triton"
@@ -126,7 +132,7 @@ async def test_flags_editor_save_and_restart(live_console: Any) -> None:
     assert problems == []
     assert saved["triton-tp2"] == app.config.profiles["triton-tp2"]
     assert saved["triton-tp2"].flags["moe-runner-backend"] == "triton"
-    assert "triton-tp2" in session.config.profiles
+    assert name not in saved  # restarting with edited flags keeps them for this run only
 
 
 async def test_ab_from_the_app(live_console: Any) -> None:
@@ -146,7 +152,7 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         await pilot.pause()
         header = str(app.screen.query_one(PlateauHeader).render())
         assert "A/B cutlass-moe vs triton-moe" in header
-        assert app.check_action("restart", ()) is None
+        assert app.footer_state("restart") == "disabled"
         await wait_until(pilot, lambda: state.ab is not None and not state.ab.running,
                          "the A/B to finish", 60)
         assert state.ab.stage == "done", _events(app)[-5:]
@@ -178,13 +184,13 @@ async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: state.ab is not None and state.ab.stage == "sweep-a"
                          and state.sweep.running, "sweep A", 30)
-        assert app.check_action("cancel_sweep", ()) is True
+        assert app.footer_state("cancel-sweep") == "enabled"
         await pilot.press("x")
         await wait_until(pilot, lambda: not state.ab.running, "the cancel", 20)
         assert state.ab.stage == "cancelled"
         assert state.sweep.detail == "cancelled"
         assert adapters.host_busy("app-live") is None
-        assert app.check_action("restart", ()) is True
+        assert app.footer_state("restart") == "enabled"
 
 
 async def test_bench_serving_without_sglang_says_so(live_console: Any) -> None:

@@ -113,7 +113,7 @@ async def test_ab_and_flags_keys_are_guarded(app_factory: Any) -> None:
     messages: list[Message] = []
     async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
         await pilot.pause()
-        assert app.check_action("ab", ()) is None
+        assert app.footer_state("ab") == "disabled"
         await pilot.press("a")
         await pilot.pause()
         assert not [m for m in messages if isinstance(m, CommandSent)]

@@ -53,5 +53,5 @@ async def test_own_polls_folded_with_a_toggle_and_a_count() -> None:
         await pilot.press("o")
         assert view.store.visible_count == len(LINES)
         assert "6/min shown (o: fold)" in str(app.query_one("#log-status").render())
-        await pilot.press("v", "escape")  # clearing the operator's filter keeps the fold
+        await pilot.press("l", "escape")  # clearing the operator's filter keeps the fold
         assert view.store.visible_count == len(LINES)

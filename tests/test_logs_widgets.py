@@ -41,7 +41,7 @@ async def test_filter_hides_and_search_moves() -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.query_one(LogView)
         view.append_events(sample_events())
-        await pilot.press("v", "v", "v")  # all -> info -> warn -> error
+        await pilot.press("l", "l", "l")  # all -> info -> warn -> error
         assert view.store.visible_count == 13
         assert all("Decode batch" not in line for line in rendered(app))
         await pilot.press("escape")
@@ -89,7 +89,7 @@ async def test_detail_pane_explains_catalogue_match() -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.query_one(LogView)
         view.append_events(sample_events())
-        await pilot.press("v", "v")  # warnings and worse
+        await pilot.press("l", "l")  # warnings and worse
         await pilot.press("home")
         detail = view.detail_text(view.selected_event).plain
         assert "Unauthenticated HF Hub requests" in detail and "HF_TOKEN" in detail
@@ -128,7 +128,7 @@ def test_snapshot_filtered_errors_with_detail(snap_compare) -> None:
         app = pilot.app
         app.query_one(LogView).append_events(sample_events())
         app.query_one("#strip").update_stats(_stats())
-        await pilot.press("v", "v", "v", "home")
+        await pilot.press("l", "l", "l", "home")
         await pilot.pause()
 
     assert snap_compare(LogTestApp(), run_before=setup, terminal_size=(110, 36))

@@ -99,11 +99,13 @@ async def test_edit_validate_and_save() -> None:
         assert save.disabled
         assert "--dsa-decode-backend" in str(editor.query_one("#messages", Static).render())
         extra.value = "--enable-metrics --dsa-decode-backend 'fa3'"
-        # an existing name is refused
+        # an existing name may be saved over, and the editor says so (the app asks first)
         name = editor.query_one("#profile-name", Input)
         name.value = "triton-moe"
         await pilot.pause()
-        assert save.disabled
+        assert not save.disabled
+        assert "replaces the profile 'triton-moe'" in str(
+            editor.query_one("#messages", Static).render())
         name.value = "triton-tp4"
         await pilot.pause()
         assert not save.disabled
@@ -122,6 +124,27 @@ async def test_edit_validate_and_save() -> None:
         "dsa-decode-backend": (None, "fa3"),
     }
     assert BASE.flags["moe-runner-backend"] == "cutlass"  # the base profile is untouched
+
+
+async def test_one_flag_and_restart_in_few_keys() -> None:
+    """The first field has the focus; a letter picks the next choice starting with it; ctrl+r
+    is "Restart with these flags" (the app then asks once): f, t, ctrl+r, y in the console."""
+    app = EditorApp()
+    async with app.run_test(size=(110, 40)) as pilot:
+        await pilot.pause()
+        select = app.screen.query_one("#flag-moe-runner-backend", Select)
+        assert app.focused is select
+        await pilot.press("t")  # cutlass -> triton (the next choice starting with t)
+        assert select.value == "triton"
+        await pilot.press("right", "left")  # step through the choices without opening them
+        assert select.value == "triton"
+        await pilot.press("down")  # the next field, not the list
+        assert app.focused is app.screen.query_one("#flag-attention-backend", Select)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+    result = app.result
+    assert isinstance(result, FlagsEditorResult) and result.action == "restart"
+    assert result.profile.flags["moe-runner-backend"] == "triton"
 
 
 async def test_escape_cancels() -> None:

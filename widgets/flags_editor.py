@@ -1,17 +1,23 @@
-"""The flags editor: a modal to edit a launch profile's backend flags and save it as new.
+"""The flags editor: a modal to edit a launch profile's backend flags, then restart with them
+(ctrl+r) or save them as a profile (ctrl+s).
 
 It does no I/O. The app gives it the profile, the host's discovered schema and the running
-server's flags; it returns a `FlagsEditorResult` (or None when cancelled) and the app
-persists the new profile and offers the restart.
+server's flags; it returns a `FlagsEditorResult` (or None when cancelled) saying which of the
+two the operator chose; the app asks its one confirmation (restart, or overwriting a profile).
+
+Few keys: the first field has the focus; up/down move between fields; on a choice, a letter
+picks the next choice starting with it and left/right step through them (enter opens the
+list). Switching the MoE runner and restarting is `f`, `t`, `ctrl+r`, `y`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -39,6 +45,56 @@ class FlagsEditorResult:
     profile: ServerProfile
     changes: tuple[FlagChange, ...]  # against the running server (or the base profile)
     warnings: tuple[str, ...] = ()
+    action: Literal["restart", "save"] = "save"
+    """restart: run with these flags now (kept for this run); save: write the profile."""
+
+
+
+class FlagSelect(Select[str]):
+    """A choice that changes without opening its list: a letter jumps to the next choice
+    starting with it, left/right step; up/down leave for the previous/next field (enter and
+    space still open the list)."""
+
+    BINDINGS = [
+        Binding("enter,space", "show_overlay", "Choices", show=False),
+        Binding("left", "step(-1)", "Previous choice", show=False),
+        Binding("right", "step(1)", "Next choice", show=False),
+        Binding("up", "app.focus_previous", "Previous field", show=False),
+        Binding("down", "app.focus_next", "Next field", show=False),
+    ]
+
+    def __init__(self, choices: tuple[str, ...], **kwargs: object) -> None:
+        super().__init__([(c, c) for c in choices], **kwargs)  # type: ignore[arg-type]
+        self.choices = choices
+
+    def action_step(self, step: int) -> None:
+        values: list[str | None] = [None, *self.choices]  # None: the server's default
+        current = self.value if isinstance(self.value, str) else None
+        index = values.index(current) if current in values else 0
+        chosen = values[(index + step) % len(values)]
+        self.value = Select.NULL if chosen is None else chosen
+
+    def on_key(self, event: events.Key) -> None:
+        char = event.character
+        if self.expanded or not char or not char.isalnum() or len(char) != 1:
+            return
+        current = self.value if isinstance(self.value, str) else None
+        start = self.choices.index(current) + 1 if current in self.choices else 0
+        ordered = self.choices[start:] + self.choices[:start]
+        found = next((c for c in ordered if c.lower().startswith(char.lower())), None)
+        if found is not None:
+            event.stop()
+            event.prevent_default()
+            self.value = found
+
+
+class FlagInput(Input):
+    """A number field; up/down leave for the previous/next field."""
+
+    BINDINGS = [
+        Binding("up", "app.focus_previous", "Previous field", show=False),
+        Binding("down", "app.focus_next", "Next field", show=False),
+    ]
 
 
 def _number_ok(value_type: str):
@@ -94,7 +150,8 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "save", "Save as new profile"),
+        Binding("ctrl+r", "restart", "Restart with these flags", priority=True),
+        Binding("ctrl+s", "save", "Save as profile", priority=True),
     ]
 
     def __init__(
@@ -105,6 +162,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         running_flags: Mapping[str, str] | None = None,
         *,
         existing_names: frozenset[str] = frozenset(),
+        restart_blocked: str | None = None,
     ) -> None:
         super().__init__()
         self.base_name = base_name
@@ -113,6 +171,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         self.fields: list[EditableFlag] = editable_flags(schema)
         self.running = dict(running_flags) if running_flags is not None else None
         self.existing_names = existing_names
+        self.restart_blocked = restart_blocked
         self._profile: ServerProfile | None = profile
         self._report: ValidationReport | None = None
         self._errors: list[str] = []
@@ -127,16 +186,15 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                         yield Label(f"--{field.name}")
                         value = current.get(field.name)
                         if field.kind == "select":
-                            options = [(c, c) for c in field.choices]
-                            yield Select(
-                                options,
+                            yield FlagSelect(
+                                tuple(field.choices),
                                 value=value if value in field.choices else Select.NULL,
                                 prompt="(server default)",
                                 allow_blank=True,
                                 id=_field_id(field.name),
                             )
                         else:
-                            yield Input(
+                            yield FlagInput(
                                 value=value or "",
                                 placeholder=f"(server default) {field.value_type}",
                                 validators=[Function(_number_ok(field.value_type),
@@ -156,8 +214,10 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                 yield Label("save as")
                 yield Input(value=self._suggest_name(), id="profile-name")
             with Horizontal(id="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Save as new profile", id="save", variant="primary")
+                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Save as profile (ctrl+s)", id="save")
+                yield Button("Restart with these flags (ctrl+r)", id="restart",
+                             variant="primary")
 
     def _suggest_name(self) -> str:
         for n in range(2, 100):
@@ -168,6 +228,9 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
 
     def on_mount(self) -> None:
         self._refresh()
+        fields = self.query("#fields Select, #fields Input")
+        if fields:
+            fields.first().focus()  # the first flag: changing it is one key away
 
     @on(Select.Changed)
     @on(Input.Changed)
@@ -202,15 +265,17 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         if not name:
             messages.append("give the new profile a name")
         elif name in self.existing_names:
-            messages.append(f"a profile called {name!r} exists already")
+            messages.append(f"saving replaces the profile {name!r} (you will be asked)")
         if report is not None:
             messages += [str(i) for i in report.issues]
         self.query_one("#messages", Static).update(Text(sanitize("\n".join(messages))))
-        self.query_one("#save", Button).disabled = bool(self._blocking(name))
+        blocked = bool(self._blocking(name))
+        self.query_one("#save", Button).disabled = blocked
+        self.query_one("#restart", Button).disabled = blocked or self.restart_blocked is not None
 
     def _blocking(self, name: str) -> list[str]:
         problems = list(self._errors)
-        if not name or name in self.existing_names:
+        if not name:
             problems.append("name")
         if self._report is not None and not self._report.ok:
             problems.append("invalid")
@@ -227,16 +292,32 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
     def _save_pressed(self) -> None:
         self.action_save()
 
+    @on(Button.Pressed, "#restart")
+    def _restart_pressed(self) -> None:
+        self.action_restart()
+
     def action_save(self) -> None:
+        self._finish("save")
+
+    def action_restart(self) -> None:
+        if self.restart_blocked is not None:
+            self.notify(f"Restart: {self.restart_blocked}", severity="warning", markup=False)
+            return
+        self._finish("restart")
+
+    def _finish(self, action: Literal["restart", "save"]) -> None:
         self._refresh()
         name = self.query_one("#profile-name", Input).value.strip()
-        if self._blocking(name) or self._profile is None:
+        problems = self._blocking(name)
+        if problems or self._profile is None:
+            self.notify("fix the flags first: " + ", ".join(problems or ["invalid"]),
+                        severity="warning", markup=False)
             return
         before = self.running if self.running is not None else effective_flags(self.base,
                                                                               self.schema)
         changes = tuple(diff_flags(before, effective_flags(self._profile, self.schema)))
         warnings = tuple(str(i) for i in (self._report.warnings if self._report else []))
-        self.dismiss(FlagsEditorResult(name, self._profile, changes, warnings))
+        self.dismiss(FlagsEditorResult(name, self._profile, changes, warnings, action))
 
 
 def _quote(arg: str) -> str:

@@ -31,6 +31,10 @@ def _key_names(keys: str) -> str:
         "colon": ":",
         "right_square_bracket": "]",
         "left_square_bracket": "[",
+        "pageup": "pgup",
+        "pagedown": "pgdn",
+        "less_than_sign": "<",
+        "greater_than_sign": ">",
     }
     return " or ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 
@@ -41,28 +45,43 @@ class HelpPanel(Static):
     """
 
     def __init__(
-        self, rows: Sequence[HelpRow], thresholds: Thresholds, *, id: str | None = None
+        self,
+        rows: Sequence[HelpRow],
+        thresholds: Thresholds,
+        *,
+        sections: Sequence[tuple[str, Sequence[HelpRow]]] = (),
+        id: str | None = None,
     ) -> None:
-        super().__init__(self.build(rows, thresholds), id=id, markup=False)
+        super().__init__(self.build(rows, thresholds, sections), id=id, markup=False)
 
     @staticmethod
-    def build(rows: Sequence[HelpRow], thresholds: Thresholds) -> Content:
-        width = max((len(_key_names(r.keys)) for r in rows), default=4) + 2
-        id_width = max((len(r.id) for r in rows), default=4) + 2
-        lines: list[Content] = [Content.styled("Keys", "bold $accent")]
-        for row in rows:
-            lines.append(
-                Content.assemble(
-                    (f"  {_key_names(row.keys):<{width}}", "bold"),
-                    (f"{row.id:<{id_width}}", "$foreground-muted"),
-                    row.description,
+    def build(
+        rows: Sequence[HelpRow],
+        thresholds: Thresholds,
+        sections: Sequence[tuple[str, Sequence[HelpRow]]] = (),
+    ) -> Content:
+        every = [*rows, *(r for _title, more in sections for r in more)]
+        width = max((len(_key_names(r.keys)) for r in every), default=4) + 2
+        id_width = max((len(r.id) for r in every), default=4) + 2
+        lines: list[Content] = []
+        for title, section in (("Keys", rows), *sections):
+            if lines:
+                lines.append(Content(""))
+            lines.append(Content.styled(title, "bold $accent"))
+            for row in section:
+                lines.append(
+                    Content.assemble(
+                        (f"  {_key_names(row.keys):<{width}}", "bold"),
+                        (f"{row.id:<{id_width}}", "$foreground-muted"),
+                        row.description,
+                    )
                 )
-            )
         lines += [
             Content(""),
             Content.styled("Remap in the config:", "bold $accent"),
             Content('  [keymap]  restart = "f5"   (several keys: "f5,ctrl+r")'),
-            Content("  Run `textual keys` to see what your terminal sends."),
+            Content("  A key your terminal or tmux takes (tmux's prefix is ctrl+b) can be"),
+            Content("  remapped here; every action is also in the palette (: or ctrl+p)."),
             Content(""),
             Content.styled("Thresholds", "bold $accent"),
             Content.assemble(

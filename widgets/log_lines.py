@@ -2,7 +2,8 @@
 
 Nothing is pre-rendered per line: `render_line` builds the strip of a visible row on demand,
 from the stored (already sanitised) text, into a small LRU cache. Lines are Rich `Text` objects,
-never markup. Long lines are cut for display; the detail pane shows them whole.
+never markup. Long lines are cut for display (`…`; the view scrolls sideways) or, with `wrap`,
+continue on the next rows; the detail pane shows them whole.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
     """
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
+    wrap: reactive[bool] = reactive(False)
+    """Long lines wrap onto the next rows (else they are cut with `…` and scroll sideways)."""
 
     class CursorMoved(Message):
         def __init__(self, index: int, *, by_user: bool) -> None:
@@ -70,6 +73,10 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         self._styles: dict[Severity, Style] | None = None
         self._generation = 0
         self._max_width = 1
+        self._wrapped: LRUCache[tuple[int, bool, int, int], list[Strip]] = LRUCache(
+            STRIP_CACHE_ROWS)
+        self._layout_key: tuple[int, ...] | None = None
+        self._layout: list[tuple[int, int]] = []
 
     # -- data updates (called by LogView) ----------------------------------------------------
 
@@ -85,6 +92,7 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         """The view (filter, search, theme) changed: drop every cached strip."""
         self._generation += 1
         self._cache.clear()
+        self._wrapped.clear()
         self.virtual_size = Size(self._max_width, self.store.visible_count)
         self.refresh()
 
@@ -92,10 +100,23 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
         super().notify_style_update()
         self._styles = None
         self._cache.clear()
+        self._wrapped.clear()
 
     # -- rendering ----------------------------------------------------------------------------
 
+    def watch_wrap(self) -> None:
+        self._layout_key = None
+        self.scroll_to(x=0, animate=False, immediate=True)
+        self.refresh()
+
+    def scroll_sideways(self, columns: int) -> None:
+        """Move the view `columns` to the right (negative: left); not while wrapping."""
+        if not self.wrap:
+            self.scroll_to(x=max(0, self.scroll_x + columns), animate=False, immediate=True)
+
     def render_line(self, y: int) -> Strip:
+        if self.wrap:
+            return self._render_wrapped(y)
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
@@ -115,7 +136,58 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
             return Strip([*cut, Segment("…", tail)], width)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
-    def _render_row(self, index: int, *, selected: bool) -> Strip:
+    # -- wrapped rendering: a screen row is a piece of a log row -------------------------------
+
+    def _render_wrapped(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        layout = self._wrap_layout(width, self.scrollable_content_region.height)
+        if y >= len(layout):
+            return Strip.blank(width, self.rich_style)
+        index, piece = layout[y]
+        return self._pieces(index, width)[piece]
+
+    def _pieces(self, index: int, width: int) -> list[Strip]:
+        key = (self.store.row_id(index), index == self.cursor, self._generation, width)
+        pieces = self._wrapped.get(key)
+        if pieces is None:
+            text = self._row_text(index, selected=index == self.cursor)
+            text.no_wrap = False
+            lines = text.wrap(self.app.console, max(1, width)) or [Text("")]
+            pieces = [
+                Strip([Segment(s.text, s.style) for s in line.render(self.app.console)],
+                      line.cell_len).apply_style(self.rich_style).crop_extend(0, width,
+                                                                              self.rich_style)
+                for line in lines
+            ]
+            self._wrapped[key] = pieces
+        return pieces
+
+    def _wrap_layout(self, width: int, height: int) -> list[tuple[int, int]]:
+        """(row, piece) per screen row from the top row; the cursor's row is kept whole on
+        screen (following the end, the last rows' pieces fill the bottom)."""
+        total = self.store.visible_count
+        top = min(int(self.scroll_y), max(0, total - 1))
+        key = (top, height, width, self._generation, total, self.cursor,
+               self.store.row_id(total - 1) if total else -1)
+        if key == self._layout_key:
+            return self._layout
+        cursor = min(self.cursor, total - 1)
+        if total and cursor >= top:
+            # The first row from which the cursor's row still ends on screen.
+            rows, first = 0, cursor
+            while first >= 0 and rows + len(self._pieces(first, width)) <= height:
+                rows += len(self._pieces(first, width))
+                first -= 1
+            top = max(top, min(first + 1, cursor))
+        layout: list[tuple[int, int]] = []
+        index = top
+        while index < total and len(layout) < height:
+            layout.extend((index, piece) for piece in range(len(self._pieces(index, width))))
+            index += 1
+        self._layout_key, self._layout = key, layout[:height]
+        return self._layout
+
+    def _row_text(self, index: int, *, selected: bool) -> Text:
         event, line_index = self.store.row(index)
         line = event.lines[line_index]
         if len(line) > MAX_DISPLAY_CHARS:
@@ -130,6 +202,10 @@ class LogLines(ScrollView, can_focus=True, inherit_bindings=False):
                 "loglines--match", partial=True))
         if selected:
             text.stylize(self.get_component_rich_style("loglines--cursor", partial=True))
+        return text
+
+    def _render_row(self, index: int, *, selected: bool) -> Strip:
+        text = self._row_text(index, selected=selected)
         segments = [Segment(s.text, s.style) for s in text.render(self.app.console)]
         # Under the text, the widget's own background (else the terminal's shows through).
         return Strip(segments, text.cell_len).apply_style(self.rich_style)

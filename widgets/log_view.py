@@ -3,10 +3,11 @@
 The widget does no I/O. The app feeds it with `append_events(batch)` every 100-250 ms (the
 follower's batches); everything else is key bindings or methods the app may call.
 
-Keys: `/` search, `n`/`N` next/previous match, `f` filter by regex, `v` cycle minimum severity,
-`r` cycle rank, `escape` clear filter and search, `space` pause/follow, `end`/`G` jump to the end
-and follow, `up`/`down`/`pgup`/`pgdn`/`home` move, `d` toggle details, `y` copy the selected
-event (OSC 52).
+Keys (BINDINGS; `?` lists them): `/` filter by regex, `ctrl+f` search, `n`/`N` next/previous
+match, `l` cycle minimum level, `R` cycle rank, `o` show/fold the console's own polls, `w` wrap,
+`left`/`right` scroll long lines sideways, `escape` clear filter and search, `space`
+pause/follow, `end`/`G` jump to the end and follow, `up`/`down`/`pgup`/`pgdn`/`home` move,
+`enter` toggle details, `y` copy the selected event (OSC 52).
 """
 
 from __future__ import annotations
@@ -48,24 +49,42 @@ class LogView(Vertical):
     """
 
     BINDINGS = [
-        # Keys the app binds globally (r restart, f flags, d dashboard, s sweep) are left to it.
-        Binding("slash", "start_filter", "Filter", id="log-filter"),
-        Binding("ctrl+f,f3", "start_search", "Search", id="log-search"),
-        Binding("n", "search_next", "Next match", id="log-search-next"),
-        Binding("N", "search_prev", "Prev match", id="log-search-prev", show=False),
-        Binding("v", "cycle_severity", "Severity", id="log-severity"),
-        Binding("R", "cycle_rank", "Rank", id="log-rank", show=False),
-        Binding("o", "toggle_own", "Own polls", id="log-own", show=False),
-        Binding("escape", "clear", "Clear", id="log-clear", show=False),
-        Binding("space", "toggle_follow", "Follow/pause", id="log-follow"),
-        Binding("end,G", "follow_end", "End", id="log-end", show=False),
-        Binding("home", "home", "Top", id="log-home", show=False),
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("enter,i", "toggle_detail", "Details", id="log-detail"),
-        Binding("y", "copy_line", "Copy", id="log-copy"),
+        # Keys the app binds globally (r restart, f flags, d dashboard, s sweep, v GPU rows, m
+        # GPU metric) are left to it; the tooltips are what `?` lists for each key.
+        Binding("slash", "start_filter", "Filter", id="log-filter",
+                tooltip="Filter the log by regex (empty: none)"),
+        Binding("ctrl+f,f3", "start_search", "Search", id="log-search",
+                tooltip="Search by regex (pauses following)"),
+        Binding("n", "search_next", "Next match", id="log-search-next", tooltip="Next match"),
+        Binding("N", "search_prev", "Prev match", id="log-search-prev", show=False,
+                tooltip="Previous match"),
+        Binding("l", "cycle_severity", "Level", id="log-severity",
+                tooltip="Minimum level: all, info, warn, error"),
+        Binding("R", "cycle_rank", "Rank", id="log-rank", show=False,
+                tooltip="Only one rank's lines (TP0, TP1…), then all"),
+        Binding("o", "toggle_own", "Polls", id="log-own", show=False,
+                tooltip="Show or fold the console's own /ready /health /metrics polls"),
+        Binding("w", "toggle_wrap", "Wrap", id="log-wrap",
+                tooltip="Wrap long lines (else cut with … and scroll sideways)"),
+        Binding("left,less_than_sign", "sideways(-1)", "Left", id="log-left", show=False,
+                tooltip="Scroll long lines left (not wrapped)"),
+        Binding("right,greater_than_sign", "sideways(1)", "Right", id="log-right", show=False,
+                tooltip="Scroll long lines right (not wrapped)"),
+        Binding("escape", "clear", "Clear", id="log-clear", show=False,
+                tooltip="Clear the filter and the search"),
+        Binding("space", "toggle_follow", "Follow/pause", id="log-follow",
+                tooltip="Pause or follow the end"),
+        Binding("end,G", "follow_end", "End", id="log-end", show=False,
+                tooltip="Jump to the end and follow"),
+        Binding("home", "home", "Top", id="log-home", show=False, tooltip="First line"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, tooltip="Previous line"),
+        Binding("down,j", "cursor(1)", "Down", show=False, tooltip="Next line"),
+        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="Page up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="Page down"),
+        Binding("enter,i", "toggle_detail", "Details", id="log-detail",
+                tooltip="Show or hide the detail pane (why it matters, what to do)"),
+        Binding("y", "copy_line", "Copy", id="log-copy",
+                tooltip="Copy the selected event (OSC 52)"),
     ]
 
     follow: reactive[bool] = reactive(True)
@@ -191,6 +210,19 @@ class LogView(Vertical):
         options: list[frozenset[str] | None] = [None, *(frozenset({r}) for r in ranks)]
         position = options.index(flt.ranks) if flt.ranks in options else 0
         self.set_filter(flt.replace(ranks=options[(position + 1) % len(options)]))
+
+    def action_toggle_wrap(self) -> None:
+        self.lines.wrap = not self.lines.wrap
+        self._update_status()
+
+    def action_sideways(self, direction: int) -> None:
+        lines = self.lines
+        if lines.wrap:
+            self.message_text = "wrapped: nothing to scroll sideways (w: cut)"
+        else:
+            self.message_text = ""
+            lines.scroll_sideways(direction * max(8, lines.size.width // 2))
+        self._update_status()
 
     def action_toggle_own(self) -> None:
         """Show or fold the console's own access lines (/ready, /metrics... polls)."""
@@ -341,6 +373,10 @@ class LogView(Vertical):
         if not self.follow and store.visible_count:
             parts.append((f"  at {self.lines.cursor + 1}", ""))
         parts.append((f"  {store.visible_count}/{store.line_count} lines", ""))
+        if self.lines.wrap:
+            parts.append(("  wrap", "bold"))
+        elif self.lines.scroll_x:
+            parts.append((f"  ← col {int(self.lines.scroll_x) + 1}", "bold"))
         if store.filter.narrowing:
             parts.append((f"  filter: {store.filter.describe()}", "italic"))
         own = self.probes.per_minute

@@ -130,7 +130,7 @@ def _gen_label(stats: ServerStats) -> str:
     """The current rate, or, when nothing has generated for a while, that it is idle and what
     the last rate was (never an old rate as if it were current)."""
     if stats.gen_idle:
-        last = "" if stats.gen_last is None else f", was {stats.gen_last:.0f}"
+        last = f", was {stats.gen_last:.0f}" if stats.gen_last else ""
         return f"gen idle{last}"
     return f"gen {_num(stats.gen_throughput, '.0f')} tok/s"
 

@@ -23,14 +23,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from console.app.bindings import ACTIONS, BY_ID, app_bindings, effective_keys, unknown_keymap_ids
+from console.app.bindings import (
+    ACTIONS,
+    BY_ID,
+    HIDDEN_WHEN_UNAVAILABLE,
+    app_bindings,
+    effective_keys,
+    unknown_keymap_ids,
+)
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
-    FlagsOutcomeScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -77,6 +83,7 @@ from console.session.state import Clock, EventRecord, HostState, utc_now
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
+from widgets.log_view import LogView
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
 
@@ -365,21 +372,12 @@ class PlateauApp(App[int]):
             return "only one host configured"
         return None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        action_id = {
-            "restart": "restart",
-            "sweep": "sweep",
-            "cancel_sweep": "cancel-sweep",
-            "flags": "flags",
-            "ab": "ab",
-            "next_host": "next-host",
-            "pick_host": "hosts",
-        }.get(action)
-        if action_id is None or self.unavailable_reason(action_id) is None:
-            return True
-        if action_id in ("cancel-sweep", "next-host", "hosts"):
-            return False  # hidden: irrelevant now
-        return None  # shown greyed out: relevant, but not now
+    def footer_state(self, action_id: str) -> str:
+        """How the footer shows an action now: "enabled", "disabled" (relevant, not now: greyed,
+        and its key says why) or "hidden" (irrelevant now; its key still says why)."""
+        if self.unavailable_reason(action_id) is None:
+            return "enabled"
+        return "hidden" if action_id in HIDDEN_WHEN_UNAVAILABLE else "disabled"
 
     def run_action_id(self, action_id: str) -> None:
         self.call_later(self.run_action, BY_ID[action_id].action)
@@ -545,24 +543,39 @@ class PlateauApp(App[int]):
             name, self.config.profiles[name], schema,
             running_flags=adapters.running_flags(record, schema),
             existing_names=frozenset(self.config.profiles),
+            restart_blocked=self.unavailable_reason("restart"),
         )
         result = await self.push_screen_wait(editor)
         if result is None:
             return
+        if result.action == "save":
+            await self._save_edited(result)
+            return
+        # Restart with these flags: one confirmation that shows what will run.
+        if self._refuse("restart"):
+            return
         command = display_command(result.profile)
-        notes = [*result.warnings, f"validated against {session.host.name}'s --help"
-                 + (f" (sglang {schema.version})" if schema.version else "")]
-        choice = await self.push_screen_wait(
-            FlagsOutcomeScreen(result.name, command, change_lines(result), notes,
-                               self.unavailable_reason("restart"))
-        )
-        if not choice:
-            self.app_note("flags", f"edited profile {result.name} discarded")
+        validated = f"validated against {session.host.name}'s --help" + (
+            f" (sglang {schema.version})" if schema.version else "")
+        lines = [f"Restart the server on {session.host.name} with these flags?", "", command,
+                 "", *(change_lines(result) or ["no flag changes against the running server"]),
+                 *result.warnings, validated]
+        if not await self.push_screen_wait(ConfirmScreen("\n".join(lines))):
+            self.app_note("flags", f"edited flags of {name} discarded")
             return
-        if not self.add_profile(result.name, result.profile, persist=choice != "restart"):
-            return
-        if choice in ("restart", "save-restart"):
-            self.request_restart(session, result.name, command)
+        if self.add_profile(result.name, result.profile, persist=False):
+            self._send(session, "restart", result.name)
+
+    async def _save_edited(self, result: FlagsEditorResult) -> None:
+        """Save as profile; replacing an existing one asks first."""
+        if result.name in self.config.profiles:
+            where = ("saved in profiles.d" if (self.profiles_dir / f"{result.name}.toml").exists()
+                     else "from the config file, whose copy wins at the next start")
+            question = f"A profile called {result.name} exists ({where}). Replace it?"
+            if not await self.push_screen_wait(ConfirmScreen(question)):
+                self.app_note("flags", f"profile {result.name} kept as it was")
+                return
+        self.add_profile(result.name, result.profile, persist=True)
 
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to every session's list for this run; with `persist`, also write
@@ -621,6 +634,17 @@ class PlateauApp(App[int]):
         else:
             self.hidden_panels.add(panel)
 
+    def action_gpu(self, method: str) -> None:
+        """`m` / `v`: the GPU panel's own actions, whichever panel has the focus."""
+        screen = self.get_screen_dashboard()
+        action = getattr(screen.gpu_view, f"action_{method}", None) if screen else None
+        if not callable(action):
+            spec = next(s for s in ACTIONS if s.action == f"gpu('{method}')")
+            self.notify(f"{spec.description}: the GPU panel is on the dashboard (d)",
+                        severity="warning", markup=False)
+            return
+        action()
+
     def action_maximize(self) -> None:
         screen = self.get_screen_dashboard()
         if screen is not None:
@@ -638,10 +662,14 @@ class PlateauApp(App[int]):
         return screen if isinstance(screen, DashboardScreen) else None
 
     def action_next_host(self, step: int) -> None:
+        if self._refuse("next-host" if step > 0 else "prev-host"):
+            return
         index = self.host_names.index(self.active_host)
         self.switch_host(self.host_names[(index + step) % len(self.host_names)])
 
     def action_pick_host(self) -> None:
+        if self._refuse("hosts"):
+            return
         hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
 
         def picked(name: str | None) -> None:
@@ -677,8 +705,15 @@ class PlateauApp(App[int]):
             HelpScreen(
                 rows, Thresholds(ui.gpu_load_mid, ui.gpu_load_high, ui.gpu_interval_s,
                                  ui.log_max_lines),
+                sections=[("Log (when it has the focus: tab moves it, / goes there)",
+                           widget_help_rows(LogView.BINDINGS))],
             )
         )
+
+
+def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:
+    """A widget's own keys for `?` (its id, or its action when it has none)."""
+    return [HelpRow(b.id or b.action, b.key, b.tooltip or b.description) for b in bindings]
 
 
 def display_command(profile: ServerProfile) -> str:

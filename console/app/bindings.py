@@ -45,12 +45,20 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("toggle-sweep", "4", "toggle('sweep')", "Chart", "Show/hide the sweep chart", False),
     ActionSpec("maximize", "z", "maximize", "Zoom", "Maximise the focused panel (again: restore)"),
     ActionSpec(
+        "gpu-metric", "m", "gpu('cycle_metric')", "GPU metric",
+        "GPU panel: next history metric (whichever panel has the focus)", False,
+    ),
+    ActionSpec(
+        "gpu-rows", "v", "gpu('toggle_compact')", "GPU rows",
+        "GPU panel: compact or full rows (whichever panel has the focus)", False,
+    ),
+    ActionSpec(
         "next-host", "right_square_bracket,ctrl+n", "next_host(1)", "Next host",
         "Switch to the next host", key_display="]",
     ),
     ActionSpec(
-        "prev-host", "left_square_bracket,ctrl+b", "next_host(-1)", "Prev host",
-        "Switch to the previous host", False, key_display="[",
+        "prev-host", "left_square_bracket", "next_host(-1)", "Prev host",
+        "Switch to the previous host (no ctrl+b: that is tmux's prefix)", False, key_display="[",
     ),
     ActionSpec("hosts", "H", "pick_host", "Hosts", "Pick a host from a list", False),
     ActionSpec(
@@ -67,6 +75,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_ID = {spec.id: spec for spec in ACTIONS}
+
+# Irrelevant (not just unavailable) when they cannot act: left out of the footer, not greyed.
+HIDDEN_WHEN_UNAVAILABLE = frozenset({"cancel-sweep", "next-host", "prev-host", "hosts"})
 
 
 def app_bindings() -> list[Binding]:

@@ -1,5 +1,6 @@
-"""Running the console: interactively (`plateau [HOST]`, `plateau demo`) or headless
-(`plateau snapshot`). Builds one HostSession per configured host; closes them on exit."""
+"""Running the console: interactively (`plateau [HOST]`, `plateau demo`), on a recording
+(`plateau replay FILE`) or headless (`plateau snapshot`). Builds one HostSession per
+configured host (or one ReplaySession per recorded host); closes them on exit."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ from textual.pilot import Pilot
 from console.app.app import SCREENS, PlateauApp
 from console.app.screenshot import export_svg, export_text
 from console.config import LoadedConfig
+from console.config_models import PlateauConfig
 from console.errors import PlateauError, UsageError
+from console.session.recording import Recorder, Recording
+from console.session.replay import ReplaySession
 from console.session.service import HostSession
+from console.store.db import default_db_path
 
 
 @dataclass
@@ -29,6 +34,8 @@ class Launch:
     theme: str | None = None
     screen: str = "dashboard"
     profile_notes: tuple[str, ...] = ()
+    record: Path | None = None
+    """`--record FILE`: every session event goes to this recording as well."""
 
 
 def _with_saved_profiles(launch: Launch) -> None:
@@ -63,8 +70,6 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     if launch.store_path is None:
-        from console.store.db import default_db_path
-
         launch.store_path = default_db_path()
     sessions = [
         HostSession(
@@ -103,11 +108,59 @@ async def _shutdown(sessions: list[HostSession], active: str, stop_server: bool)
 
 async def run_console(launch: Launch) -> int:
     sessions, active = build_sessions(launch)
+    recorder = record_sessions(launch.record, sessions)
     app = _make_app(launch, sessions, active)
     try:
         await app.run_async()
     finally:
         await _shutdown(sessions, active, launch.stop_on_exit)
+        if recorder is not None:
+            recorder.close()
+    return int(app.return_code or 0)
+
+
+def record_sessions(path: Path | None, sessions: list[HostSession]) -> Recorder | None:
+    """Every event of `sessions` also goes to the recording at `path` (None: no recording)."""
+    if path is None:
+        return None
+    recorder = Recorder(path, [session.host for session in sessions])
+    for session in sessions:
+        session.observer = recorder.write
+    return recorder
+
+
+def replay_app(
+    recording: Recording, *, speed: float = 1.0, host: str | None = None,
+    theme: str | None = None,
+) -> tuple[PlateauApp, list[ReplaySession]]:
+    """The console on a recording: one ReplaySession per recorded host, played at `speed`."""
+    if not recording.hosts:
+        raise UsageError("the recording names no host")
+    # The recording carries no launch profiles (a replay launches nothing).
+    hosts = [h.model_copy(update={"profile": None}) for h in recording.hosts]
+    config = PlateauConfig(hosts=hosts)
+    try:
+        active = config.host(host).name
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    sessions = [
+        ReplaySession.from_recording(h, recording.for_host(h.name), speed) for h in hosts
+    ]
+    app = PlateauApp(LoadedConfig(config, None), sessions, active_host=active, theme=theme)
+    return app, sessions
+
+
+async def run_replay(
+    recording: Recording, *, speed: float = 1.0, host: str | None = None,
+    theme: str | None = None,
+) -> int:
+    app, sessions = replay_app(recording, speed=speed, host=host, theme=theme)
+    try:
+        await app.run_async()
+    finally:
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                await session.close()
     return int(app.return_code or 0)
 
 

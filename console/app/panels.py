@@ -45,16 +45,20 @@ def gpu_widget(ascii_only: bool, id: str = "gpu-view") -> GpuPanel:
     return GpuPanel(id=id, ascii_only=ascii_only)
 
 
-def show_gpus(widget: GpuPanel, header: GpuHeader | None, sample: GpuSample | None) -> None:
-    """Feed the GPU panel (either may be None)."""
+def show_gpus(
+    widget: GpuPanel, header: GpuHeader | None, samples: Sequence[GpuSample]
+) -> None:
+    """Feed the GPU panel the header (None: not yet known) and the samples it has not seen,
+    oldest first, so its history has every point even when several arrived between draws."""
     if not widget.is_mounted:
         # GpuPanel mounts its rows only once mounted (is_mounted is still False in on_mount).
-        widget.app.call_after_refresh(show_gpus, widget, header, sample)
+        widget.app.call_after_refresh(show_gpus, widget, header, samples)
         return
     if header is not None and widget.header is not header:
         widget.update_header(header)
-    if sample is not None and widget.sample is not sample:
-        widget.update_sample(sample)
+    for sample in samples:
+        if widget.sample is not sample:
+            widget.update_sample(sample)
 
 
 # -- server strip ---------------------------------------------------------------------------

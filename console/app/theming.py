@@ -145,6 +145,7 @@ def fallback_theme() -> Theme:
         "state-ready": "#5FB878",
         "state-starting": "#E5C04B",
         "state-failed": "#E0605A",
+        "panel-border": "#444C58",  # optional in theme files: this is its default
     }
     return Theme(
         name=DEFAULT_THEME,

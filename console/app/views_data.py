@@ -8,8 +8,7 @@ from pathlib import Path
 
 from console.bench.compare import Comparison, compare_runs
 from console.bench.verdict import Verdict, differing_flags, judge
-from console.commands.config_cmd import _flatten
-from console.config import LoadedConfig, redacted
+from console.config import LoadedConfig, flatten_config, redacted
 from console.session.state import HostState
 from console.store.db import RunStore
 from console.store.models import RunRecord, RunSummary
@@ -19,9 +18,8 @@ HISTORY_COLUMNS = ("run", "started", "status", "profile", "steps", "best total t
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     data = redacted(loaded.config.model_dump(mode="json"))
-    return [
-        (key, json.dumps(value), loaded.source_of(path)) for key, path, value in _flatten(data)
-    ]
+    rows = flatten_config(data)
+    return [(key, json.dumps(value), loaded.source_of(path)) for key, path, value in rows]
 
 
 def _open_store(path: Path | None) -> RunStore | None:

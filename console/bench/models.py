@@ -7,7 +7,7 @@ Every throughput field says what it counts: `output_tok_s` (generated tokens onl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -168,3 +168,33 @@ class SweepFinished:
 
 
 SweepEvent = SweepStarted | StepStarted | StepPhase | StepFinished | StepFailed | SweepFinished
+
+
+class RunMeta(BaseModel):
+    """What we know about the server and the workload when a run starts (stored with the run
+    by console.store)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = ""
+    server_url: str = ""
+    server_version: str = ""
+    profile: str = ""
+    flags: dict[str, Any] = {}
+    server_info: dict[str, Any] | None = None
+    spec: dict[str, Any] = {}
+    engine: str = "native"
+    label: str = ""
+
+
+class RunSink(Protocol):
+    """Where a sweep writes its run as it goes (console.store.db.RunStore implements it), so
+    the sweep runner needs no knowledge of the database: bench is below store."""
+
+    def create_run(self, meta: RunMeta) -> int: ...
+
+    def add_step(self, run_id: int, step: StepResult) -> None: ...
+
+    def finish_run(
+        self, run_id: int, status: Literal["finished", "failed", "cancelled"]
+    ) -> None: ...

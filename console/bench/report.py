@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from console.bench.compare import Comparison
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
-from console.store.models import RunSummary
 
 
-def _f(value: float | None, digits: int = 1) -> str:
+def number_cell(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
@@ -63,16 +61,16 @@ def step_cells(step: StepResult) -> list[str]:
     return [
         str(step.concurrency),
         str(step.repeat),
-        _f(m.request_per_s, 2),
-        _f(m.output_tok_s),
-        _f(m.total_tok_s),
-        _f(steady),
-        _f(m.ttft_ms.p50),
-        _f(m.ttft_ms.p99),
-        _f(m.itl_ms.p50, 2),
-        _f(m.tpot_ms.p50, 2),
-        _f(m.e2e_ms.p50),
-        _f(m.measured_concurrency),
+        number_cell(m.request_per_s, 2),
+        number_cell(m.output_tok_s),
+        number_cell(m.total_tok_s),
+        number_cell(steady),
+        number_cell(m.ttft_ms.p50),
+        number_cell(m.ttft_ms.p99),
+        number_cell(m.itl_ms.p50, 2),
+        number_cell(m.tpot_ms.p50, 2),
+        number_cell(m.e2e_ms.p50),
+        number_cell(m.measured_concurrency),
         str(m.errors),
         status,
     ]
@@ -80,37 +78,6 @@ def step_cells(step: StepResult) -> list[str]:
 
 def steps_table(steps: Sequence[StepResult]) -> str:
     return table(STEP_HEADERS, [step_cells(s) for s in steps])
-
-
-def history_table(runs: Sequence[RunSummary]) -> str:
-    headers = (
-        "run",
-        "started",
-        "status",
-        "steps ok/failed",
-        "best total tok/s",
-        "best output tok/s",
-        "engine",
-        "host / profile / label",
-    )
-    rows = []
-    for run in runs:
-        meta = run.meta
-        started = datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M")
-        where = " / ".join(x for x in (meta.host or meta.server_url, meta.profile, meta.label) if x)
-        rows.append(
-            [
-                str(run.id),
-                started,
-                run.status,
-                f"{run.steps_ok}/{run.steps_failed}",
-                _f(run.best_total_tok_s),
-                _f(run.best_output_tok_s),
-                meta.engine,
-                where or "-",
-            ]
-        )
-    return table(headers, rows)
 
 
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
@@ -128,8 +95,8 @@ def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRI
         for name in metrics:
             d = row.get(name)
             cells += [
-                _f(d.a),
-                _f(d.b),
+                number_cell(d.a),
+                number_cell(d.b),
                 "-" if d.delta is None else f"{d.delta:+,.1f}",
                 "-" if d.pct is None else f"{d.pct:+.1f}%",
             ]
@@ -148,8 +115,8 @@ def verdict_table(verdict: Verdict) -> str:
         [
             str(p.concurrency),
             f"{p.n_a}/{p.n_b}",
-            _f(p.mean_a),
-            _f(p.mean_b),
+            number_cell(p.mean_a),
+            number_cell(p.mean_b),
             p.interval,
             p.word + (" (no steady state)" if p.no_steady_state else ""),
         ]

@@ -22,6 +22,8 @@ import httpx
 
 from console.bench.engines import Engine, StepError
 from console.bench.models import (
+    RunMeta,
+    RunSink,
     StepFailed,
     StepFinished,
     StepPhase,
@@ -33,10 +35,9 @@ from console.bench.models import (
 )
 from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
+from console.errors import StoreError
 from console.host.transport import Transport
-from console.store.db import RunStore, StoreError
-from console.store.models import RunMeta
-from console.store.redact import redact_server_info
+from console.server.redact import redact_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -99,7 +100,7 @@ async def run_sweep(
     base_url: str,
     *,
     engine: Engine,
-    store: RunStore | None = None,
+    store: RunSink | None = None,
     meta: RunMeta | None = None,
     on_event: Callable[[SweepEvent], None] | None = None,
     log_tail: LogTail | None = None,

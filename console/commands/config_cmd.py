@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from console.config import LoadedConfig, discover_config_path, load_config, redacted
+from console.config import (
+    LoadedConfig,
+    discover_config_path,
+    flatten_config,
+    load_config,
+    redacted,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,12 +43,12 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         rows = [
             {"key": key, "value": value, "source": loaded.source_of(path)}
-            for key, path, value in _flatten(data)
+            for key, path, value in flatten_config(data)
         ]
         print(json.dumps({"file": str(loaded.path) if loaded.path else None, "values": rows}))
         return 0
     print(f"# config: {loaded.path or 'none'} (from {reason})")
-    for key, path, value in _flatten(data):
+    for key, path, value in flatten_config(data):
         print(f"{key} = {json.dumps(value)}    # {_source(loaded, path)}")
     return 0
 
@@ -52,18 +57,3 @@ def _source(loaded: LoadedConfig, path: tuple[str | int, ...]) -> str:
     return loaded.source_of(path)
 
 
-def _flatten(
-    value: Any, prefix: str = "", path: tuple[str | int, ...] = ()
-) -> list[tuple[str, tuple[str | int, ...], Any]]:
-    """Leaf values with dotted keys; lists of scalars stay whole."""
-    if isinstance(value, dict) and value:
-        rows = []
-        for key, item in value.items():
-            rows += _flatten(item, f"{prefix}.{key}" if prefix else str(key), (*path, key))
-        return rows
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        rows = []
-        for index, item in enumerate(value):
-            rows += _flatten(item, f"{prefix}[{index}]", (*path, index))
-        return rows
-    return [(prefix, path, value)]

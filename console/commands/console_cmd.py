@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from console.config import load_config
 
@@ -15,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--screen", default="dashboard",
         help="screen to open: dashboard, history, compare, topology, events, config",
     )
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="also record the session to FILE (plateau replay FILE)")
     parser.set_defaults(handler=_run)
 
 
@@ -23,5 +26,5 @@ async def _run(args: argparse.Namespace) -> int:
 
     loaded = load_config(args.config)
     return await run_console(
-        Launch(loaded, host=args.host, theme=args.theme, screen=args.screen)
+        Launch(loaded, host=args.host, theme=args.theme, screen=args.screen, record=args.record)
     )

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--run-dir", type=Path, help="where logs go (default: a temp dir)")
     parser.add_argument("--theme", help="theme for this run")
     parser.add_argument("--keep-server", action="store_true", help="leave the server running")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="also record the session to FILE (plateau replay FILE)")
     parser.set_defaults(handler=_run)
 
 
@@ -38,5 +40,6 @@ async def _run(args: argparse.Namespace) -> int:
         stop_on_exit=not args.keep_server,
         store_path=_run_dir / "history.sqlite",
         theme=args.theme,
+        record=args.record,
     )
     return await run_console(launch)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from datetime import datetime
 
-from console.bench.report import history_table, steps_table
+from console.bench.report import number_cell, steps_table, table
 from console.commands import argtypes
 from console.errors import UsageError
 from console.store.db import RunStore
 from console.store.export import EXPORTERS, _finite
+from console.store.models import RunSummary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,3 +68,34 @@ def _handle(args: argparse.Namespace) -> int:
         else:
             print(history_table(runs))
     return 0
+
+
+def history_table(runs: Sequence[RunSummary]) -> str:
+    headers = (
+        "run",
+        "started",
+        "status",
+        "steps ok/failed",
+        "best total tok/s",
+        "best output tok/s",
+        "engine",
+        "host / profile / label",
+    )
+    rows = []
+    for run in runs:
+        meta = run.meta
+        started = datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M")
+        where = " / ".join(x for x in (meta.host or meta.server_url, meta.profile, meta.label) if x)
+        rows.append(
+            [
+                str(run.id),
+                started,
+                run.status,
+                f"{run.steps_ok}/{run.steps_failed}",
+                number_cell(run.best_total_tok_s),
+                number_cell(run.best_output_tok_s),
+                meta.engine,
+                where or "-",
+            ]
+        )
+    return table(headers, rows)

@@ -28,6 +28,15 @@ from console.logs.batch_stats import parse_batch_message
 from console.logs.line_format import PREFIX
 from console.logs.metrics import parse_metrics
 
+# The common 0.5.x shapes in one search each (reference §2.2, §2.3); any other shape (spec
+# decoding, hybrid pools, PD, MFU fields) goes through the general key: value parser.
+_DECODE_FAST = re.compile(
+    r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #token: \d+, token usage: ([\d.]+), "
+    r"(?:[^,]+, )*?cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), "
+    r"#queue-req: (\d+)")
+_PREFILL_FAST = re.compile(
+    r"Prefill batch(?: \[\d+\])?, #new-seq: (\d+), #new-token: (\d+), #cached-token: \d+, "
+    r"token usage: ([\d.]+), #running-req: (\d+), #queue-req: (\d+)")
 _RETRACT = re.compile(r"KV cache pool is full\. Retract requests\. #retracted_reqs: (\d+)")
 _REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
 _CAPTURE_END = re.compile(r"Capture target decode CUDA graph end\. bs=\[([0-9, ]*)\]")
@@ -57,19 +66,30 @@ def step_evidence(
     gpu: Sequence[GpuPoint] = (),
 ) -> StepEvidence:
     """One step's evidence from the lines read during it and the samples taken in it."""
-    decode: list[DecodePoint] = []
-    prefill: list[PrefillPoint] = []
+    decode: list[tuple[Any, ...]] = []
+    prefill: list[tuple[Any, ...]] = []
     retract_lines = 0
     retracted = 0
     warnings: list[str] = []
+    decode_search, prefill_search = _DECODE_FAST.search, _PREFILL_FAST.search
     for line in lines:
         if "batch" in line:
-            point = _batch_point(line)
+            found = decode_search(line)
+            if found is not None:
+                run, usage, graph, gen, queue = found.groups()
+                decode.append((int(run), int(queue), float(usage), graph == "True", float(gen)))
+                continue
+            found = prefill_search(line)
+            if found is not None:
+                seq, tok, usage, run, queue = found.groups()
+                prefill.append((int(seq), int(tok), int(run), int(queue), float(usage)))
+                continue
+            point = _batch_point(line)  # another shape: the general parser
             if isinstance(point, DecodePoint):
-                decode.append(point)
+                decode.append(tuple(point))
                 continue
             if isinstance(point, PrefillPoint):
-                prefill.append(point)
+                prefill.append(tuple(point))
                 continue
         if "KV cache pool is full" in line:
             retract_lines += 1
@@ -84,8 +104,8 @@ def step_evidence(
         concurrency=step.concurrency,
         started_at=step.started_at,
         finished_at=step.finished_at,
-        decode=decode,
-        prefill=prefill,
+        decode_rows=decode,
+        prefill_rows=prefill,
         retract_lines=retract_lines,
         retracted_reqs=retracted,
         log_lines=len(lines),
@@ -102,16 +122,16 @@ def _inside(t: float, window: tuple[float, float]) -> bool:
 
 
 def _batch_point(line: str) -> DecodePoint | PrefillPoint | None:
+    if "Decode batch" not in line and "Prefill batch" not in line:
+        return None
     stats = parse_batch_message(message_of(line))
     if stats is None or stats.running_reqs is None:
         return None
     if stats.kind == "decode":
-        return DecodePoint(running=stats.running_reqs, queue=stats.queue_reqs or 0,
-                           token_usage=stats.token_usage, cuda_graph=stats.cuda_graph,
-                           gen_throughput=stats.gen_throughput)
-    return PrefillPoint(new_seq=stats.new_seq or 0, new_token=stats.new_token or 0,
-                        running=stats.running_reqs, queue=stats.queue_reqs or 0,
-                        token_usage=stats.token_usage)
+        return DecodePoint(stats.running_reqs, stats.queue_reqs or 0, stats.token_usage,
+                           stats.cuda_graph, stats.gen_throughput)
+    return PrefillPoint(stats.new_seq or 0, stats.new_token or 0, stats.running_reqs,
+                        stats.queue_reqs or 0, stats.token_usage)
 
 
 def client_record(step: StepResult) -> ClientRecord | None:

@@ -7,7 +7,8 @@ each sample stamped with the unix time it was taken.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,7 +17,7 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class DecodePoint(Frozen):
+class DecodePoint(NamedTuple):
     """One `Decode batch` line."""
 
     running: int
@@ -26,7 +27,7 @@ class DecodePoint(Frozen):
     gen_throughput: float | None = None
 
 
-class PrefillPoint(Frozen):
+class PrefillPoint(NamedTuple):
     """One `Prefill batch` line."""
 
     new_seq: int
@@ -82,8 +83,9 @@ class StepEvidence(Frozen):
     concurrency: int
     started_at: float
     finished_at: float
-    decode: list[DecodePoint] = []
-    prefill: list[PrefillPoint] = []
+    # One row per batch line, stored as plain lists (tens of thousands per step stay cheap).
+    decode_rows: list[tuple[int, int, float | None, bool | None, float | None]] = []
+    prefill_rows: list[tuple[int, int, int, int, float | None]] = []
     retract_lines: int = 0
     retracted_reqs: int = 0
     log_lines: int = 0  # SGLang lines read in the window (all kinds)
@@ -91,6 +93,14 @@ class StepEvidence(Frozen):
     metrics: list[MetricsPoint] = []
     gpu: list[GpuPoint] = []
     client: ClientRecord | None = None
+
+    @cached_property
+    def decode(self) -> list[DecodePoint]:
+        return [DecodePoint(*row) for row in self.decode_rows]
+
+    @cached_property
+    def prefill(self) -> list[PrefillPoint]:
+        return [PrefillPoint(*row) for row in self.prefill_rows]
 
 
 class StartupFacts(Frozen):

@@ -219,7 +219,18 @@ def validate_profile(
         seen[spec.name] = use.name
         for issue in _check_value(spec, use):
             out.issues.append(issue)
+    _known_bad(uses, out)
     return ValidationReport(tuple(out.issues), checked_against)
+
+
+def _known_bad(uses: list[FlagUse], out: _Collector) -> None:
+    """Flag combinations with known failures on some GPUs (console/diagnose/known_bad.toml):
+    a warning with its source, the launch still goes ahead."""
+    from console.diagnose.known_bad import check_flags
+
+    flags = {use.name: (use.values[0] if use.values else True) for use in uses}
+    for combo in check_flags(flags):
+        out.warn("known-bad", combo.warning(), next(iter(combo.flags)), combo.hint)
 
 
 def guarded_target(name: str, schema: FlagSchema | None) -> str | None:

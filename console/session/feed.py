@@ -4,7 +4,7 @@ the one consumer (the app's pump) to drain."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from console.session.events import SessionEvent
 from console.session.state import HostState
@@ -15,9 +15,13 @@ class EventFeed:
 
     state: HostState
     _queue: asyncio.Queue[SessionEvent | None]
+    observer: Callable[[SessionEvent], None] | None = None
+    """Sees every event as it is emitted (a Recorder writing `--record FILE`)."""
 
     def emit(self, event: SessionEvent) -> None:
         self.state.apply(event)
+        if self.observer is not None:
+            self.observer(event)
         self._queue.put_nowait(event)
 
     async def events(self) -> AsyncIterator[SessionEvent]:

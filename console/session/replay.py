@@ -1,9 +1,11 @@
-"""A session that plays a fixed list of events: recorded sessions, the deterministic data of
-snapshot tests, and looking at a host's state after the fact. Commands are recorded, not run."""
+"""A session that plays a fixed list of events: recorded sessions (`plateau replay FILE`), the
+deterministic data of snapshot tests, and looking at a host's state after the fact. Commands
+are noted, not run."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -12,6 +14,7 @@ from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent
 from console.session.feed import EventFeed
+from console.session.recording import RecordedEvent
 from console.session.state import Clock, HostState, utc_now
 
 
@@ -23,7 +26,12 @@ class ReplaySession(EventFeed):
     state: HostState = field(init=False)
     commands: list[tuple[str, str | None]] = field(default_factory=list)
     profiles: dict[str, ServerProfile] = field(default_factory=dict)
+    timeline: list[RecordedEvent] = field(default_factory=list)
+    """Recorded events with their times: played after `script`, at `speed` x real time."""
+    speed: float = 1.0
+    """1: as recorded; 4: four times faster; 0: all at once."""
     _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
+    _player: asyncio.Task[None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.state = HostState(self.host.name, clock=self.clock)
@@ -35,9 +43,34 @@ class ReplaySession(EventFeed):
     ) -> ReplaySession:
         return cls(host=host, script=list(events), clock=clock)
 
+    @classmethod
+    def from_recording(
+        cls, host: HostConfig, timeline: list[RecordedEvent], speed: float = 1.0
+    ) -> ReplaySession:
+        return cls(host=host, timeline=timeline, speed=speed)
+
     async def start(self) -> None:
         for event in self.script:
             self.feed(event)
+        if self.timeline:
+            self._player = asyncio.ensure_future(self._play())
+
+    async def _play(self) -> None:
+        """Each recorded event at its time (divided by `speed`) after the replay began."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        for recorded in self.timeline:
+            if self.speed > 0:
+                delay = began + recorded.at_s / self.speed - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            self.feed(recorded.event)
+        self.feed(Problem(self.host.name, "replay", "end of the recording", level="info"))
+
+    @property
+    def finished(self) -> bool:
+        """Every recorded event has been played."""
+        return self._player is None or self._player.done()
 
     def feed(self, event: SessionEvent) -> None:
         """Fold an event into state and hand it to the consumer (tests push more this way)."""
@@ -78,4 +111,8 @@ class ReplaySession(EventFeed):
         )
 
     async def close(self) -> None:
+        if self._player is not None:
+            self._player.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._player
         self.end_events()

@@ -45,6 +45,7 @@ ServerState = ServerStateName
 
 LOG_RING = 5_000
 EVENT_LOG_MAX = 2_000
+GPU_RING = 240  # as long as the GPU panel's history (widgets.gpu_panel.HISTORY_LEN)
 
 
 def utc_now() -> datetime:
@@ -99,6 +100,10 @@ class HostState:
     connection: ConnectionStatus = "connecting"
     connection_detail: str = ""
     gpu_sample: GpuSample | None = None
+    # The recent samples, so a panel that missed some (drawn after several arrived, a replay
+    # played fast, a host switched to) still gets every point of its history.
+    gpu_samples: deque[GpuSample] = field(default_factory=lambda: deque(maxlen=GPU_RING))
+    gpu_total: int = 0
     gpus_at: datetime | None = None
     gpu_header: GpuHeader | None = None
     log: deque[LogEvent] = field(default_factory=lambda: deque(maxlen=LOG_RING))
@@ -133,6 +138,8 @@ class HostState:
         match event:
             case GpuUpdate():
                 self.gpu_sample = event.sample
+                self.gpu_samples.append(event.sample)
+                self.gpu_total += 1
                 self.gpus_at = event.at
                 self.bump("gpus")
                 return ("gpus",)

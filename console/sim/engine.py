@@ -207,6 +207,7 @@ class Engine(BaseEngine):
         self.rng = self.tokens.rng
         self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
+        self._decode_turn = False
 
     # ---- scheduling -------------------------------------------------------------------------
     def _reserved_future(self, extra: list[Req]) -> float:
@@ -294,7 +295,15 @@ class Engine(BaseEngine):
             # GPU down: the next step starts where the last one ended, and the steps catch up.
             # Only when far behind (the process was stopped) does the clock resync.
             start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
-            done, new_tokens, partial = self._schedule_prefill()
+            # A chunked prompt yields one decode step to the running batch between its chunks
+            # (SGLang schedules the rest of a chunked request in a later iteration), so the
+            # chunk size bounds how long decode stalls: the TTFT/ITL trade-off of
+            # --chunked-prefill-size (plateau-causes.md, "Chunked prefill").
+            if self._decode_turn and self.running:
+                done, new_tokens, partial = [], 0, []
+            else:
+                done, new_tokens, partial = self._schedule_prefill()
+            self._decode_turn = bool(partial)
             if new_tokens:
                 seqs = len(done) + len(partial)
                 duration = self.profile.prefill_seconds(

@@ -18,9 +18,9 @@ from typing import Any
 import platformdirs
 
 from console.bench.models import StepResult
-from console.errors import PlateauError
+from console.errors import StoreError
+from console.server.redact import redact_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
-from console.store.redact import redact_server_info
 from console.text import redact_secrets
 
 ENV_VAR = "PLATEAU_DB"
@@ -122,11 +122,6 @@ def _migrate(db: sqlite3.Connection) -> None:
         if column not in have:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-class StoreError(PlateauError):
-    """The history database cannot be opened or written (not SQLite, read-only, disk full,
-    a directory...)."""
 
 
 def _why(exc: BaseException) -> str:

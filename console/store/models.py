@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from console.bench.models import StepResult
+from console.bench.models import RunMeta, StepResult
+
+__all__ = ["RunMeta", "RunRecord", "RunStatus", "RunSummary", "StepResult"]
 
 RunStatus = Literal["running", "finished", "failed", "cancelled", "interrupted"]
-
-
-class RunMeta(BaseModel):
-    """What we know about the server and the workload when a run starts."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = ""
-    server_url: str = ""
-    server_version: str = ""
-    profile: str = ""
-    flags: dict[str, Any] = {}
-    server_info: dict[str, Any] | None = None
-    spec: dict[str, Any] = {}
-    engine: str = "native"
-    label: str = ""
 
 
 class RunSummary(BaseModel):

@@ -19,11 +19,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
 
 from console.app import panels
-from console.app.bindings import ACTIONS
+from console.app.footer import PlateauFooter
 from console.session.state import HostState
 from widgets.header import PlateauHeader
 
@@ -138,51 +136,7 @@ def plan_layout(
     )
 
 
-# Footer order: what an operator reaches for first, so a narrow footer cuts the rarest keys.
-_FOOTER_FIRST = ("restart", "sweep", "cancel-sweep", "flags", "ab", "filter", "maximize",
-                 "help", "quit")
-_FOOTER_RANK = {
-    spec.id: rank
-    for rank, spec in enumerate(
-        [*(s for i in _FOOTER_FIRST for s in ACTIONS if s.id == i),
-         *(s for s in ACTIONS if s.id not in _FOOTER_FIRST)]
-    )
-}
-
-
 _TITLES = {"gpus": "GPUs", "server": "Server", "log": "Log", "sweep": "Sweep"}
-
-
-class DashboardFooter(Footer):
-    """The footer with the console's keys first (most used first), the focused panel's own
-    keys after them; compact spacing below 120 columns."""
-
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
-            return
-        active = list(self.screen.active_bindings.values())
-        order = {id(a): n for n, a in enumerate(active)}
-
-        def rank(item: Any) -> tuple[int, int]:
-            binding_id = item.binding.id
-            if item.node is self.app and binding_id in _FOOTER_RANK:
-                return (0, _FOOTER_RANK[binding_id])
-            return (1, order[id(item)])
-
-        seen: set[str] = set()
-        for item in sorted(active, key=rank):
-            binding = item.binding
-            if not binding.show or binding.action in seen:
-                continue
-            seen.add(binding.action)
-            yield FooterKey(
-                binding.key,
-                self.app.get_key_display(binding),
-                binding.description,
-                binding.action,
-                disabled=not item.enabled,
-                tooltip=item.tooltip,
-            ).data_bind(compact=Footer.compact)
 
 
 class Panel(Vertical):
@@ -210,7 +164,7 @@ class DashboardScreen(Screen[None]):
         with Panel(id="sweep", classes="panel") as sweep:
             sweep.border_title = "Sweep"
             yield panels.sweep_widget(ui.ascii)
-        yield DashboardFooter()
+        yield PlateauFooter()
 
     def on_mount(self) -> None:
         self._views: dict[str, Any] = {
@@ -221,6 +175,7 @@ class DashboardScreen(Screen[None]):
         }
         self._rendered_host: str | None = None
         self._log_seen = 0
+        self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
         self._layout: DashLayout | None = None
@@ -285,7 +240,7 @@ class DashboardScreen(Screen[None]):
         server_view.set_class(plan.server_dense, "-dense")
         server_view.set_class(plan.server_scale == 2, "-tall-2")
         server_view.set_class(plan.server_scale == 3, "-tall-3")
-        self.query_one(DashboardFooter).compact = plan.narrow
+        self.query_one(PlateauFooter).compact = plan.narrow
         # A title rule has no corner to space the title from: pad it ourselves.
         for panel in (gpus, server, log, sweep):
             name = _TITLES[panel.id or ""]
@@ -335,7 +290,10 @@ class DashboardScreen(Screen[None]):
             self._note_shape(state)
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, state.gpu_sample)
+                missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
+                fresh = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, fresh)
+                self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
             if full:
@@ -363,6 +321,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new
+        self._gpu_seen = 0  # the new panel gets the host's whole recent history
         self._watch_gpu_view(new)
         self._layout = None
         self._apply_layout()
@@ -397,6 +356,10 @@ class DashboardScreen(Screen[None]):
                 return node
             node = node.parent  # type: ignore[assignment]
         return None
+
+    @property
+    def gpu_view(self) -> Widget:
+        return self._views["gpus"]  # type: ignore[no-any-return]
 
     def focus_log(self) -> Any:
         view = self._views["log"]

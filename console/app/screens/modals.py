@@ -1,5 +1,4 @@
-"""Modal screens: help, host picker, the flags editor's outcome, the A/B picker, the unknown
-host key question."""
+"""Modal screens: help, host picker, the A/B picker, the unknown host key question."""
 
 from __future__ import annotations
 
@@ -23,14 +22,19 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close"),
     ]
 
-    def __init__(self, rows: Sequence[HelpRow], thresholds: Thresholds) -> None:
+    def __init__(
+        self,
+        rows: Sequence[HelpRow],
+        thresholds: Thresholds,
+        sections: Sequence[tuple[str, Sequence[HelpRow]]] = (),
+    ) -> None:
         super().__init__()
-        self.rows, self.thresholds = rows, thresholds
+        self.rows, self.thresholds, self.sections = rows, thresholds, sections
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "Help — esc to close"
-            yield HelpPanel(self.rows, self.thresholds)
+            yield HelpPanel(self.rows, self.thresholds, sections=self.sections)
 
 
 class HostPicker(ModalScreen[str | None]):
@@ -55,54 +59,6 @@ class HostPicker(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
-
-
-class FlagsOutcomeScreen(ModalScreen[str | None]):
-    """After the flags editor: the effective command line, what changed, what validation
-    says; then restart with it (kept for this run), save it as a profile, or both."""
-
-    BINDINGS = [
-        Binding("r", "choose('restart')", "Restart with it", id="flags-restart"),
-        Binding("s", "choose('save')", "Save as profile", id="flags-save"),
-        Binding("b", "choose('save-restart')", "Save and restart", id="flags-both"),
-        Binding("escape,n", "choose('')", "Discard", id="flags-discard"),
-    ]
-
-    def __init__(
-        self,
-        name: str,
-        command: str,
-        changes: Sequence[str],
-        notes: Sequence[str],
-        restart_blocked: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.profile_name, self.command = name, command
-        self.changes, self.notes = list(changes), list(notes)
-        self.restart_blocked = restart_blocked
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="outcome-box") as box:
-            box.border_title = f"Profile {self.profile_name}"
-            yield Static(Text("Effective command line:", style="bold"))
-            yield Static(Text(self.command), id="outcome-command")
-            changes = "\n".join(self.changes) or "no flag changes against the running server"
-            yield Static(Text(changes), id="outcome-changes")
-            if self.notes:
-                yield Static(Text("\n".join(self.notes), style="yellow"), id="outcome-notes")
-            keys = "s: save as profile   esc: discard"
-            if self.restart_blocked is None:
-                keys = "r: restart with it   b: save and restart   " + keys
-            else:
-                keys = f"(restart unavailable: {self.restart_blocked})   " + keys
-            yield Static(Text(keys), classes="confirm-keys")
-
-    def action_choose(self, choice: str) -> None:
-        if choice in ("restart", "save-restart") and self.restart_blocked is not None:
-            self.notify(f"restart unavailable: {self.restart_blocked}", severity="warning",
-                        markup=False)
-            return
-        self.dismiss(choice or None)
 
 
 class ABPicker(ModalScreen[tuple[str, str, str] | None]):

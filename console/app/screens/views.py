@@ -9,9 +9,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.app import views_data
+from console.app.footer import PlateauFooter
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
 from console.session.state import HostState
@@ -35,7 +36,7 @@ class HostScreen(Screen[None]):
         yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
         yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
         yield from self.compose_body()
-        yield Footer()
+        yield PlateauFooter()
 
     def compose_body(self) -> ComposeResult:
         yield from ()

@@ -1,0 +1,85 @@
+"""The console's footer: its keys by importance, as many as fit the width, the rest in `?`.
+
+Keys that cannot act now stay greyed (relevant, not now: `r` during a sweep) or are left out
+(irrelevant now: `x` without a sweep, `]` with one host); pressed anyway, each says why (the
+app's `_refuse`). The widths are Textual's FooterKey ones: `key desc` plus padding (3 cells)
+or, compact below 120 columns, plus a 1-cell gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
+
+from console.app.bindings import ACTIONS
+
+# What an operator reaches for first, so a narrow footer drops the rarest keys. `?` always has
+# its room: it lists everything the footer had none for.
+FOOTER_FIRST = ("restart", "sweep", "cancel-sweep", "flags", "ab", "filter", "help", "quit",
+                "maximize", "history", "compare", "events", "dashboard", "config", "topology")
+ALWAYS = "help"
+_RANK = {
+    spec.id: rank
+    for rank, spec in enumerate(
+        [*(s for i in FOOTER_FIRST for s in ACTIONS if s.id == i),
+         *(s for s in ACTIONS if s.id not in FOOTER_FIRST)]
+    )
+}
+
+
+def key_cells(key_display: str, description: str, *, compact: bool) -> int:
+    """Cells one footer key takes (Textual's FooterKey padding and margins)."""
+    return len(key_display) + len(description) + (2 if compact else 3)
+
+
+class PlateauFooter(Footer):
+    """The footer of every console screen: app keys by rank, then the focused widget's."""
+
+    def on_resize(self) -> None:
+        self.refresh(recompose=True)
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        app: Any = self.app
+        reason = getattr(app, "unavailable_reason", lambda _id: None)
+        state = getattr(app, "footer_state", lambda _id: "enabled")
+        active = list(self.screen.active_bindings.values())
+        order = {id(a): n for n, a in enumerate(active)}
+
+        def rank(item: Any) -> tuple[int, int]:
+            binding_id = item.binding.id
+            if item.node is app and binding_id in _RANK:
+                return (0, _RANK[binding_id])
+            return (1, order[id(item)])
+
+        room = self.size.width or app.size.width
+        chosen: list[tuple[Any, str, str | None]] = []
+        seen: set[str] = set()
+        for item in sorted(active, key=rank):
+            binding = item.binding
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            own = item.node is app and binding.id
+            if own and state(binding.id) == "hidden":
+                continue
+            why = reason(binding.id) if own else None
+            chosen.append((item, app.get_key_display(binding), why))
+        cells = [key_cells(d, i.binding.description, compact=self.compact) for i, d, _ in chosen]
+        room -= sum(c for (i, _, _), c in zip(chosen, cells, strict=True)
+                    if i.binding.id == ALWAYS)
+        for (item, display, why), width in zip(chosen, cells, strict=True):
+            binding = item.binding
+            if binding.id != ALWAYS:
+                if width > room:
+                    continue  # no room: `?` lists it
+                room -= width
+            yield FooterKey(
+                binding.key, display, binding.description, binding.action,
+                disabled=not item.enabled or why is not None,
+                tooltip=why or item.tooltip,
+            ).data_bind(compact=Footer.compact)

@@ -1,0 +1,163 @@
+"""Recording a session's event feed to a file, and reading it back for a replay.
+
+A recording is JSON lines: a header (format version, the hosts, when it started), then one
+line per session event: seconds since the start, the event's type name and its fields. Every
+event and payload is a typed dataclass or pydantic model, so pydantic writes and validates
+them; a file from elsewhere is checked line by line and a bad line is named, never trusted:
+every string read back is sanitised again (a crafted file must not reach the terminal with
+escapes), and no secret is written (log lines are redacted where they enter the core; host
+entries keep no key file paths).
+An operator hands an incident to a colleague as this file (`plateau replay FILE`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from console.config_models import HostConfig
+from console.errors import UsageError
+from console.session import events as ev
+from console.session.events import SessionEvent
+from console.text import sanitize
+
+FORMAT = "plateau-recording"
+_PRIVATE_HOST_FIELDS = {"identity_files", "known_hosts_file"}
+VERSION = 1
+
+EVENT_TYPES: dict[str, type[SessionEvent]] = {
+    cls.__name__: cls  # type: ignore[misc]
+    for cls in (
+        ev.ConnectionChanged, ev.GpuUpdate, ev.TopologyUpdate, ev.LogBatch, ev.ServerStats,
+        ev.ServerStatus, ev.SweepProgress, ev.SweepPointDone, ev.SweepDone, ev.ABUpdate,
+        ev.HostKeyUnknown, ev.HostKeyChanged, ev.Problem,
+    )
+}
+
+
+@cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(EVENT_TYPES[name])
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    at_s: float
+    """Seconds since the recording started."""
+    event: SessionEvent
+
+
+@dataclass(frozen=True)
+class Recording:
+    hosts: list[HostConfig]
+    started_at: float
+    """Unix time the recording started."""
+    events: list[RecordedEvent]
+
+    def for_host(self, name: str) -> list[RecordedEvent]:
+        return [r for r in self.events if r.event.host == name]
+
+
+class Recorder:
+    """Appends each event to a recording file as it is emitted (line-buffered, so a crash
+    keeps everything up to the last event)."""
+
+    def __init__(self, path: Path, hosts: list[HostConfig]) -> None:
+        self.path = path
+        try:
+            self._file: IO[str] | None = path.open("w", encoding="utf-8", buffering=1)
+        except OSError as exc:
+            raise UsageError(f"cannot write the recording {path}: {exc.strerror}") from None
+        self._started = time.monotonic()
+        header = {
+            "format": FORMAT,
+            "version": VERSION,
+            "started_at": time.time(),
+            "hosts": [h.model_dump(mode="json", exclude=_PRIVATE_HOST_FIELDS) for h in hosts],
+        }
+        self._file.write(json.dumps(header) + "\n")
+        self.count = 0
+
+    def write(self, event: SessionEvent) -> None:
+        if self._file is None:
+            return
+        name = type(event).__name__
+        line = {
+            "t": round(time.monotonic() - self._started, 4),
+            "type": name,
+            "event": _adapter(name).dump_python(event, mode="json"),
+        }
+        self._file.write(json.dumps(line, allow_nan=False) + "\n")
+        self.count += 1
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_recording(path: Path) -> Recording:
+    """The recording at `path`; a bad file or line is a UsageError naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the recording {path}: {exc.strerror}") from None
+    lines = iter(enumerate(text.splitlines(), start=1))
+    header = _header(path, lines)
+    events = [_event(path, number, line) for number, line in lines if line.strip()]
+    return Recording(hosts=header[0], started_at=header[1], events=events)
+
+
+def _header(path: Path, lines: Iterator[tuple[int, str]]) -> tuple[list[HostConfig], float]:
+    first = next(lines, (1, ""))[1]
+    try:
+        data = json.loads(first)
+        if data.get("format") != FORMAT:
+            raise ValueError("not a plateau recording")
+        if data.get("version") != VERSION:
+            raise ValueError(f"recording format version {data.get('version')!r}, "
+                             f"this plateau reads {VERSION}")
+        hosts = [HostConfig.model_validate(_sanitized(h)) for h in data["hosts"]]
+        return hosts, float(data.get("started_at", 0.0))
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+        raise UsageError(f"{path}:1: not a plateau recording ({_why(exc)})") from None
+
+
+def _event(path: Path, number: int, line: str) -> RecordedEvent:
+    try:
+        data = json.loads(line)
+        name = data["type"]
+        if name not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {name!r}")
+        event = _adapter(name).validate_python(_sanitized(data["event"]))
+        return RecordedEvent(float(data["t"]), event)
+    except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        raise UsageError(f"{path}:{number}: bad event line ({_why(exc)})") from None
+
+
+def _sanitized(value: Any) -> Any:
+    """`value` (parsed JSON) with every string sanitised."""
+    if isinstance(value, str):
+        return sanitize(value)
+    if isinstance(value, list):
+        return [_sanitized(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _sanitized(item) for key, item in value.items()}
+    return value
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]!r}"
+    return str(exc).splitlines()[0][:200]
