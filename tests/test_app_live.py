@@ -82,7 +82,8 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         assert state.sweep.last_ok, state.sweep.detail
         assert [p.status for p in state.sweep.points] == ["ok", "ok"]
         assert _sent(messages) == [("app-ssh", "sweep", "default")]
-        assert adapters.host_busy("app-ssh") is None
+        # the lease is released on the host too (a round trip after the sweep's last event)
+        await wait_until(pilot, lambda: adapters.host_busy("app-ssh") is None, "the lease", 20)
     with RunStore(live.root / "runs.db") as store:
         (run,) = store.list_runs()
         assert run.meta.host == "app-ssh" and run.steps_ok == 2
@@ -189,7 +190,7 @@ async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
         await wait_until(pilot, lambda: not state.ab.running, "the cancel", 20)
         assert state.ab.stage == "cancelled"
         assert state.sweep.detail == "cancelled"
-        assert adapters.host_busy("app-live") is None
+        await wait_until(pilot, lambda: adapters.host_busy("app-live") is None, "the lease", 20)
         assert app.footer_state("restart") == "enabled"
 
 
@@ -210,7 +211,8 @@ async def test_bench_serving_without_sglang_says_so(live_console: Any) -> None:
                          "the engine error")
         assert any("needs SGLang" in n.message for n in app._notifications)
         assert not state.sweep.running
-        assert adapters.host_busy("app-live") is None  # the lease was released
+        await wait_until(pilot, lambda: adapters.host_busy("app-live") is None,
+                         "the lease released", 20)
 
 
 async def test_metrics_failures_are_reported_once(

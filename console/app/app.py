@@ -31,6 +31,7 @@ from console.app.bindings import (
     effective_keys,
     unknown_keymap_ids,
 )
+from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
@@ -47,6 +48,7 @@ from console.app.screens.views import (
     EventsScreen,
     HistoryScreen,
     TopologyScreen,
+    WhyScreen,
 )
 from console.app.theming import (
     DEFAULT_THEME,
@@ -85,7 +87,7 @@ from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
 from widgets.log_view import LogView
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -133,6 +135,7 @@ class PlateauApp(App[int]):
         "topology": TopologyScreen,
         "events": EventsScreen,
         "config": ConfigScreen,
+        "why": WhyScreen,
     }
 
     def __init__(
@@ -621,6 +624,63 @@ class PlateauApp(App[int]):
 
         self.push_screen(ABPicker(names, presets, a, b), picked)
 
+    # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
+
+    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
+        """B = the run's profile (else the host's) with the cause's suggested flags/env,
+        validated as the flags editor validates, then the A/B picker with A and B chosen."""
+        from widgets.why_view import can_ab
+
+        if not can_ab(cause):
+            from console.diagnose.diagnose import suggestion_text
+
+            self.app_note("why", f"{cause.id}: {suggestion_text(cause)} (a sweep or host "
+                          "setting, not a profile change: no A/B)", "warning")
+            return
+        if self._refuse("ab"):
+            return
+        session = self.active_session
+        current = session.state.profile or session.host.profile
+        base = run_profile if run_profile in self.config.profiles else current
+        if base is None or base not in self.config.profiles:
+            self.app_note("why", f"no known profile to change on {session.host.name}", "warning")
+            return
+        self.run_worker(self._suggestion_ab(session, base, cause), group="flags",
+                        exclusive=True, exit_on_error=False,
+                        description=f"A/B of {cause.id} on {session.host.name}")
+
+    async def _suggestion_ab(self, session: Session, base: str, cause: Any) -> None:
+        from console.server.profile_edit import apply_changes
+
+        try:
+            schema = await session.flag_schema(base)
+        except Exception as exc:
+            self.app_note("why", f"cannot read the flags of {base} on {session.host.name}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                          "error")
+            return
+        try:
+            profile, report = apply_changes(self.config.profiles[base], cause.suggest.flags,
+                                            cause.suggest.env, schema)
+        except ValueError as exc:
+            self.app_note("why", f"{cause.id}: {str(exc).splitlines()[0]}", "error")
+            return
+        if not report.ok:
+            self.app_note("why", f"{cause.id}: the suggested profile does not validate: "
+                          + "; ".join(str(i) for i in report.errors), "error")
+            return
+        name = f"{base}+{cause.id}"
+        if not self.add_profile(name, profile, persist=False):
+            return
+        presets = list(self.config.sweeps) or ["default"]
+
+        def picked(choice: tuple[str, str, str] | None) -> None:
+            if choice is not None and not self._refuse("ab"):
+                a, b, preset = choice
+                self._send(session, "ab", f"{a} vs {b} ({preset})", ab=choice)
+
+        self.push_screen(ABPicker(list(self.config.profiles), presets, base, name), picked)
+
     def action_show(self, name: str) -> None:
         if name in SCREENS:
             self.switch_mode(name)
@@ -739,3 +799,8 @@ def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
 
 def _severity(level: str) -> Any:
     return {"error": "error", "warning": "warning"}.get(level, "information")
+
+
+def _satisfies_the_screen_contract(app: PlateauApp) -> ConsoleApp:
+    """Never called: mypy checks here that PlateauApp is what screens rely on."""
+    return app

@@ -34,6 +34,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("compare", "c", "show('compare')", "Compare", "Compare two sweep runs"),
     ActionSpec("history", "h", "show('history')", "History", "Sweep history of this host"),
+    ActionSpec(
+        "why", "W", "show('why')", "Why",
+        "Why the newest run plateaus: ranked causes, evidence, a key per fix to A/B (w is the "
+        "log's wrap)", False,
+    ),
     ActionSpec("topology", "t", "show('topology')", "Topology", "GPU topology (P2P matrix)"),
     ActionSpec("events", "e", "show('events')", "Events", "Event log: failures and changes"),
     ActionSpec("config", "g", "show('config')", "Config", "Effective config and sources"),

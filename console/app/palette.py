@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.app.bindings import ACTIONS
-
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
+from console.app.contract import console_app
 
 
 class PaletteProvider(Provider):
     def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         entries: list[tuple[str, str, Callable[[], object]]] = []
         keys = app.effective_keys()
         for spec in ACTIONS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from console.bench.compare import Comparison, compare_runs
 from console.bench.verdict import Verdict, differing_flags, judge
@@ -101,6 +102,28 @@ def flags_line(flags: list[tuple[str, str, str]]) -> str:
     if not flags:
         return "flags: the same"
     return "flags: " + "; ".join(f"{name} {va} → {vb}" for name, va, vb in flags)
+
+
+def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]:
+    """(Diagnosis, RunRecord, note) for the newest run of `host` with a measured step, from
+    the evidence stored with it; (None, None, why) when there is none."""
+    from console.diagnose.diagnose import diagnose_stored
+
+    store = _open_store(store_path)
+    if store is None:
+        return None, None, f"no runs of {host} yet: press s to sweep, then W"
+    try:
+        for summary in store.list_runs(200):
+            if (summary.meta.host and summary.meta.host != host) or summary.steps_ok == 0:
+                continue
+            run = store.get_run(summary.id)
+            diagnosis = diagnose_stored(store, run.id, run.steps)
+            note = (f"run {run.id} ({run.label}, {run.summary.status}); evidence from: "
+                    f"{', '.join(diagnosis.sources) or 'the client only'}")
+            return diagnosis, run, note
+    finally:
+        store.close()
+    return None, None, f"no measured runs of {host} yet: press s to sweep, then W"
 
 
 def _fmt(value: float | None) -> str:

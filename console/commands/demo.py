@@ -29,10 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, run_console
-    from console.config import LoadedConfig
+    from console.config import LoadedConfig, load_config
+    from console.demo_user import demo_with_user
     from console.jobs.target import demo_profile, temp_demo
 
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
+    # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
+    config, profiles_dir, notes = demo_with_user(config, load_config(args.config))
     loaded = LoadedConfig(config, None)
     launch = Launch(
         loaded,
@@ -41,5 +44,7 @@ async def _run(args: argparse.Namespace) -> int:
         store_path=_run_dir / "history.sqlite",
         theme=args.theme,
         record=args.record,
+        profiles_dir=profiles_dir,
+        profile_notes=tuple(notes),
     )
     return await run_console(launch)

@@ -23,6 +23,7 @@ from console.errors import UsageError
 from console.jobs import sweep as sweep_jobs
 from console.jobs.sweep import EngineOptions, run_label
 from console.jobs.target import Target, demo_target, host_target, url_target
+from console.server.lease import LeaseHolder
 from console.store.db import RunStore
 from console.store.export import _finite
 
@@ -54,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "the profile to start (default: the host's profile)")
     p.add_argument("--preset", type=argtypes.plain_text, default=None,
                    help="sweep preset from the config [sweeps.NAME]")
+    p.add_argument("--wait", action="store_true",
+                   help="queue behind a restart/sweep holding the host instead of refusing")
     p.add_argument("--concurrency", type=_int_list, help="e.g. 1,2,4,8")
     p.add_argument("--input-len", type=argtypes.positive_int)
     p.add_argument("--output-len", type=argtypes.positive_int)
@@ -167,6 +170,10 @@ def _progress(event: SweepEvent) -> None:
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 
 
+def _say_waiting(holder: LeaseHolder) -> None:
+    print(f"waiting: the host is busy with {holder.describe()}", file=sys.stderr, flush=True)
+
+
 async def _handle(args: argparse.Namespace) -> int:
     chosen = sum(bool(x) for x in (args.demo, args.host, args.url))
     if chosen != 1:
@@ -193,6 +200,8 @@ async def _handle(args: argparse.Namespace) -> int:
                 label=args.label or run_label(target, preset),
                 on_event=None if args.json else _progress,
                 options=engine_options(args),
+                wait=args.wait,
+                on_wait=_say_waiting,
             )
         diagnosis = diagnose_stored(store, outcome.run_id, outcome.steps)
     finally:

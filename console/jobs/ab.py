@@ -128,7 +128,8 @@ async def run_ab(
 ) -> ABResult:
     (name_a, profile_a), (name_b, profile_b) = a, b
     lease = host_lease(lifecycle.host.name)
-    async with lease.hold(f"A/B {name_a} vs {name_b}", wait=wait):
+    async with lease.hold(f"A/B {name_a} vs {name_b}", wait=wait,
+                          transport=lifecycle.transport, host=lifecycle.host):
         on_progress(ABProgress("validate", "checking both profiles before stopping anything"))
         for name, profile in (a, b):
             report = await lifecycle.validate(profile)

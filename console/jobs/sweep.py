@@ -27,7 +27,7 @@ from console.errors import PlateauError
 from console.host.local import LocalTransport
 from console.host.transport import Transport
 from console.jobs.target import Target
-from console.server.lease import host_lease
+from console.server.lease import LeaseHolder, host_lease
 from console.store.db import RunStore
 
 _HAS_SGLANG = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('sglang') else 3)"
@@ -113,11 +113,17 @@ async def _require_sglang(transport: Transport, python: str, where: str) -> None
 
 
 @contextlib.asynccontextmanager
-async def _holding(target: Target, purpose: str) -> AsyncIterator[None]:
+async def _holding(
+    target: Target, purpose: str, wait: bool, on_wait: Callable[[LeaseHolder], None] | None
+) -> AsyncIterator[None]:
     if target.host is None:  # a bare URL: no host of ours to hold
         yield
         return
-    async with host_lease(target.host.name).hold(purpose):
+    # The lease lives on the host, so other processes (a colleague's console, a headless
+    # `plateau server restart`) see it too.
+    async with host_lease(target.host.name).hold(
+        purpose, wait=wait, transport=target.transport, host=target.host, on_wait=on_wait
+    ):
         yield
 
 
@@ -129,10 +135,12 @@ async def sweep(
     label: str,
     on_event: Callable[[SweepEvent], None] | None = None,
     options: EngineOptions = DEFAULT_OPTIONS,
+    wait: bool = False,
+    on_wait: Callable[[LeaseHolder], None] | None = None,
 ) -> SweepFinished:
     """Run `spec` against `target`, holding the host's lease; each step is stored as it ends,
     with its diagnosis evidence (`store.load_evidence(run_id)`)."""
-    async with _holding(target, f"sweep {label}"):
+    async with _holding(target, f"sweep {label}", wait, on_wait):
         engine = await make_engine(spec, target, options)
         recorder = await evidence_recorder(target, store, api_key_headers(target, options))
         return await run_sweep(

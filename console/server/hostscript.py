@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from console.errors import PlateauError
-from console.host.transport import Transport
+from console.host.transport import LineStream, Transport
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -91,6 +91,7 @@ def proc_info(pid):
             uptime = float(f.read().split()[0])
         info["started_at"] = time.time() - uptime + int(fields[19]) / ticks
         info["uid"] = os.stat("/proc/%d" % pid).st_uid
+        info["start_ticks"] = int(fields[19])
     except (OSError, IndexError, ValueError):
         pass
     for fd in ("1", "2"):
@@ -127,6 +128,31 @@ def listeners(port):
     found.sort(key=lambda p: p.get("started_at", 0))
     return found
 
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+def start_ticks(pid):
+    # Field 22 of /proc/PID/stat: start time in clock ticks after boot. With the boot id it
+    # tells a process from a later one that reuses its pid.
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().decode("utf-8", "replace").rsplit(")", 1)[-1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def has_launch_id(pid, launch_id):
+    if not launch_id:
+        return False
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return ("PLATEAU_LAUNCH_ID=" + launch_id).encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
 def cmd_probe(a):
     pid, pgid = a.get("pid") or 0, a.get("pgid") or 0
     out = {
@@ -135,6 +161,10 @@ def cmd_probe(a):
         "own_pgids": sorted({os.getpgid(0), os.getpgid(os.getppid())}),
         "uid": os.getuid(),
     }
+    if a.get("identify") and pid:
+        out["start_ticks"] = start_ticks(pid)
+        out["boot_id"] = boot_id()
+        out["launch_ok"] = has_launch_id(pid, a.get("launch_id"))
     if a.get("port"):
         out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
         out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
@@ -191,9 +221,62 @@ def cmd_remove(a):
     except FileNotFoundError:
         return {"removed": False}
 
+def say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+def owner_gone(watch, ms):
+    # Our owner holds the read end of stdout (a pipe from Plateau, or the SSH channel): when
+    # it goes away, poll() reports POLLERR/POLLHUP on our end. No heartbeat needed.
+    return bool(watch.poll(ms))
+
+def lease_holder(fd):
+    # The record is written right after the lock is taken: retry briefly on a torn read, and
+    # on a record whose holder process is gone (a new holder has not written yet).
+    rec = {}
+    for _ in range(40):
+        try:
+            rec = json.loads(os.pread(fd, 65536, 0).decode("utf-8", "replace"))
+            if alive(int(rec.get("host_pid", 0))):
+                return rec
+        except (ValueError, TypeError, AttributeError):
+            pass
+        time.sleep(0.05)
+    return rec if isinstance(rec, dict) else {}
+
+def cmd_lease(a):
+    import fcntl, select
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(run_dir, "lease"), os.O_RDWR | os.O_CREAT, 0o600)
+    watch = select.poll()
+    watch.register(1, select.POLLERR | select.POLLHUP)
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if not a.get("wait"):
+                return {"state": "busy", "holder": lease_holder(fd)}
+            if not waiting:
+                say({"state": "waiting", "holder": lease_holder(fd)})
+                waiting = True
+            if owner_gone(watch, 200):
+                return {"state": "gone"}
+    record = dict(a.get("who") or {}, host_pid=os.getpid(), since=time.time())
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode(), 0)
+    say({"state": "held", "record": record})
+    # Held for as long as this process lives; the kernel drops the flock when it exits
+    # (owner closed the stream, the SSH connection dropped, or the owner died).
+    while not owner_gone(watch, -1):
+        pass
+    return {"state": "released"}
+
 cmd, arg = sys.argv[2], json.loads(sys.argv[3])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove}[cmd](arg)))
+                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
 '''
 
 
@@ -206,6 +289,17 @@ class HostScriptError(PlateauError):
     pass
 
 
+def host_script_argv(python: str, command: str, args: dict[str, Any]) -> list[str]:
+    return [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)]
+
+
+async def stream_host_script(
+    transport: Transport, python: str, command: str, args: dict[str, Any]
+) -> LineStream:
+    """A long-running host helper (e.g. `lease`): its JSON lines; closing ends it."""
+    return await transport.stream_lines(host_script_argv(python, command, args))
+
+
 async def run_host_script(
     transport: Transport,
     python: str,
@@ -216,7 +310,7 @@ async def run_host_script(
     timeout: float = 30.0,
 ) -> dict[str, Any]:
     result = await transport.run(
-        [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)], input=stdin, timeout=timeout
+        host_script_argv(python, command, args), input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(

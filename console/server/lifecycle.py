@@ -13,9 +13,10 @@ import contextlib
 import os
 import re
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -52,6 +53,7 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
+LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
 _API_KEY_WRAPPER = (
@@ -157,10 +159,27 @@ class ServerLifecycle:
         port: int = 0,
         bind_host: str = "127.0.0.1",
         listeners: bool = False,
+        launch_id: str | None = None,
     ) -> dict[str, Any]:
         return await self._script(
             "probe",
-            {"pid": pid, "pgid": pgid, "port": port, "host": bind_host, "listeners": listeners},
+            {"pid": pid, "pgid": pgid, "port": port, "host": bind_host, "listeners": listeners,
+             "identify": launch_id is not None, "launch_id": launch_id or ""},
+        )
+
+    async def proven(self, record: LaunchRecord) -> bool:
+        """True when the record's pid is, provably, the process the record describes: same
+        start time and boot (so not a later process reusing the pid) and, for a server
+        Plateau launched, its launch id in the process's environment. Nothing else is ever
+        signalled."""
+        if record.state in ("stopped", "failed") or record.start_ticks is None:
+            return False
+        probe = await self._probe(pid=record.pid, launch_id=record.launch_id or "")
+        return bool(
+            probe["pid_alive"]
+            and probe.get("start_ticks") == record.start_ticks
+            and probe.get("boot_id") == record.boot_id
+            and (record.origin == "adopted" or probe.get("launch_ok"))
         )
 
     async def read_log_tail(self, path: str, max_bytes: int = 65536) -> list[str]:
@@ -212,13 +231,7 @@ class ServerLifecycle:
         Every HTTP request becomes an access line in the server's own log, so a poller can
         check liveness often and health seldom; `known_version` skips `/server_info`."""
         record = await self.read_record()
-        if record is not None and record.state in ("stopped", "failed"):
-            record_alive = False
-        elif record is not None:
-            probe = await self._probe(pid=record.pid, pgid=record.pgid)
-            record_alive = bool(probe["pid_alive"] or probe["group"])
-        else:
-            record_alive = False
+        record_alive = record is not None and await self._record_alive(record)
         if not record_alive:
             return ServerStatus(host=self.host.name, running=False, record=record)
         assert record is not None
@@ -263,68 +276,91 @@ class ServerLifecycle:
                 return code
         return code
 
+    async def _record_alive(self, record: LaunchRecord) -> bool:
+        """The recorded server runs: its pid is proven, or (the leader gone) its process
+        group still has members; a group id cannot be reused while members remain."""
+        if await self.proven(record):
+            return True
+        if record.state in ("stopped", "failed") or record.start_ticks is None:
+            return False
+        probe = await self._probe(pid=record.pid, pgid=record.pgid)
+        return bool(not probe["pid_alive"] and probe["group"] and record.pgid == record.pid)
+
     async def find_server(
         self, port: int, bind_host: str, launch: Sequence[str] = ()
     ) -> _Target | None:
-        """The server to stop: the launch record's if alive, else whatever SGLang-like process
-        listens on `port` (a server started by hand is adopted)."""
+        """The server to stop: the launch record's, when the record proves it (see
+        `proven`). Anything else listening on `port` is never touched: it is reported with
+        its command line, and the operator may adopt it explicitly (`adopt(pid=...)`)."""
         record = await self.read_record()
-        if record is not None and record.state not in ("stopped", "failed"):
-            probe = await self._probe(pid=record.pid, pgid=record.pgid)
-            if probe["pid_alive"] or probe["group"]:
-                return _Target(record.pid, record.pgid, record.port, record)
+        if record is not None and await self._record_alive(record):
+            return _Target(record.pid, record.pgid, record.port, record)
         probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
-        for listener in probe.get("listeners", []):
-            if _looks_like_server(listener.get("argv", []), launch):
-                return _Target(int(listener["pid"]), int(listener.get("pgid") or listener["pid"]),
-                               port, None)
         if probe.get("listeners"):
             other = probe["listeners"][0]
-            cmd = sanitize(" ".join(other.get("argv", []))[:120])
+            cmd = sanitize(" ".join(other.get("argv", []))[:160])
             raise LifecycleError(
                 Phase.STOP,
-                f"port {port} is used by pid {other['pid']} ({cmd}), which does not look like "
-                "an SGLang server; not touching it",
+                f"port {port} is used by pid {other['pid']} ({cmd}), which Plateau did not "
+                "start; not touching it. If it is the server, check that command line and "
+                f"adopt it: plateau server adopt {self.host.name} --pid {other['pid']}",
             )
         return None
 
-    async def adopt(
-        self, port: int, profile_name: str = "adopted", *, bind_host: str = "127.0.0.1",
-        launch: Sequence[str] = (),
-    ) -> LaunchRecord:
-        """Take over a server started by hand: write a launch record for it."""
+    async def listeners(self, port: int, bind_host: str = "127.0.0.1") -> list[dict[str, Any]]:
+        """Processes listening on `port` (pid, argv, start time), for the operator to see."""
         probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
-        candidates = [
-            p for p in probe.get("listeners", []) if _looks_like_server(p.get("argv", []), launch)
-        ]
-        if not candidates:
-            raise LifecycleError(Phase.STOP, f"no SGLang server listens on port {port}")
-        found = candidates[0]
-        started = found.get("started_at")
-        _health, version = await self._health(port)
-        record = LaunchRecord(
-            pid=int(found["pid"]),
-            pgid=int(found.get("pgid") or found["pid"]),
-            port=port,
-            host=bind_host,
-            profile=profile_name,
-            argv=redact_argv([sanitize(a) for a in found.get("argv", [])]),
-            log_path=found.get("log_path"),
-            started_at=(datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)),
-            sglang_version=version,
-            origin="adopted",
-            state="ready" if _health == "ready" else "starting",
-        )
-        await self._write_record(record)
-        return record
+        return list(probe.get("listeners", []))
+
+    async def adopt(
+        self, port: int, pid: int, profile_name: str = "adopted", *,
+        bind_host: str = "127.0.0.1", wait: bool = False,
+    ) -> LaunchRecord:
+        """Take over a server started by hand, after the operator saw its command line and
+        named its pid: write a launch record (with its start time) so stop/restart may
+        signal it."""
+        async with self._lease(f"adopt pid {pid}", wait):
+            found = next((p for p in await self.listeners(port, bind_host)
+                          if int(p.get("pid", 0)) == pid), None)
+            if found is None:
+                raise LifecycleError(Phase.STOP, f"pid {pid} does not listen on port {port}")
+            started = found.get("started_at")
+            identity = await self._probe(pid=pid, launch_id="")
+            health, version = await self._health(port)
+            pgid = int(found.get("pgid") or pid)
+            record = LaunchRecord(
+                pid=pid,
+                # Signal its group only when it leads one (started with setsid); else itself.
+                pgid=pgid if pgid == pid else pid,
+                port=port,
+                host=bind_host,
+                profile=profile_name,
+                argv=redact_argv([sanitize(a) for a in found.get("argv", [])]),
+                log_path=found.get("log_path"),
+                started_at=(datetime.fromtimestamp(started, UTC) if started
+                            else datetime.now(UTC)),
+                sglang_version=version,
+                origin="adopted",
+                state="ready" if health == "ready" else "starting",
+                start_ticks=identity.get("start_ticks"),
+                boot_id=identity.get("boot_id"),
+            )
+            await self._write_record(record)
+            return record
 
     # ------------------------------------------------------------------ public actions
+
+    def _lease(self, purpose: str, wait: bool) -> AbstractAsyncContextManager[Any]:
+        """The host-wide lease; it lives on the host (run_dir/lease), whoever asks."""
+        return host_lease(self.host.name).hold(
+            purpose, wait=wait, transport=self.transport, host=self.host
+        )
 
     async def start(
         self, name: str, profile: ServerProfile, on_event: EventSink = ignore_events,
         *, wait: bool = False,
     ) -> LaunchRecord:
-        async with host_lease(self.host.name).hold(f"start {name}", wait=wait):
+        async with self._lease(f"start {name}", wait):
             run = _Run(on_event)
             await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
@@ -338,7 +374,7 @@ class ServerLifecycle:
 
     async def stop(self, on_event: EventSink = ignore_events, *, port: int | None = None,
                    wait: bool = False) -> LaunchRecord | None:
-        async with host_lease(self.host.name).hold("stop", wait=wait):
+        async with self._lease("stop", wait):
             run = _Run(on_event)
             record = await self._stop_phases(run, port, "127.0.0.1", ())
             run.done("stop", "stopped" if record else "nothing was running")
@@ -350,7 +386,7 @@ class ServerLifecycle:
     ) -> LaunchRecord:
         """Validate first (nothing is stopped for an invalid profile), then stop, verify,
         launch and follow startup until ready."""
-        async with host_lease(self.host.name).hold(f"restart → {name}", wait=wait):
+        async with self._lease(f"restart → {name}", wait):
             run = _Run(on_event)
             await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
@@ -398,8 +434,6 @@ class ServerLifecycle:
                 await self._wait_port_free(run, port, bind_host)
             run.finish(Phase.VERIFY_STOPPED, "port free")
             return None
-        if target.record is None:
-            run.progress(Phase.STOP, f"adopting pid {target.pid} found on port {target.port}")
         await self._terminate(run, target)
         run.finish(Phase.STOP, f"pid {target.pid} stopped")
         run.start(Phase.VERIFY_STOPPED)
@@ -490,11 +524,17 @@ class ServerLifecycle:
             run.progress(Phase.VERIFY_STOPPED, f"waiting for GPU memory on GPU(s) {over}")
             await asyncio.sleep(max(self.options.poll_interval_s, 0.5))
 
-    def launch_argv(self, profile: ServerProfile, with_key: bool) -> list[str]:
-        """The argv given to `start_detached`: env items, optional key wrapper, the server."""
+    def launch_argv(
+        self, profile: ServerProfile, with_key: bool, launch_id: str | None = None
+    ) -> list[str]:
+        """The argv given to `start_detached`: env items (the profile's and the launch id
+        that later proves the process is this launch), optional key wrapper, the server."""
         argv: list[str] = []
-        if profile.env:
-            argv += ["env", *(f"{k}={v}" for k, v in profile.env.items())]
+        env = dict(profile.env)
+        if launch_id:
+            env[LAUNCH_ID_ENV] = launch_id
+        if env:
+            argv += ["env", *(f"{k}={v}" for k, v in env.items())]
         if with_key:
             argv += ["sh", "-c", _API_KEY_WRAPPER, "sh"]
         return argv + profile.argv()
@@ -513,7 +553,8 @@ class ServerLifecycle:
         log_path = prepared["log_path"]
         shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
         run.emit(CommandShown(display_command(shown_argv, profile.env), log_path))
-        argv = self.launch_argv(profile, key is not None)
+        launch_id = uuid.uuid4().hex
+        argv = self.launch_argv(profile, key is not None, launch_id)
         process: DetachedProcess | None = None
         try:
             if key is None:
@@ -534,6 +575,8 @@ class ServerLifecycle:
                 env_names=sorted(profile.env) + ([profile.api_key_env] if key else []),
                 log_path=log_path,
                 gpu_baseline_mib=baseline,
+                launch_id=launch_id,
+                **await self._identity(process.pid),
             )
             await self._write_record(record)
             run.finish(Phase.LAUNCH, f"pid {process.pid}, log {log_path}")
@@ -550,6 +593,10 @@ class ServerLifecycle:
             if isinstance(exc, PlateauError | OSError | httpx.HTTPError):
                 run.fail(Phase.LAUNCH, str(exc))
             raise
+
+    async def _identity(self, pid: int) -> dict[str, Any]:
+        probe = await self._probe(pid=pid, launch_id="")
+        return {"start_ticks": probe.get("start_ticks"), "boot_id": probe.get("boot_id")}
 
     async def _start_detached_with_key(
         self, argv: list[str], log_path: str, cwd: str, key: str
@@ -663,14 +710,6 @@ class ServerLifecycle:
             return await self._ready_code(client)
         except (httpx.HTTPError, OSError):
             return None
-
-
-def _looks_like_server(argv: Sequence[str], launch: Sequence[str]) -> bool:
-    joined = " ".join(argv)
-    if "sglang" in joined:
-        return True
-    tail = " ".join(launch[1:])
-    return bool(tail) and tail in joined
 
 
 class _Run:

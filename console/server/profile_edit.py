@@ -201,3 +201,30 @@ def build_profile(
         return None, None, [str(exc).splitlines()[0]]
     report = validate_profile(profile, schema)
     return profile, report, []
+
+
+def apply_changes(
+    base: ServerProfile,
+    flags: Mapping[str, FlagValue | None],
+    env: Mapping[str, str | None],
+    schema: FlagSchema | None,
+) -> tuple[ServerProfile, ValidationReport]:
+    """`base` with flag and env changes (None removes one), checked as the flags editor checks
+    its result (e.g. a diagnosis suggestion becoming profile B of an A/B)."""
+    new_flags: dict[str, FlagValue] = dict(base.flags)
+    extra = list(base.extra_args)
+    for name, value in flags.items():
+        new_flags.pop(name, None)
+        if f"--{name}" in extra:  # the flag given in extra_args: drop it (and its value)
+            at = extra.index(f"--{name}")
+            stop = at + 1
+            while stop < len(extra) and not extra[stop].startswith("--"):
+                stop += 1
+            del extra[at:stop]
+        if value is not None:
+            new_flags[name] = value
+    new_env = {k: v for k, v in {**base.env, **env}.items() if v is not None}
+    profile = ServerProfile.model_validate(
+        base.model_copy(update={"flags": new_flags, "extra_args": extra, "env": new_env})
+        .model_dump())
+    return profile, validate_profile(profile, schema)

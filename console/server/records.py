@@ -35,6 +35,12 @@ class LaunchRecord(BaseModel):
     origin: Literal["launched", "adopted"] = "launched"
     state: Literal["starting", "ready", "stopped", "failed"] = "starting"
     gpu_baseline_mib: list[float] | None = None
+    # What proves a live pid is still this server (and not a later process reusing the pid):
+    # its start time in clock ticks after boot, the boot id, and (for launched servers) the
+    # PLATEAU_LAUNCH_ID in its environment. Stop/restart signal nothing that fails the proof.
+    launch_id: str | None = None
+    start_ticks: int | None = None
+    boot_id: str | None = None
 
     def uptime_s(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.started_at).total_seconds()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
@@ -21,12 +21,10 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from console.app import panels
+from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.session.state import HostState
 from widgets.header import PlateauHeader
-
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
 
 PANELS = ("gpus", "server", "log", "sweep")
 NARROW_WIDTH = 120  # below: the GPU panel over the server strip, both full width
@@ -35,6 +33,7 @@ LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the ch
 GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
 SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
 SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
+SWEEP_SHARE_RUNNING = 0.5  # while a sweep runs the chart is what the operator watches
 DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
 DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
 SERVER_ROWS = 5  # four stats and the cuda-graph line
@@ -68,6 +67,7 @@ def plan_layout(
     gpu_row_height: int = 1,
     visible: frozenset[str] = frozenset(PANELS),
     sweep_data: bool = False,
+    sweeping: bool = False,
 ) -> DashLayout:
     """Share `height` rows (header and footer included) among the visible panels."""
     short = height < SHORT_HEIGHT
@@ -120,8 +120,9 @@ def plan_layout(
         if not show_log:
             sweep = None
         else:
-            if sweep_data and spare >= SWEEP_CHART_MIN:
-                share = int((rest - 2 * chrome) * SWEEP_SHARE)
+            if (sweep_data or sweeping) and spare >= SWEEP_CHART_MIN:
+                share = int((rest - 2 * chrome) * (SWEEP_SHARE_RUNNING if sweeping
+                                                   else SWEEP_SHARE))
                 rows = max(SWEEP_CHART_MIN, min(share, spare))
             sweep = chrome + rows
     log_rows = rest - (sweep or 0) - chrome - 1
@@ -148,7 +149,7 @@ class Panel(Vertical):
 
 class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         ui = app.config.ui
         yield PlateauHeader(ascii_only=ui.ascii, id="header")
         with Horizontal(id="top-row"):
@@ -178,9 +179,10 @@ class DashboardScreen(Screen[None]):
         self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
+        self._sweeping = False
         self._layout: DashLayout | None = None
         self._watch_gpu_view(self._views["gpus"])
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         for name in app.hidden_panels:
             self.query_one(f"#{name}").display = False
         self._apply_layout()
@@ -211,7 +213,7 @@ class DashboardScreen(Screen[None]):
         plan = plan_layout(
             width, height, gpus=self._gpu_count,
             gpu_row_height=1 if getattr(gpu_view, "compact", True) else 3,
-            visible=visible, sweep_data=self._sweep_data,
+            visible=visible, sweep_data=self._sweep_data, sweeping=self._sweeping,
         )
         self.set_class(plan.narrow, "-narrow")
         self.set_class(plan.short, "-short")
@@ -271,8 +273,9 @@ class DashboardScreen(Screen[None]):
         sample = state.gpu_sample
         count = len(sample.gpus) if sample is not None else 0
         data = bool(state.sweep.points) or chart_runs(state) is not None
-        if (count, data) != (self._gpu_count, self._sweep_data):
-            self._gpu_count, self._sweep_data = count, data
+        sweeping = state.sweep.running or (state.ab is not None and state.ab.running)
+        if (count, data, sweeping) != (self._gpu_count, self._sweep_data, self._sweeping):
+            self._gpu_count, self._sweep_data, self._sweeping = count, data, sweeping
             self._apply_layout()
 
     # -- rendering ----------------------------------------------------------------------------
@@ -281,7 +284,7 @@ class DashboardScreen(Screen[None]):
         """Bring the panels up to date with `state`; `aspects=None` redraws everything."""
         if state is None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         switched = self._rendered_host is not None and state.host != self._rendered_host
         full = aspects is None or switched
         if switched:
@@ -291,8 +294,8 @@ class DashboardScreen(Screen[None]):
             self.query_one(PlateauHeader).show(app.header_info(state))
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
                 missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
-                fresh = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, fresh)
+                unseen = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
+                panels.show_gpus(self._views["gpus"], state.gpu_header, unseen)
                 self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)
@@ -314,7 +317,7 @@ class DashboardScreen(Screen[None]):
 
     def _replace_gpu_view(self, host: str) -> None:
         # GPU histories belong to one host: a fresh panel instead of mixing two hosts' series.
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         old = self._views["gpus"]
         self._gpu_views = getattr(self, "_gpu_views", 0) + 1
         new = panels.gpu_widget(app.config.ui.ascii, id=f"gpu-view-{self._gpu_views}")
@@ -328,7 +331,7 @@ class DashboardScreen(Screen[None]):
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
-            app: PlateauApp = self.app  # type: ignore[assignment]
+            app = console_app(self)
             self.query_one(PlateauHeader).show(app.header_info(state))
 
     # -- panel control ------------------------------------------------------------------------

@@ -1,17 +1,18 @@
-"""Screens reached from the dashboard: events, config, history, compare, topology."""
+"""Screens reached from the dashboard: events, config, history, compare, topology, why."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from console.app import views_data
+from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
@@ -21,9 +22,7 @@ from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
-
-if TYPE_CHECKING:
-    from console.app.app import PlateauApp
+from widgets.why_view import MAX_CAUSES, WhyView
 
 
 class HostScreen(Screen[None]):
@@ -32,7 +31,7 @@ class HostScreen(Screen[None]):
     TITLE_TEXT = ""
 
     def compose(self) -> ComposeResult:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
         yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
         yield from self.compose_body()
@@ -42,23 +41,23 @@ class HostScreen(Screen[None]):
         yield from ()
 
     def on_mount(self) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.render_host(app.active_state, None)
 
     def on_screen_resume(self) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.render_host(app.active_state, None)
 
     def render_host(self, state: HostState | None, aspects: tuple[str, ...] | None) -> None:
         if state is None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.query_one(PlateauHeader).show(app.header_info(state))
         self.render_body(state, aspects)
 
     def refresh_header(self, state: HostState | None) -> None:
         if state is not None:
-            app: PlateauApp = self.app  # type: ignore[assignment]
+            app = console_app(self)
             self.query_one(PlateauHeader).show(app.header_info(state))
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -74,7 +73,7 @@ class EventsScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None and "events" not in aspects:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         self.query_one(EventLogTable).show(app.all_events())
 
 
@@ -87,7 +86,7 @@ class ConfigScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None:
             return
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         rows = [
             [Text(key), Text(value), Text(source, style="dim")]
             for key, value, source in views_data.config_rows(app.loaded)
@@ -109,7 +108,7 @@ class HistoryScreen(HostScreen):
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def _load(self, host: str) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         rows, note = views_data.history_rows(app.store_path, host, app.active_state)
         self.app.call_from_thread(self._show, rows, note)
 
@@ -148,7 +147,7 @@ class CompareScreen(HostScreen):
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load(self, host: str) -> None:
-        app: PlateauApp = self.app  # type: ignore[assignment]
+        app = console_app(self)
         marked = (app.marked_runs[0], app.marked_runs[1]) if len(app.marked_runs) == 2 else None
         pair = views_data.latest_two_runs(app.store_path, host, marked)
         if pair is None:
@@ -185,3 +184,47 @@ class TopologyScreen(HostScreen):
             return
         if state.gpu_header is not None:  # until then the view says it has none yet
             self.query_one("#topology-view", TopologyView).update_topology(state.gpu_header)
+
+
+class WhyScreen(HostScreen):
+    """Why the newest run of this host plateaued: causes, evidence, and a key per suggestion
+    that opens an A/B with that change as B."""
+
+    TITLE_TEXT = "Why it plateaus: the newest run of this host"
+    BINDINGS = [
+        Binding(str(n), f"suggest({n})", f"A/B #{n}", show=False, id=f"why-ab-{n}")
+        for n in range(1, MAX_CAUSES + 1)
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.diagnosis = None
+        self.run = None
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="why-scroll"):
+            yield WhyView("", id="why-view")
+
+    def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
+        if aspects is not None and "sweep" not in aspects:
+            return
+        self._load(state.host)
+
+    @work(thread=True, exclusive=True, group="why", exit_on_error=False)
+    def _load(self, host: str) -> None:
+        app = console_app(self)
+        diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
+        self.app.call_from_thread(self._show, diagnosis, run, note)
+
+    def _show(self, diagnosis: object, run: object, note: str) -> None:
+        self.diagnosis, self.run = diagnosis, run
+        self.query_one("#why-view", WhyView).show(diagnosis, note)  # type: ignore[arg-type]
+
+    def action_suggest(self, rank: int) -> None:
+        causes = getattr(self.diagnosis, "causes", None) or []
+        if rank > len(causes):
+            self.notify(f"no cause #{rank}", markup=False, timeout=3)
+            return
+        app = console_app(self)
+        profile = getattr(getattr(self.run, "summary", None), "meta", None)
+        app.open_suggestion_ab(causes[rank - 1], getattr(profile, "profile", None))

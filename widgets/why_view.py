@@ -1,0 +1,59 @@
+"""The Why view: the knee, then each ranked cause with its evidence and the change to try.
+
+Renders a typed console.diagnose Diagnosis only (no I/O); every string from the host (log
+text inside evidence) is shown as plain Text, never markup.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.diagnose.diagnose import suggestion_text
+from console.diagnose.models import Cause, Diagnosis
+
+MAX_CAUSES = 9  # keys 1..9 open an A/B of a cause's suggestion
+
+
+def can_ab(cause: Cause) -> bool:
+    """A suggestion that is a profile change (flags or env) can be measured as an A/B."""
+    return bool(cause.suggest.flags or cause.suggest.env)
+
+
+def why_text(diagnosis: Diagnosis | None, note: str) -> Text:
+    text = Text()
+    if note:
+        text.append(note + "\n", style="dim")
+    if diagnosis is None:
+        return text
+    text.append(f"knee: {diagnosis.knee.sentence}\n\n", style="bold")
+    if not diagnosis.causes:
+        text.append("No clear cause. Checked:\n", style="bold")
+        for item in diagnosis.checked:
+            text.append(f"  - {item}\n")
+        return text
+    for rank, cause in enumerate(diagnosis.causes[:MAX_CAUSES], 1):
+        text.append(f"{rank}. {cause.id}", style="bold")
+        text.append(f"  {cause.confidence:.0%}  {cause.title}\n")
+        for item in cause.evidence:
+            text.append(f"     {item.source}: ", style="dim")
+            text.append(f"{item.text}\n")
+        fix = suggestion_text(cause)
+        if fix:
+            text.append("     try: ", style="bold")
+            text.append(fix)
+            text.append(f"   [{rank}: A/B with this as B]\n" if can_ab(cause) else "\n",
+                        style="dim")
+        text.append("\n")
+    return text
+
+
+class WhyView(Static):
+    """One scrollable text block; `show` replaces it."""
+
+    plain: str = ""  # what is shown, as plain text (tests, copy)
+
+    def show(self, diagnosis: Diagnosis | None, note: str) -> None:
+        text = why_text(diagnosis, note)
+        self.plain = text.plain
+        self.update(text)
