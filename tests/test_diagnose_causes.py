@@ -240,6 +240,28 @@ def test_power_cap(sim_factory: Any, tmp_path: Path) -> None:
     assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
 
 
+def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
+    # A model large enough (400 GB) that steps are GPU time, not the simulator's own overhead.
+    case = Case({"tp-size": 8, "sim-weights-gb": 400, "sim-ambient-c": 60},
+                {**SHORT, "concurrency": [4, 16]}, gpu=True)
+    b_case = Case({"tp-size": 8, "sim-weights-gb": 400}, case.spec, gpu=True)  # cooler air
+    b_sim = _start(sim_factory, b_case)
+    a_sim = _start(sim_factory, case)
+
+    async def both() -> tuple[Run, Run]:
+        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
+                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
+        return a, b
+
+    a, b = asyncio.run(both())
+    print([(c.id, c.confidence) for c in a.diagnosis.causes])
+    assert a.top().id == "thermal"
+    seen = _values(a.top(), "GPU telemetry")
+    assert seen["thermal_share"] >= 0.3 and seen["temp_max"] >= 92
+    assert not any(c.id == "thermal" for c in b.diagnosis.causes)
+    assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
+
+
 def test_moe_untuned(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"moe-runner-backend": "triton"}, {**SHORT, "concurrency": [2, 8]})
     a, b = _ab(sim_factory, tmp_path, case, "moe-untuned",

@@ -28,6 +28,16 @@ def test_both_series_named_in_legend_and_at_their_lines(ascii_only: bool) -> Non
     assert "  3,300" in text  # c=64's total tok/s, in the table
 
 
+def test_table_columns_fit_slow_latencies() -> None:
+    from widgets.sweep_chart import LATENCY_PANEL_WIDTH, _latency_lines
+
+    slow = fake_step(16, 171.0, ttft=4230.0)
+    slow = slow.model_copy(update={"metrics": slow.metrics.model_copy(update={
+        "itl_ms": slow.metrics.itl_ms.model_copy(update={"p50": 281.04})})})
+    row = _latency_lines(ChartRun("live", [slow]), LATENCY_PANEL_WIDTH, Style())[-1].plain
+    assert row.endswith("281ms") and len(row) <= LATENCY_PANEL_WIDTH
+
+
 @pytest.mark.parametrize("theme", ["plateau-dark", "plateau-light", "plateau-contrast"])
 async def test_words_in_every_theme(app_factory: Any, theme: str) -> None:
     app = app_factory(theme=theme, ascii=theme == "plateau-contrast")

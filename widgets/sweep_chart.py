@@ -151,7 +151,8 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
             continue
         ttft = "n/a" if m.ttft_ms.p50 is None else (
             f"{m.ttft_ms.p50:,.0f}/{_num(m.ttft_ms.p99, ',.0f')}ms")
-        itl = "n/a" if m.itl_ms.p50 is None else f"{m.itl_ms.p50:.1f}ms"
+        itl_ms = m.itl_ms.p50
+        itl = "n/a" if itl_ms is None else f"{itl_ms:.{1 if itl_ms < 100 else 0}f}ms"
         rates = f"{m.total_tok_s:>6,.0f} {m.output_tok_s:>6,.0f}"
         lines.append(Text(f"{conc:>4} {rates} {ttft:<13} {itl:>6}"[:width]))
     return lines

@@ -16,11 +16,7 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
-from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.screen import ModalScreen
-from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.app.bindings import (
@@ -38,6 +34,7 @@ from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
+    ConfirmScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -103,24 +100,6 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
     HostKeyUnknown: ("connection", "host-key"),
     HostKeyChanged: ("connection",),
 }
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question before anything destructive (restart)."""
-
-    BINDINGS = [
-        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
-        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        with Vertical(id="confirm-box"):
-            yield Static(self.question, markup=False)
-            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)
 
 
 class PlateauApp(App[int]):
@@ -308,13 +287,14 @@ class PlateauApp(App[int]):
             self.ask_host_key(message.host)
         if message.host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
-            if callable(render):
+            # A screen not mounted yet has no widgets to update: its on_mount renders the
+            # whole state once they exist (a loaded machine delivered host events first).
+            if callable(render) and screen.is_mounted:
                 try:
                     render(self.active_state, message.aspects)
                 except NoMatches:
-                    # Only a screen being torn down, or one not mounted yet (its on_mount
-                    # renders the whole state), may lack its widgets; anything else is a bug.
-                    if screen.is_attached and screen.is_mounted:
+                    # Only a screen being torn down may lack its widgets; else it is a bug.
+                    if screen.is_attached:
                         raise
         if message.host == self.active_host and {"server", "sweep", "connection"} & set(
             message.aspects
@@ -342,10 +322,13 @@ class PlateauApp(App[int]):
 
     def _tick(self) -> None:
         try:
-            refresh = getattr(self.screen, "refresh_header", None)
+            screen: Any = self.screen
         except ScreenStackError:
             return
-        if callable(refresh):
+        # A screen pushed but not mounted yet has no header to refresh; its on_mount renders
+        # the state (on a loaded machine the tick won that race: NoMatches: PlateauHeader).
+        refresh = getattr(screen, "refresh_header", None)
+        if callable(refresh) and screen.is_mounted:
             refresh(self.active_state)
 
     # -- availability (footer, palette) ---------------------------------------------------------

@@ -29,13 +29,13 @@ from console.server.events import (
     PhaseStarted,
 )
 from console.server.lifecycle import LifecycleOptions, ServerLifecycle, ServerStatus
-from console.text import sanitize
+from console.text import sanitize, sanitize_lines
 
 ACTIONS = ("status", "start", "stop", "restart", "adopt")
 EXIT_NOT_RUNNING = 3
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "server",
         help="status, start, stop, restart or adopt the SGLang server of a host",
@@ -80,17 +80,17 @@ class EventPrinter:
         elif isinstance(event, LifecycleDone):
             line = f"done: {event.message} ({event.timings.get('total', 0):.2f} s)"
         if line is not None:
-            print(line, flush=True)
+            print(sanitize_lines(line), flush=True)  # reasons may quote the host's output
 
 
 def format_status(status: ServerStatus) -> str:
     record = status.record
     if not status.running:
         last = f" (last: {record.profile}, {record.state})" if record else ""
-        return f"{status.host}: no server running{last}"
+        return sanitize(f"{status.host}: no server running{last}")
     assert record is not None
     uptime = _duration(status.uptime_s or 0.0)
-    return "\n".join(
+    return sanitize_lines("\n".join(
         [
             f"{status.host}: {status.health.upper()}",
             f"  profile  {record.profile} ({record.origin})",
@@ -100,7 +100,7 @@ def format_status(status: ServerStatus) -> str:
             f"  version  sglang {status.version or 'unknown'}",
             f"  log      {record.log_path or 'unknown'}",
         ]
-    )
+    ))
 
 
 async def _adopt(life: ServerLifecycle, config: PlateauConfig, args: argparse.Namespace) -> int:

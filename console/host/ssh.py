@@ -165,7 +165,9 @@ class SshTransport(ProcessOps):
         keepalive_interval: float = 15.0,
         max_reconnect_delay: float = 30.0,
         reconnect_attempts: int = 8,
+        run_dir: str = "~/.plateau",
     ) -> None:
+        self._init_programs(run_dir)
         self._host_name = host_name
         self._address = address
         self._port = port
@@ -238,6 +240,7 @@ class SshTransport(ProcessOps):
             )
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"{self._host_name}: cannot run commands: {exc}") from None
+        self._forget_programs()
         home = scripts.parse_probe(_text(result.stdout))
         if result.exit_status != 0 or home is None:
             detail = " ".join(_text(result.stderr).split())[:300] or f"exit {result.exit_status}"
@@ -402,7 +405,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot read {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
         return bytes(result.stdout or b"")
 
@@ -415,7 +418,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot write {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
 
     def _command(self, argv: Sequence[str]) -> str:

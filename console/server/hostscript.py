@@ -1,18 +1,19 @@
-"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 -c SOURCE ARGS`.
+"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 PATH CMD ARGS`
+(PATH: the transport's content-addressed, hash-verified copy in `<run_dir>/bin`).
 
-The program text is a constant; every variable part travels as an argv item (quoted by the
-transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
+The program text is a constant; every variable part travels as an argv item (carried as data
+by the transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
 Each prints one JSON object.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from console.errors import PlateauError
 from console.host.transport import LineStream, Transport
+from console.text import sanitize
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -274,30 +275,85 @@ def cmd_lease(a):
         pass
     return {"state": "released"}
 
-cmd, arg = sys.argv[2], json.loads(sys.argv[3])
+def recorded_server_proven(rec):
+    pid, pgid = int(rec.get("pid") or 0), int(rec.get("pgid") or 0)
+    if pid <= 1 or pgid <= 1 or rec.get("state") == "stopped" or rec.get("start_ticks") is None:
+        return False
+    if alive(pid):
+        return (start_ticks(pid) == rec.get("start_ticks") and boot_id() == rec.get("boot_id")
+                and (rec.get("origin") == "adopted" or has_launch_id(pid, rec.get("launch_id"))))
+    return pgid == pid and bool(group_members(pgid))  # leader gone, its group still there
+
+def stop_recorded(run_dir):
+    import signal
+    try:
+        with open(os.path.join(run_dir, "server.json")) as f:
+            rec = json.load(f)
+        pgid = int(rec.get("pgid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    if not recorded_server_proven(rec) or pgid == os.getpgid(0):
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            return
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if not group_members(pgid):
+                return
+            time.sleep(0.05)
+
+def cmd_guard(a):
+    # Dies with its owner and cleans up after it: stops the server the run dir's launch
+    # record proves (when asked) and removes the run dir (when asked). Runs on owner exit,
+    # on SIGTERM/SIGHUP/SIGINT, and when our stdout's reader goes away (the owner died).
+    import select, shutil, signal
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+
+    def cleanup(*_ignored):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if a.get("stop_server"):
+            stop_recorded(run_dir)
+        if a.get("remove"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, cleanup)
+    watch = select.poll()
+    watch.register(1, select.POLLERR | select.POLLHUP)
+    say({"state": "guarding", "pid": os.getpid()})
+    while not owner_gone(watch, -1):
+        pass
+    cleanup()
+
+cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
+                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
+                  "guard": cmd_guard}[cmd](arg)))
 '''
 
-
-# One line, no quotes: survives any login shell (csh and fish quote newlines differently).
-_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]))"
-_ENCODED = base64.b64encode(HOST_SCRIPT.encode()).decode()
 
 
 class HostScriptError(PlateauError):
     pass
 
 
-def host_script_argv(python: str, command: str, args: dict[str, Any]) -> list[str]:
-    return [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)]
+def host_script_argv(
+    python: str, program: str, command: str, args: dict[str, Any]
+) -> list[str]:
+    """`python3 PROGRAM CMD JSON`: PROGRAM is `install_program`'s copy of HOST_SCRIPT."""
+    return [python, program, command, json.dumps(args)]
 
 
 async def stream_host_script(
     transport: Transport, python: str, command: str, args: dict[str, Any]
 ) -> LineStream:
     """A long-running host helper (e.g. `lease`): its JSON lines; closing ends it."""
-    return await transport.stream_lines(host_script_argv(python, command, args))
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
+    return await transport.stream_lines(host_script_argv(python, program, command, args))
 
 
 async def run_host_script(
@@ -309,13 +365,14 @@ async def run_host_script(
     stdin: str | None = None,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
     result = await transport.run(
-        host_script_argv(python, command, args), input=stdin, timeout=timeout
+        host_script_argv(python, program, command, args), input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(
             f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{result.stderr.strip()[-300:]}"
+            f"{sanitize(result.stderr.strip()[-300:])}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])

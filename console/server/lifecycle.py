@@ -28,6 +28,7 @@ from console.config_models import HostConfig, ServerProfile
 from console.errors import PlateauError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
+from console.logs.follower import LogFollower
 from console.server.discovery import FlagDiscovery
 from console.server.events import (
     CommandShown,
@@ -53,6 +54,7 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
+_ALL_LINES = 1 << 40  # the startup follower reads the new log from its first byte
 LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
@@ -646,29 +648,46 @@ class ServerLifecycle:
 
         state: dict[str, Any] = {"step": StartupStep.LAUNCHED, "ready_line": False}
 
+        said = _SaidOnce(run)
+
+        def take(raw: str) -> None:
+            line = scrub(sanitize(raw))
+            lines.append(line)
+            run.emit(LogLine(line))
+            step = step_of(line)
+            if step is not None and step != state["step"]:
+                state["step"] = step
+                run.progress(Phase.STARTUP, step.value, step=step,
+                             fraction=step_fraction(step))
+            if READY_LINE in line:
+                state["ready_line"] = True
+
         async def follow() -> None:
-            stream = await self.transport.stream_lines(["tail", "-n", "+1", "-F", log_path])
-            async with stream:
-                async for raw in stream:
-                    line = scrub(sanitize(raw))
-                    lines.append(line)
-                    run.emit(LogLine(line))
-                    step = step_of(line)
-                    if step is not None and step != state["step"]:
-                        state["step"] = step
-                        run.progress(Phase.STARTUP, step.value, step=step,
-                                     fraction=step_fraction(step))
-                    if READY_LINE in line:
-                        state["ready_line"] = True
+            # The console's follower: after an SSH drop it resumes at the exact byte offset
+            # (no line lost or repeated); a lost connection is said once, not per poll.
+            follower = LogFollower(self.transport, log_path, start_lines=_ALL_LINES,
+                                   python=self.host.python, batch_interval=0.05)
+            try:
+                async for batch in follower:
+                    for notice in batch.notices:
+                        if notice.kind == "lost":
+                            said.once("follow", f"log follower lost the connection "
+                                      f"({sanitize(notice.detail)[:200]}); it resumes at byte "
+                                      f"{batch.position.offset if batch.position else 0}")
+                        elif notice.kind == "resumed":
+                            said.clear("follow", "log follower resumed")
+                    for event in batch.events:
+                        for raw in event.lines:
+                            take(raw)
+            finally:
+                await follower.close()
 
         follower = asyncio.create_task(follow())
         deadline = time.monotonic() + opts.startup_timeout_s
         try:
             async with self.http(profile.port, key) as client:
                 while True:
-                    if follower.done() and follower.exception() is not None:
-                        run.progress(Phase.STARTUP, f"log follower stopped: {follower.exception()}")
-                    if not await self.transport.is_alive(process.pid):
+                    if not await self._alive_through_drops(process.pid, said):
                         await asyncio.sleep(0.3)  # let the last lines reach the log
                         tail = [scrub(x) for x in await self.read_log_tail(log_path)]
                         diagnosis = diagnose(tail)
@@ -705,11 +724,42 @@ class ServerLifecycle:
             follower.cancel()
             await asyncio.gather(follower, return_exceptions=True)
 
+    async def _alive_through_drops(self, pid: int, said: _SaidOnce) -> bool:
+        """Is the launched process alive? A dropped connection is not a dead server: say so
+        once and keep waiting (the transport reconnects) until the startup deadline."""
+        try:
+            # The host helper, not `is_alive`: a command cut by the drop must not read as
+            # "no such process" (the helper raises unless it answered).
+            alive = bool((await self._probe(pid=pid))["pid_alive"])
+        except PlateauError as exc:
+            said.once("probe", f"connection to {self.host.name} lost ({exc}); waiting for it")
+            return True
+        said.clear("probe", f"connection to {self.host.name} is back")
+        return alive
+
     async def _try_ready(self, client: httpx.AsyncClient) -> int | None:
         try:
             return await self._ready_code(client)
         except (httpx.HTTPError, OSError):
             return None
+
+
+class _SaidOnce:
+    """Progress notes said once per outage, not once per poll."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.open: set[str] = set()
+
+    def once(self, key: str, message: str) -> None:
+        if key not in self.open:
+            self.open.add(key)
+            self.run.progress(Phase.STARTUP, message)
+
+    def clear(self, key: str, message: str) -> None:
+        if key in self.open:
+            self.open.discard(key)
+            self.run.progress(Phase.STARTUP, message)
 
 
 class _Run:

@@ -179,6 +179,8 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="GPUs joined by NVLink (default: PCIe only, like RTX PRO 6000 hosts)")
     p.add_argument("--sim-power-limit-w", type=float, default=600.0,
                    help="board power limit per GPU (what `nvidia-smi -pl` sets)")
+    p.add_argument("--sim-ambient-c", type=float, default=28.0,
+                   help="air temperature at the GPUs' intake (the host's cooling)")
     return p
 
 
@@ -221,6 +223,7 @@ class SimOptions:
     layers: int = 61
     nvlink: bool = False
     power_limit_w: float = 600.0
+    ambient_c: float = 28.0
 
     @property
     def ideal(self) -> bool:
@@ -263,5 +266,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         layers=max(1, sim_ns.sim_layers),
         nvlink=bool(sim_ns.sim_nvlink),
         power_limit_w=max(50.0, sim_ns.sim_power_limit_w),
+        ambient_c=sim_ns.sim_ambient_c,
     )
     return args, sim, sglang_argv

@@ -32,8 +32,9 @@ SHORT_HEIGHT = 32  # below: a title rule per panel instead of a box
 LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the chart grow
 GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
 SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
-SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
-SWEEP_SHARE_RUNNING = 0.5  # while a sweep runs the chart is what the operator watches
+# Of the rows below the top row, for the chart once a sweep runs or has points: the plot, and
+# beside it the table of every step (the log keeps LOG_MIN_LINES).
+SWEEP_SHARE = 0.5
 DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
 DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
 SERVER_ROWS = 5  # four stats and the cuda-graph line
@@ -121,8 +122,7 @@ def plan_layout(
             sweep = None
         else:
             if (sweep_data or sweeping) and spare >= SWEEP_CHART_MIN:
-                share = int((rest - 2 * chrome) * (SWEEP_SHARE_RUNNING if sweeping
-                                                   else SWEEP_SHARE))
+                share = int((rest - 2 * chrome) * SWEEP_SHARE)
                 rows = max(SWEEP_CHART_MIN, min(share, spare))
             sweep = chrome + rows
     log_rows = rest - (sweep or 0) - chrome - 1

@@ -189,3 +189,21 @@ class HostKeyScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "hostkey-accept-button")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before anything destructive (restart)."""
+
+    BINDINGS = [
+        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(self.question, markup=False)
+            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)

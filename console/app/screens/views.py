@@ -198,8 +198,8 @@ class WhyScreen(HostScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.diagnosis = None
-        self.run = None
+        self.diagnosis: object = None
+        self.run: object = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="why-scroll"):
