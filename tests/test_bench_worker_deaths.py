@@ -19,7 +19,11 @@ async def test_a_worker_killed_mid_step_fails_the_step_then_is_replaced(ideal_si
             pool.run(ideal_sim.base_url, WORK, 2, prompts=None, seconds=1.5, timeout_s=30,
                      seed=1)
         )
-        await asyncio.sleep(0.8)
+        # Wait for the workers to exist (their start-up time depends on the machine's load).
+        for _ in range(1200):
+            if len(pool._workers) == 2 or task.done():
+                break
+            await asyncio.sleep(0.05)
         victim = pool._workers[0].process
         victim.send_signal(signal.SIGKILL)
         # Half the streams vanished: the numbers would be for concurrency 1, labelled 2.
