@@ -275,9 +275,64 @@ def cmd_lease(a):
         pass
     return {"state": "released"}
 
+def recorded_server_proven(rec):
+    pid, pgid = int(rec.get("pid") or 0), int(rec.get("pgid") or 0)
+    if pid <= 1 or pgid <= 1 or rec.get("state") == "stopped" or rec.get("start_ticks") is None:
+        return False
+    if alive(pid):
+        return (start_ticks(pid) == rec.get("start_ticks") and boot_id() == rec.get("boot_id")
+                and (rec.get("origin") == "adopted" or has_launch_id(pid, rec.get("launch_id"))))
+    return pgid == pid and bool(group_members(pgid))  # leader gone, its group still there
+
+def stop_recorded(run_dir):
+    import signal
+    try:
+        with open(os.path.join(run_dir, "server.json")) as f:
+            rec = json.load(f)
+        pgid = int(rec.get("pgid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    if not recorded_server_proven(rec) or pgid == os.getpgid(0):
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            return
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if not group_members(pgid):
+                return
+            time.sleep(0.05)
+
+def cmd_guard(a):
+    # Dies with its owner and cleans up after it: stops the server the run dir's launch
+    # record proves (when asked) and removes the run dir (when asked). Runs on owner exit,
+    # on SIGTERM/SIGHUP/SIGINT, and when our stdout's reader goes away (the owner died).
+    import select, shutil, signal
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+
+    def cleanup(*_ignored):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if a.get("stop_server"):
+            stop_recorded(run_dir)
+        if a.get("remove"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, cleanup)
+    watch = select.poll()
+    watch.register(1, select.POLLERR | select.POLLHUP)
+    say({"state": "guarding", "pid": os.getpid()})
+    while not owner_gone(watch, -1):
+        pass
+    cleanup()
+
 cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
+                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
+                  "guard": cmd_guard}[cmd](arg)))
 '''
 
 

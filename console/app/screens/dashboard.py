@@ -32,8 +32,9 @@ SHORT_HEIGHT = 32  # below: a title rule per panel instead of a box
 LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the chart grow
 GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
 SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
-SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
-SWEEP_SHARE_RUNNING = 0.5  # while a sweep runs the chart is what the operator watches
+# Of the rows below the top row, for the chart once a sweep runs or has points: the plot, and
+# beside it the table of every step (the log keeps LOG_MIN_LINES).
+SWEEP_SHARE = 0.5
 DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
 DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
 SERVER_ROWS = 5  # four stats and the cuda-graph line
@@ -121,8 +122,7 @@ def plan_layout(
             sweep = None
         else:
             if (sweep_data or sweeping) and spare >= SWEEP_CHART_MIN:
-                share = int((rest - 2 * chrome) * (SWEEP_SHARE_RUNNING if sweeping
-                                                   else SWEEP_SHARE))
+                share = int((rest - 2 * chrome) * SWEEP_SHARE)
                 rows = max(SWEEP_CHART_MIN, min(share, spare))
             sweep = chrome + rows
     log_rows = rest - (sweep or 0) - chrome - 1
@@ -399,19 +399,26 @@ def progress_line(state: HostState) -> str:
 
 
 def chart_runs(state: HostState) -> list[tuple[str, list[Any]]] | None:
-    """The A/B overlay (A and B series) while an A/B runs or after it, else None (the live
-    sweep alone)."""
+    """The A/B overlay (A and B series, every repeat, so the chart draws their spread) while
+    an A/B runs or after it; the last complete sweep next to a running one, or instead of one
+    that was cancelled or failed; else None (the live sweep alone)."""
     ab = state.ab
-    if ab is None:
-        return None
     current = state.sweep.run_id
-    owned = ab.owns(current)
-    if ab.running:
-        a_points = ab.steps_a or (list(state.sweep.points) if owned else [])
-        runs: list[tuple[str, list[Any]]] = [(ab.name_a, a_points)]
-        if ab.stage in ("sweep-b", "compare") and ab.steps_a:
-            runs.append((ab.name_b, list(state.sweep.points) if owned else []))
-        return runs
-    if ab.result is not None and (current is None or owned):
-        return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    if ab is not None:
+        owned = ab.owns(current)
+        if ab.running:
+            runs: list[tuple[str, list[Any]]] = [(ab.name_a, list(ab.steps_a))]
+            if ab.steps_b or ab.side == "B":
+                runs.append((ab.name_b, list(ab.steps_b)))
+            return runs
+        if ab.result is not None and (current is None or owned):
+            return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    last = state.last_complete
+    if last is None or last.run_id == current:
+        return None
+    kept = (f"run {last.run_id} (last complete)", list(last.points))
+    if state.sweep.running:
+        return [kept, (f"run {current} (running)", list(state.sweep.points))]
+    if state.sweep.last_ok is False:
+        return [kept]
     return None
