@@ -308,13 +308,14 @@ class PlateauApp(App[int]):
             self.ask_host_key(message.host)
         if message.host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
-            if callable(render):
+            # A screen not mounted yet has no widgets to update: its on_mount renders the
+            # whole state once they exist (a loaded machine delivered host events first).
+            if callable(render) and screen.is_mounted:
                 try:
                     render(self.active_state, message.aspects)
                 except NoMatches:
-                    # Only a screen being torn down, or one not mounted yet (its on_mount
-                    # renders the whole state), may lack its widgets; anything else is a bug.
-                    if screen.is_attached and screen.is_mounted:
+                    # Only a screen being torn down may lack its widgets; else it is a bug.
+                    if screen.is_attached:
                         raise
         if message.host == self.active_host and {"server", "sweep", "connection"} & set(
             message.aspects
@@ -342,10 +343,13 @@ class PlateauApp(App[int]):
 
     def _tick(self) -> None:
         try:
-            refresh = getattr(self.screen, "refresh_header", None)
+            screen: Any = self.screen
         except ScreenStackError:
             return
-        if callable(refresh):
+        # A screen pushed but not mounted yet has no header to refresh; its on_mount renders
+        # the state (on a loaded machine the tick won that race: NoMatches: PlateauHeader).
+        refresh = getattr(screen, "refresh_header", None)
+        if callable(refresh) and screen.is_mounted:
             refresh(self.active_state)
 
     # -- availability (footer, palette) ---------------------------------------------------------

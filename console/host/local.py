@@ -54,17 +54,32 @@ class LocalLineStream:
         if self._closed:
             return
         self._closed = True
-        await _terminate_group(self._process)
-        # Close the pipes now, not in __del__ (which may run after the loop has closed).
-        transport = getattr(self._process, "_transport", None)
-        if transport is not None:
-            transport.close()
+        try:
+            await _terminate_group(self._process)
+        finally:  # also when cancelled during the grace period (the console exiting)
+            _kill_group_now(self._process)
+            _release(self._process)
 
     async def __aenter__(self) -> LocalLineStream:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _release(process: asyncio.subprocess.Process) -> None:
+    """Close the subprocess transport (its pipes) now, while the loop runs. Left to __del__,
+    it closes after the loop has, and Python prints `RuntimeError: Event loop is closed`."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
+def _kill_group_now(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command's process group without waiting (we are being cancelled)."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _terminate_group(process: asyncio.subprocess.Process, grace: float = 2.0) -> None:
@@ -139,6 +154,11 @@ class LocalTransport(ProcessOps):
             await _terminate_group(process, grace=0.5)
             raise TransportError(f"{self._host_name}: command timed out after {timeout} s: "
                                  f"{scripts.display(argv)[:200]}") from None
+        except BaseException:  # cancelled (the console is exiting): no command outlives us
+            _kill_group_now(process)
+            raise
+        finally:
+            _release(process)
         return CommandResult(
             tuple(argv),
             process.returncode if process.returncode is not None else -1,
