@@ -56,6 +56,9 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
 _ALL_LINES = 1 << 40  # the startup follower reads the new log from its first byte
+# After HTTP says ready, how long to wait for the follower to deliver the ready line (it is a
+# host process of its own, which a loaded host starts slowly); normally it is already there.
+_CATCH_UP_S = 15.0
 LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
@@ -733,7 +736,7 @@ class ServerLifecycle:
                     await asyncio.sleep(opts.poll_interval_s)
                 # HTTP can answer before our log follower (a poll behind) has read the
                 # startup lines; give it a moment so the phases shown are complete.
-                catch_up = time.monotonic() + 2.0
+                catch_up = time.monotonic() + _CATCH_UP_S
                 while not state["ready_line"] and not follower.done():
                     if time.monotonic() >= catch_up:
                         break
