@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import ModuleType
+from typing import Any
 
 from console import __version__
 from console.commands import (
+    ab,
     compare,
     config_cmd,
     console_cmd,
@@ -26,6 +28,7 @@ from console.commands import (
     sweep,
 )
 from console.errors import PlateauError
+from console.text import sanitize_lines
 
 # Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
 # (and names the handler). `plateau [HOST]` (no subcommand) is "console".
@@ -39,6 +42,7 @@ COMMANDS: dict[str, ModuleType] = {
     "sweep": sweep,
     "history": history,
     "compare": compare,
+    "ab": ab,
     "diagnose": diagnose,
     "server": server,
     "record": record,
@@ -46,7 +50,7 @@ COMMANDS: dict[str, ModuleType] = {
     "config": config_cmd,
 }
 
-Handler = Callable[[argparse.Namespace], "int | Awaitable[int]"]
+Handler = Callable[[argparse.Namespace], "int | Coroutine[Any, Any, int]"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,11 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = handler(args)
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
-        return int(result or 0)
+        code = asyncio.run(result) if isinstance(result, Coroutine) else result
+        return int(code or 0)
     except PlateauError as exc:
-        print(f"plateau: {exc}", file=sys.stderr)
+        # host text inside (stderr, records, log lines) never reaches the terminal raw
+        print(f"plateau: {sanitize_lines(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0

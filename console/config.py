@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
+from console.text import sanitize
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
 ENV_VAR = "PLATEAU_CONFIG"
@@ -118,7 +119,8 @@ def _describe_validation_error(exc: ValidationError, text: str, path: Path) -> s
         if "input" in error and error["type"] != "value_error":
             message += f" (got {_short_repr(error['input'])})"
     extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    return f"{where}: {key}: {message}{extra}"
+    # Keys are the operator's text: a newline or escape in one stays visible, on one line.
+    return sanitize(f"{where}: {key}: {message}{extra}")
 
 
 def _short_repr(value: Any) -> str:

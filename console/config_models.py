@@ -70,11 +70,55 @@ class HostConfig(StrictModel):
     def _check_text(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value, "value")
 
+    @field_validator("run_dir")
+    @classmethod
+    def _check_run_dir(cls, value: str) -> str:
+        # `~` and `~/...` are resolved against the host's home on connect; `~user` is not.
+        if value.startswith("~") and value != "~" and not value.startswith("~/"):
+            raise ValueError("may start with `~/` (the SSH user's home on the host), not `~user`")
+        return value
+
     @model_validator(mode="after")
     def _address_unless_local(self) -> HostConfig:
         if not self.local and not self.address:
             raise ValueError("`address` is required unless `local = true`")
         return self
+
+
+# Size limits for a launch profile. Linux caps ONE argv string at 128 KiB (MAX_ARG_STRLEN),
+# and over SSH the whole launch command travels as one string (the login shell's `-c`
+# argument), base64-encoded, which grows it by 4/3 (console/host/scripts.py). 64 KiB in all
+# keeps the encoded command under that cap with room for the wrappers; 32 KiB per value is far
+# above any real flag (inline JSON overrides run to a few KB) and keeps a typo'd file-instead-
+# of-path from ever reaching the host. Past these a host answers "Connection reset by peer"
+# or "Argument list too long", after a 100+ KB command line was printed: refuse up front.
+MAX_VALUE_BYTES = 32 * 1024
+MAX_COMMAND_BYTES = 64 * 1024
+
+
+def oversize_values(profile: ServerProfile) -> list[str]:
+    """One message per profile value (named by its key) over the limits above."""
+    items: list[tuple[str, str]] = [(f"launch[{i}]", part) for i, part in enumerate(profile.launch)]
+    items.append(("model_path", profile.model_path))
+    items += [(f"flags.{name}", value) for name, value in profile.flags.items()
+              if isinstance(value, str)]
+    items += [(f"extra_args[{i}]", arg) for i, arg in enumerate(profile.extra_args)]
+    items += [(f"env.{name}", value) for name, value in profile.env.items()]
+    problems = [
+        f"{key} is {_kib(size)} long; a value may be at most {_kib(MAX_VALUE_BYTES)}"
+        for key, value in items if (size := len(value.encode("utf-8"))) > MAX_VALUE_BYTES
+    ]
+    total = sum(len(a.encode("utf-8")) + 1 for a in profile.argv()) + sum(
+        len(f"{k}={v}".encode()) + 1 for k, v in profile.env.items()
+    )
+    if not problems and total > MAX_COMMAND_BYTES:
+        problems.append(f"the launch command is {_kib(total)} long; at most "
+                        f"{_kib(MAX_COMMAND_BYTES)} fits one remote command")
+    return problems
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:.0f} KiB" if size >= 1024 else f"{size} bytes"
 
 
 class ServerProfile(StrictModel):
@@ -132,6 +176,13 @@ class ServerProfile(StrictModel):
         for arg in value:
             _no_control_chars(arg, "extra argument")
         return value
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> ServerProfile:
+        problems = oversize_values(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     def argv(self) -> list[str]:
         """The server's command line: launch + model + host/port + flags + extra args."""

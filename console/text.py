@@ -59,6 +59,11 @@ def _picture(code: int) -> str:
     return "\ufffd"
 
 
+def sanitize_lines(text: str) -> str:
+    """`sanitize` each line of a multi-line text, keeping its line breaks."""
+    return "\n".join(sanitize(line) for line in text.split("\n"))
+
+
 def decode_untrusted(data: bytes) -> str:
     """Decode bytes that may be invalid UTF-8, then sanitise."""
     return sanitize(data.decode("utf-8", errors="replace"))

@@ -97,3 +97,12 @@ def test_sweep_demo_starts_the_chosen_profile_and_stops_it(
 
     with socket.socket() as sock:  # the simulator is gone: its port is free again
         sock.bind(("127.0.0.1", port))
+    # The sweep's diagnosis, and the same again from the evidence stored with the run.
+    assert data["diagnosis"]["knee"]["kind"] in ("saturates", "declines", "scaling")
+    moe = next(c for c in data["diagnosis"]["causes"] if c["id"] == "moe-untuned")
+    assert moe["suggest"]["flags"] == {"moe-runner-backend": "cutlass"}
+    assert main(["diagnose", str(run["id"]), "--json", "--db", db]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["evidence_stored"] and {"log", "gpu"} <= set(again["diagnosis"]["sources"])
+    assert [c["id"] for c in again["diagnosis"]["causes"]] == [
+        c["id"] for c in data["diagnosis"]["causes"]]

@@ -4,8 +4,9 @@ with evidence numbers that match what the simulator did, then the suggested chan
 to a second server (an A/B) moving throughput or latency the expected way.
 
 Fast on a loaded machine: short requests, the sim's accelerated clock (`--sim-speed`), and
-the A and B servers started together. Every effect asserted is large (>= 10%), far beyond
-what CPU contention does to the sim's clock.
+the A and B servers started and swept side by side (B runs the suggestion the test expects;
+the test then checks the diagnosis suggested exactly that). Every effect asserted is large
+(>= 10%), far beyond what CPU contention does to the sim's clock.
 """
 
 from __future__ import annotations
@@ -117,12 +118,16 @@ def _ab(sim_factory: Any, tmp_path: Path, case: Case, expected: str,
                                       suggest=Suggestion(**suggestion)))
     a_sim = _start(sim_factory, case)
     b_sim = _start(sim_factory, b_expected)
-    a = asyncio.run(_sweep(a_sim, case, tmp_path / "a.db"))
+
+    async def both() -> tuple[Run, Run]:  # A and B side by side: each sees the same load
+        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
+                                    _sweep(b_sim, b_expected, tmp_path / "b.db"))
+        return a, b
+
+    a, b = asyncio.run(both())
     print(expected, [(c.id, c.confidence) for c in a.diagnosis.causes])
     assert a.top().id == expected, a.diagnosis.causes
     assert _applied(case, a.top()) == b_expected, a.top().suggest
-    a_sim.stop()
-    b = asyncio.run(_sweep(b_sim, b_expected, tmp_path / "b.db"))
     return a, b
 
 
@@ -219,13 +224,41 @@ def test_power_cap(sim_factory: Any, tmp_path: Path) -> None:
                                              "concurrency": [4, 16]}, gpu=True)
     b_case = Case({"sim-power-limit-w": 600}, case.spec, gpu=True)  # the host-side fix
     b_sim = _start(sim_factory, b_case)
-    a = asyncio.run(_sweep(_start(sim_factory, case), case, tmp_path / "a.db"))
+    a_sim = _start(sim_factory, case)
+
+    async def both() -> tuple[Run, Run]:
+        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
+                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
+        return a, b
+
+    a, b = asyncio.run(both())
     print([(c.id, c.confidence) for c in a.diagnosis.causes])
     assert a.top().id == "power-cap"
     seen = _values(a.top(), "GPU telemetry")
     assert seen["power_limit_w"] == 300 and seen["capped_share"] >= 0.5
     assert seen["sm_clock_mhz"] < seen["sm_clock_max_mhz"] and seen["power_w"] > 0.9 * 300
-    b = asyncio.run(_sweep(b_sim, b_case, tmp_path / "b.db"))
+    assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
+
+
+def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
+    # A model large enough (400 GB) that steps are GPU time, not the simulator's own overhead.
+    case = Case({"tp-size": 8, "sim-weights-gb": 400, "sim-ambient-c": 60},
+                {**SHORT, "concurrency": [4, 16]}, gpu=True)
+    b_case = Case({"tp-size": 8, "sim-weights-gb": 400}, case.spec, gpu=True)  # cooler air
+    b_sim = _start(sim_factory, b_case)
+    a_sim = _start(sim_factory, case)
+
+    async def both() -> tuple[Run, Run]:
+        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
+                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
+        return a, b
+
+    a, b = asyncio.run(both())
+    print([(c.id, c.confidence) for c in a.diagnosis.causes])
+    assert a.top().id == "thermal"
+    seen = _values(a.top(), "GPU telemetry")
+    assert seen["thermal_share"] >= 0.3 and seen["temp_max"] >= 92
+    assert not any(c.id == "thermal" for c in b.diagnosis.causes)
     assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
 
 

@@ -143,11 +143,11 @@ def test_build_topology_from_smi_text_only() -> None:
     assert topo.topo_m_text is not None and "\x1b" not in topo.topo_m_text
 
 
-def test_agent_argv_carries_source_and_options() -> None:
+def test_agent_argv_carries_program_path_and_options() -> None:
     argv = agent_argv(AgentOptions(backend="sim", interval=0.1, count=2, python="/opt/py3",
-                                   sim_gpus=4, pcie="off"))
-    assert argv[:2] == ["/opt/py3", "-c"] and "def main(argv)" in argv[2]
-    rest = argv[3:]
+                                   sim_gpus=4, pcie="off"), "/run/x/bin/agent-1234.py")
+    assert argv[:2] == ["/opt/py3", "/run/x/bin/agent-1234.py"]
+    rest = argv[2:]
     assert rest[rest.index("--interval") + 1] == "0.25"  # clamped to the minimum
     assert rest[rest.index("--sim-gpus") + 1] == "4" and "--count" in rest
 

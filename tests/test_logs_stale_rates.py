@@ -66,9 +66,11 @@ def test_gen_rate_ages_out_and_says_so() -> None:
 
 def test_metrics_gauge_is_not_a_rate_when_nothing_runs() -> None:
     aggregator = StatsAggregator()
+    aggregator.add_metrics(MetricsSnapshot(gen_throughput=2385.0, running_reqs=64.0))
     aggregator.add_metrics(MetricsSnapshot(gen_throughput=2385.0, running_reqs=0.0))
     stats = aggregator.snapshot()
     assert stats.gen_idle and stats.gen_throughput is None
+    assert stats.gen_last == 2385.0 and stats.gen_history == (2385.0, 0.0)
     aggregator.add_metrics(MetricsSnapshot(gen_throughput=1800.0, running_reqs=32.0))
     assert aggregator.snapshot().gen_throughput == 1800.0
 

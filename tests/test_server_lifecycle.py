@@ -126,7 +126,7 @@ async def test_port_held_by_another_program_is_not_touched(server_env: ServerEnv
         with pytest.raises(LifecycleError) as caught:
             await life.restart("a", server_env.profile())
         assert caught.value.phase is Phase.STOP
-        assert "does not look like an SGLang server" in caught.value.reason
+        assert "Plateau did not start" in caught.value.reason
         assert server_env.logs() == []
     finally:
         holder.close()
@@ -188,7 +188,14 @@ async def test_adopts_a_server_started_by_hand(server_env: ServerEnv, local_tran
             await asyncio.sleep(0.05)
         life = server_env.lifecycle(local_transport)
         assert not (await life.status()).running  # no record yet
-        record = await life.adopt(server_env.port, launch=SIM_LAUNCH)
+        # never adopted implicitly: a restart refuses and names it
+        with pytest.raises(LifecycleError, match=f"pid {process.pid} .*did not start"):
+            await life.restart("mine", server_env.profile())
+        assert process.poll() is None
+        # the operator sees its command line, then adopts it by pid
+        (shown,) = await life.listeners(server_env.port)
+        assert shown["pid"] == process.pid and "hand/Model" in shown["argv"]
+        record = await life.adopt(server_env.port, process.pid)
         assert record.pid == process.pid and record.origin == "adopted"
         assert record.log_path == str(log)
         status = await life.status()
@@ -233,11 +240,15 @@ async def test_api_key_reaches_server_but_no_record_or_event(server_env: ServerE
     record_text = (server_env.root / "run" / "server.json").read_text()
     assert secret not in record_text and "PLATEAU_TEST_KEY" in record_text
     assert all(secret not in repr(e) for e in server_env.events)
-    # the server got it: its argv carries --api-key (SGLang has no other way to take it)
+    # the server got it (through a --config file SGLang reads at startup), not on its argv
     pid = json.loads(record_text)["pid"]
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert secret.encode() in cmdline
+    assert secret.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    base = f"http://127.0.0.1:{server_env.port}"
+    assert httpx.get(f"{base}/v1/models", trust_env=False).status_code == 401
+    assert httpx.get(f"{base}/v1/models", trust_env=False,
+                     headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    assert list((server_env.root / "run").glob("*secret*")) == []  # read once, then gone
     done = [e for e in server_env.events if isinstance(e, LifecycleDone)]
     assert done and done[0].action == "restart"
     await life.stop()

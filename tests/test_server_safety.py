@@ -7,13 +7,14 @@ flag or env names) must be rejected before the running server is touched.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import httpx
 import pytest
 
 from console.config_models import ServerProfile
-from console.server.events import PhaseStarted
+from console.server.events import CommandShown, PhaseStarted
 from console.server.lifecycle import LifecycleError
 from tests.support.server_fixtures import ServerEnv
 
@@ -42,12 +43,18 @@ async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv,
         "env": {"PLATEAU_HOSTILE": values[3], "OTHER": values[4]},
         "extra_args": ["--tokenizer-path", values[5]],
     })
-    record = await life.restart(f"x{values[0]}/../y", profile)
+    record = await life.restart(f"x{values[0]}/../y", profile, server_env.record_event)
     info = httpx.get(f"http://127.0.0.1:{server_env.port}/server_info", timeout=5,
                      trust_env=False).json()
     assert info["served_model_name"] == values[0]
     assert info["model_path"] == values[2]
     assert info["tokenizer_path"] == values[5]
+    # the `$ …` line shown before the launch is exactly the argv that runs on the host
+    (shown,) = [e.command for e in server_env.events if isinstance(e, CommandShown)]
+    cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    env_items = [f"{k}={v}" for k, v in profile.env.items()]
+    assert shlex.split(shown) == ["env", *env_items, *cmdline] == [
+        "env", *env_items, *profile.argv()]
     environ = Path(f"/proc/{record.pid}/environ").read_bytes().split(b"\0")
     assert f"PLATEAU_HOSTILE={values[3]}".encode() in environ
     # the log file name is derived from the profile name but cannot escape the logs dir

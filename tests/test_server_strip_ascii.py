@@ -49,3 +49,18 @@ async def test_ascii_strip_has_no_block_glyphs(ascii_only: bool) -> None:
         assert "gen 5321 tok/s" in screen and "cuda graph on" in screen
     else:
         assert fancy  # the same data draws block glyphs without ASCII mode
+
+
+async def test_ascii_strip_without_data_has_no_block_glyphs() -> None:
+    """Before the first batch line Textual draws a hard-coded row of "▁": ASCII mode too."""
+
+    class EmptyApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ServerStrip(ascii_only=True)
+
+    app = EmptyApp()
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        svg = app.export_screenshot()
+    screen = "".join(html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    assert "▁" not in screen and "gen n/a tok/s" in screen.replace("\xa0", " ")

@@ -4,6 +4,7 @@ backend flags move the curve."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import httpx
@@ -12,7 +13,7 @@ from tests.support.sim_fixtures import SimProcess
 
 INPUT_IDS = list(range(3, 131))  # 128 prompt tokens
 OUTPUT = 48
-SPEED = "10"
+SPEED = "4"
 
 
 async def _one(client: httpx.AsyncClient, base: str) -> int:
@@ -45,9 +46,42 @@ def _sweep(sim: SimProcess, levels: list[int]) -> dict[int, float]:
     return {c: asyncio.run(_sweep_point(sim.base_url, c)) for c in levels}
 
 
+DECODE = re.compile(r"Decode batch, #running-req: (\d+), .*gen throughput \(token/s\): ([\d.]+)")
+LONG_OUTPUT = 160  # decode steps at full batch: several Decode lines (one per 40 steps)
+
+
+async def _hold_batch(base: str, concurrency: int) -> None:
+    """`concurrency` long requests at once: the running batch sits at `concurrency` for most
+    of LONG_OUTPUT decode steps, however slowly this client reads the streams."""
+    body = {"input_ids": INPUT_IDS, "stream": True,
+            "sampling_params": {"max_new_tokens": LONG_OUTPUT, "ignore_eos": True}}
+    limits = httpx.Limits(max_connections=concurrency + 4)
+    async with httpx.AsyncClient(limits=limits, timeout=120) as client:
+
+        async def one() -> None:
+            async with client.stream("POST", f"{base}/generate", json=body) as resp:
+                async for _ in resp.aiter_bytes():
+                    pass
+
+        await asyncio.gather(*(one() for _ in range(concurrency)))
+
+
+def _sim_clock_throughput(sim: SimProcess, concurrency: int) -> float:
+    """The sim's own gen throughput (tokens over its simulated clock, as SGLang's Decode line
+    reports GPU time) while the batch was full: the model's figure, not this machine's. The
+    best window: one that also spans a prefill step, or a clock resync after the process fell
+    far behind, can only read lower."""
+    seen = len(sim.log_text())
+    asyncio.run(_hold_batch(sim.base_url, concurrency))
+    at_full = [float(m.group(2)) for m in DECODE.finditer(sim.log_text()[seen:])
+               if int(m.group(1)) == concurrency]
+    assert len(at_full) >= 2, sim.log_text()[seen:][-2000:]
+    return max(at_full)
+
+
 def test_throughput_rises_then_plateaus(sim_factory) -> None:
     sim = sim_factory("--sim-speed", SPEED, "--sim-seed", "1")
-    curve = _sweep(sim, [1, 4, 16, 48])
+    curve = {c: _sim_clock_throughput(sim, c) for c in (1, 4, 16, 48)}
     t1, t4, t16, t48 = (curve[c] for c in (1, 4, 16, 48))
     print("curve", {c: round(v) for c, v in curve.items()})
     assert t4 > 2.0 * t1, curve

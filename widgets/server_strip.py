@@ -24,10 +24,12 @@ class _AsciiBars(SparklineBars):  # type: ignore[type-arg]
     BARS = "_.-:=+*#"
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # Rows under the top of a tall sparkline are drawn as a hard-coded full block.
+        # Rows under the top of a tall sparkline are a hard-coded full block, and a sparkline
+        # without data a hard-coded row of "▁".
         for segment in super().__rich_console__(console, options):
-            if isinstance(segment, Segment) and "█" in segment.text:
-                yield Segment(segment.text.replace("█", "#"), segment.style, segment.control)
+            if isinstance(segment, Segment) and ("█" in segment.text or "▁" in segment.text):
+                text = segment.text.replace("█", "#").replace("▁", "_")
+                yield Segment(text, segment.style, segment.control)
             else:
                 yield segment
 

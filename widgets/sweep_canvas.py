@@ -50,9 +50,10 @@ class Canvas:
             for dy in (0, 1):
                 self.dot(x - dx + 1 if x % 2 == 0 else x - dx, y + dy - 1, style)
 
-    def line(self, x0: int, y0: int, x1: int, y1: int, style: Style) -> None:
+    def line(self, x0: int, y0: int, x1: int, y1: int, style: Style, dash: int = 1) -> None:
+        """A straight line; `dash` 2 draws every other dot (a dotted line)."""
         steps = max(abs(x1 - x0), abs(y1 - y0), 1)
-        for i in range(steps + 1):
+        for i in range(0, steps + 1, dash):
             t = i / steps
             self.dot(round(x0 + (x1 - x0) * t), round(y0 + (y1 - y0) * t), style)
 

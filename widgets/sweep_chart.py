@@ -2,14 +2,17 @@
 earlier runs overlaid (A/B/C in `$series-a/b/c`), the knee in words, an ASCII fallback.
 
 No I/O: the app calls `set_runs([...])` for stored runs, then `start_live(label)` and
-`add_step(step)` as steps finish. Total tok/s is the solid line in the series colour; output
-tok/s is the same colour dimmed. The latency panel shows the newest run.
+`add_step(step)` as steps finish. Output vs total is said in words, never by brightness alone
+(the confusion the whole tool exists to end): the legend names both ("━ total tok/s ┄ output
+tok/s"; ASCII: "A = total tok/s, a = output tok/s"), each line is labelled at its right end,
+total is a solid line and output a dotted one. The table beside it shows the newest run: both
+rates and the latencies per concurrency.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rich.style import Style
@@ -24,7 +27,8 @@ from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
 SERIES_VARIABLES = ("series-a", "series-b", "series-c")
 FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
 SERIES_LETTERS = ("A", "B", "C")
-LATENCY_PANEL_WIDTH = 34
+LATENCY_PANEL_WIDTH = 39
+END_LABEL_WIDTH = 8  # " output " right of the plot, on the row where each line ends
 Y_AXIS_WIDTH = 7
 # Below this many rows a plot is unreadable: the chart says the knee in words instead.
 CHART_MIN_HEIGHT = 6
@@ -43,6 +47,14 @@ class ChartRun:
                 value = getattr(step.metrics, metric)
                 grouped.setdefault(step.concurrency, []).append(value)
         return sorted((c, sum(v) / len(v)) for c, v in grouped.items())
+
+    def spread(self, metric: str) -> list[tuple[int, float, float]]:
+        """(concurrency, lowest, highest) where there are two or more repeats."""
+        grouped: dict[int, list[float]] = {}
+        for step in self.steps:
+            if step.status == "ok" and step.metrics is not None:
+                grouped.setdefault(step.concurrency, []).append(getattr(step.metrics, metric))
+        return sorted((c, min(v), max(v)) for c, v in grouped.items() if len(v) > 1)
 
 
 class SweepChart(Widget):
@@ -132,8 +144,10 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
+    """The newest run as a table: concurrency, total and output tok/s, TTFT p50/p99, ITL p50."""
     lines = [Text(f"{run.label[: width - 1]}", style="bold")]
-    lines.append(Text("conc  TTFT p50/p99   ITL p50", style=dim))
+    lines.append(Text(f"{'conc':>4} {'total':>6} {'output':>6} {'TTFT p50/p99':<13} {'ITL':>6}",
+                      style=dim))
     seen: dict[int, StepResult] = {}
     for step in run.steps:
         seen[step.concurrency] = step  # latest repeat per concurrency
@@ -143,10 +157,20 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
         if step.status != "ok" or m is None:
             lines.append(Text(f"{conc:>4}  failed", style="bold red"))
             continue
-        ttft = f"{_num(m.ttft_ms.p50, ',.0f')}/{_num(m.ttft_ms.p99, ',.0f')}ms"
-        itl = f"{_num(m.itl_ms.p50, '.1f')}ms"
-        lines.append(Text(f"{conc:>4}  {ttft:<13} {itl:>7}"[:width]))
+        ttft = "n/a" if m.ttft_ms.p50 is None else (
+            f"{m.ttft_ms.p50:,.0f}/{_num(m.ttft_ms.p99, ',.0f')}ms")
+        itl_ms = m.itl_ms.p50
+        itl = "n/a" if itl_ms is None else f"{itl_ms:.{1 if itl_ms < 100 else 0}f}ms"
+        rates = f"{m.total_tok_s:>6,.0f} {m.output_tok_s:>6,.0f}"
+        lines.append(Text(f"{conc:>4} {rates} {ttft:<13} {itl:>6}"[:width]))
     return lines
+
+
+def series_key(ascii_only: bool) -> list[tuple[str, str]]:
+    """The legend's words for the two series: (text, "total" | "output")."""
+    if ascii_only:
+        return [("A = total tok/s", "total"), (", a = output tok/s", "output")]
+    return [("━ total tok/s", "total"), ("  ┈ output tok/s", "output")]
 
 
 def _short_knee(steps: Sequence[StepResult], *, terse: bool = False) -> str:
@@ -213,6 +237,26 @@ def render_summary(
     return Text("\n").join(lines)
 
 
+def _end_labels(
+    run: ChartRun, colour: Style, canvas: Canvas, y_of: Callable[[float], int]
+) -> dict[int, Text]:
+    """"total" and "output" beside the row where the newest run's lines end (direct labels:
+    the axis says which line is which in words)."""
+    per_row = 1 if canvas.ascii_only else 4
+    labels: dict[int, Text] = {}
+    for metric, word, style in (("total_tok_s", "total", colour + Style(bold=True)),
+                                ("output_tok_s", "output", colour + Style(dim=True))):
+        points = run.points(metric)
+        if not points:
+            continue
+        row = (canvas.ydots - 1 - y_of(points[-1][1])) // per_row
+        while row in labels and row + 1 < canvas.height:
+            row += 1  # the two ends share a row: output goes just below
+        if row not in labels:
+            labels[row] = Text.assemble(" ", (word.ljust(END_LABEL_WIDTH - 1), style))
+    return labels
+
+
 def render_chart(
     runs: Sequence[ChartRun],
     width: int,
@@ -228,8 +272,9 @@ def render_chart(
         mark = SERIES_LETTERS[index] if ascii_only else "\u2501"
         legend.append(f"{mark} ", colour)
         legend.append(f"{SERIES_LETTERS[index]}: {run.label}  ")
-    hint = "(UPPER total, lower output)" if ascii_only else "(bright: total, dim: output)"
-    legend.append(hint, dim)
+    first = colours[0]
+    for text, series in series_key(ascii_only):
+        legend.append(text, first + Style(bold=True) if series == "total" else first + dim)
     knees = [
         Text.assemble(
             (f"{SERIES_LETTERS[i]} ", colours[i % len(colours)]),
@@ -247,7 +292,8 @@ def render_chart(
     knee_rows = knees[-max(1, min(len(knees), height - 5)) :]
     chart_height = max(2, height - 2 - len(knee_rows))  # legend + x axis + knees
     show_latency = width >= 80
-    plot_width = width - Y_AXIS_WIDTH - (LATENCY_PANEL_WIDTH + 2 if show_latency else 0)
+    plot_width = (width - Y_AXIS_WIDTH - END_LABEL_WIDTH
+                  - (LATENCY_PANEL_WIDTH + 1 if show_latency else 0))
     canvas = Canvas(plot_width, chart_height, ascii_only=ascii_only)
 
     all_conc = [c for run in runs for c, _ in run.points("total_tok_s")]
@@ -261,15 +307,18 @@ def render_chart(
         colour = colours[index % len(colours)]
         faint = colour + Style(dim=True)
         letter = SERIES_LETTERS[index]
-        for metric, style, char in (("output_tok_s", faint, letter.lower()),
-                                    ("total_tok_s", colour, letter)):  # fmt: skip
+        for c, low, high in run.spread("total_tok_s"):  # repeats: a whisker low..high
+            canvas.line(xs[c], y_of(low), xs[c], y_of(high), faint)
+        for metric, style, char, dash in (("output_tok_s", faint, letter.lower(), 2),
+                                          ("total_tok_s", colour, letter, 1)):  # fmt: skip
             pts = [(xs[c], y_of(v)) for c, v in run.points(metric)]
             for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-                canvas.line(x0, y0, x1, y1, style)
+                canvas.line(x0, y0, x1, y1, style, dash=dash)
             for x, y in pts:
                 canvas.marker(x, y, style + Style(bold=True), char)
 
     rows = canvas.rows()
+    ends = _end_labels(runs[-1], colours[(len(runs) - 1) % len(colours)], canvas, y_of)
     latency = _latency_lines(runs[-1], LATENCY_PANEL_WIDTH, dim) if show_latency else []
     lines = [legend]
     for row_index, row in enumerate(rows):
@@ -284,8 +333,9 @@ def render_chart(
         line = Text(f"{label:>{Y_AXIS_WIDTH - 2}} \u2502" if not ascii_only
                     else f"{label:>{Y_AXIS_WIDTH - 2}} |", style=dim)  # fmt: skip
         line.append_text(row)
+        line.append_text(ends.get(row_index, Text(" " * END_LABEL_WIDTH)))
         if show_latency:
-            line.append("  ")
+            line.append(" ")
             if row_index < len(latency):
                 line.append_text(latency[row_index])
         lines.append(line)

@@ -36,6 +36,8 @@ class Launch:
     profile_notes: tuple[str, ...] = ()
     record: Path | None = None
     """`--record FILE`: every session event goes to this recording as well."""
+    profiles_dir: Path | None = None
+    """Where the flags editor saves (None: beside the config file, or the config dir)."""
 
 
 def _with_saved_profiles(launch: Launch) -> None:
@@ -44,7 +46,7 @@ def _with_saved_profiles(launch: Launch) -> None:
     from console.session.profiles import with_saved_profiles
 
     launch.loaded, notes = with_saved_profiles(launch.loaded)
-    launch.profile_notes = tuple(notes)
+    launch.profile_notes = (*launch.profile_notes, *notes)
 
 
 def _check_theme(name: str | None) -> None:
@@ -94,6 +96,7 @@ def _make_app(launch: Launch, sessions: list[HostSession], active: str) -> Plate
         start_screen=launch.screen,
         theme=launch.theme,
         startup_notes=launch.profile_notes,
+        profiles_dir=launch.profiles_dir,
     )
 
 
@@ -184,7 +187,7 @@ async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
     app.tick_seconds = None  # no clock-driven redraws mid-capture
     outcome: dict[str, object] = {}
 
-    async def pilot_body(pilot: Pilot[int]) -> None:
+    async def pilot_body(pilot: Pilot[object]) -> None:
         try:
             await _wait(app, spec)
             await pilot.pause()

@@ -221,7 +221,8 @@ class BenchServingEngine:
             num_prompts = max(concurrency * 4, int(spec.step_seconds * concurrency))
         else:
             num_prompts = prompts_for(spec, concurrency) or concurrency
-        output_file = f"{self.workdir}/plateau-bench-{self.token}-{index}.jsonl"
+        workdir = await self.transport.resolve_path(self.workdir)  # `~`: the host's home
+        output_file = f"{workdir}/plateau-bench-{self.token}-{index}.jsonl"
         argv = bench_argv(
             self.prefix or [self.python, "-m", MODULE],
             spec,

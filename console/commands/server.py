@@ -1,16 +1,20 @@
-"""`plateau server status|start|stop|restart [HOST | --demo] [--profile NAME]`.
+"""`plateau server status|start|stop|restart|adopt [HOST | --demo] [--profile NAME]`.
 
 Runs the same state machine as the console's restart key, printing each phase; a failed phase
-exits non-zero with its reason and the relevant log lines.
+exits non-zero with its reason and the relevant log lines. Stop and restart signal only a
+server whose launch record proves Plateau started it; `adopt` shows what listens on the
+profile's port (pid and command line) and, given `--pid N`, takes that process over.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from console.commands import argtypes
 from console.config import load_config
+from console.config_models import PlateauConfig
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs import server as server_jobs
@@ -24,16 +28,17 @@ from console.server.events import (
     PhaseProgress,
     PhaseStarted,
 )
-from console.server.lifecycle import LifecycleOptions, ServerStatus
+from console.server.lifecycle import LifecycleOptions, ServerLifecycle, ServerStatus
+from console.text import sanitize, sanitize_lines
 
-ACTIONS = ("status", "start", "stop", "restart")
+ACTIONS = ("status", "start", "stop", "restart", "adopt")
 EXIT_NOT_RUNNING = 3
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "server",
-        help="status, start, stop or restart the SGLang server of a host",
+        help="status, start, stop, restart or adopt the SGLang server of a host",
         description="Start, stop or restart a host's SGLang server with a profile from the "
         "config. Each phase is printed; a failure exits non-zero with the reason.",
     )
@@ -48,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds to wait for the server to become ready")
     parser.add_argument("--wait", action="store_true",
                         help="queue behind a running sweep/restart instead of refusing")
+    parser.add_argument("--pid", type=int, metavar="N",
+                        help="adopt: the pid (shown by `adopt` without --pid) to take over")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print log lines")
     parser.set_defaults(handler=run)
 
@@ -73,17 +80,17 @@ class EventPrinter:
         elif isinstance(event, LifecycleDone):
             line = f"done: {event.message} ({event.timings.get('total', 0):.2f} s)"
         if line is not None:
-            print(line, flush=True)
+            print(sanitize_lines(line), flush=True)  # reasons may quote the host's output
 
 
 def format_status(status: ServerStatus) -> str:
     record = status.record
     if not status.running:
         last = f" (last: {record.profile}, {record.state})" if record else ""
-        return f"{status.host}: no server running{last}"
+        return sanitize(f"{status.host}: no server running{last}")
     assert record is not None
     uptime = _duration(status.uptime_s or 0.0)
-    return "\n".join(
+    return sanitize_lines("\n".join(
         [
             f"{status.host}: {status.health.upper()}",
             f"  profile  {record.profile} ({record.origin})",
@@ -93,7 +100,27 @@ def format_status(status: ServerStatus) -> str:
             f"  version  sglang {status.version or 'unknown'}",
             f"  log      {record.log_path or 'unknown'}",
         ]
-    )
+    ))
+
+
+async def _adopt(life: ServerLifecycle, config: PlateauConfig, args: argparse.Namespace) -> int:
+    """Without --pid: show what listens on the profile's port, so the operator can check its
+    command line. With --pid N: adopt that process (stop/restart may then signal it)."""
+    name, profile = server_jobs.pick_profile(config, args.profile, life.host.profile)
+    found = await life.listeners(profile.port, profile.host)
+    if not found:
+        print(f"{life.host.name}: nothing listens on port {profile.port} (profile {name})")
+        return 1
+    if args.pid is None:
+        for listener in found:
+            shown = sanitize(shlex.join(str(a) for a in listener.get("argv", [])))[:400]
+            print(f"pid {listener['pid']}: {shown}")
+        print(f"check the command line, then: plateau server adopt {life.host.name} "
+              f"--pid {found[0]['pid']}")
+        return 1
+    record = await life.adopt(profile.port, args.pid, bind_host=profile.host, wait=args.wait)
+    print(f"adopted pid {record.pid} on port {record.port}: {shlex.join(record.argv)[:400]}")
+    return 0
 
 
 def _duration(seconds: float) -> str:
@@ -124,6 +151,8 @@ async def run(args: argparse.Namespace) -> int:
             status = await life.status()
             print(format_status(status))
             return 0 if status.running else EXIT_NOT_RUNNING
+        if args.action == "adopt":
+            return await _adopt(life, config, args)
         if args.action == "stop":
             await server_jobs.stop(life, printer, wait=args.wait)
         elif args.action == "start":

@@ -35,6 +35,7 @@ from console.text import sanitize
 
 METRICS_INTERVAL_S = 1.0
 MAX_READ_BYTES = 64 * 1024 * 1024  # per step: a runaway log cannot pin unbounded memory
+STARTUP_BYTES = 4 * 1024 * 1024  # the head of the log holds the startup lines
 
 
 class LogSource(Protocol):
@@ -44,11 +45,12 @@ class LogSource(Protocol):
 
 
 class LocalLog:
-    """A log file on this machine (the demo's simulator)."""
+    """A log file on this machine. The first read returns the head (the startup lines) and
+    moves to the end; later reads return what was appended since."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.offset = 0
+        self.offset: int | None = None
 
     async def read_new(self) -> list[str]:
         return await asyncio.to_thread(self._read)
@@ -56,38 +58,58 @@ class LocalLog:
     def _read(self) -> list[str]:
         try:
             with self.path.open("rb") as handle:
+                if self.offset is None:
+                    data = handle.read(STARTUP_BYTES)
+                    self.offset = handle.seek(0, 2)
+                    return _complete_lines(data)[0]
                 handle.seek(self.offset)
                 data = handle.read(MAX_READ_BYTES)
         except OSError:
             return []
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            return []
-        self.offset += cut + 1
-        return [sanitize(line) for line in data[: cut + 1].decode("utf-8", "replace").splitlines()]
+        lines, used = _complete_lines(data)
+        self.offset += used
+        return lines
 
 
 class RemoteLog:
-    """A log file on a host, read through the transport from a byte offset (`tail -c +N`,
-    an argv list: no shell)."""
+    """A log file on a host, read through the transport (`dd` from a byte offset, `stat` for
+    the size: argv lists, no shell). First read: the head (startup lines), then the end."""
 
     def __init__(self, transport: Transport, path: str) -> None:
         self.transport = transport
         self.path = path
-        self.offset = 0
+        self.offset: int | None = None
 
     async def read_new(self) -> list[str]:
-        result = await self.transport.run(["tail", "-c", f"+{self.offset + 1}", self.path])
-        if getattr(result, "exit_status", 0) not in (0, None):
-            return []
-        data = result.stdout if isinstance(result.stdout, bytes) else str(
-            result.stdout).encode("utf-8", "replace")
-        data = data[:MAX_READ_BYTES]
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            return []
-        self.offset += cut + 1
-        return [sanitize(line) for line in data[: cut + 1].decode("utf-8", "replace").splitlines()]
+        if self.offset is None:
+            head = await self._dd(0, STARTUP_BYTES)
+            size = await self.transport.run(["stat", "-c", "%s", self.path])
+            text = (size.stdout or "").strip()
+            if not size.ok or not text.isdigit():
+                return []
+            self.offset = int(text)
+            return _complete_lines(head)[0]
+        lines, used = _complete_lines(await self._dd(self.offset, MAX_READ_BYTES))
+        self.offset += used
+        return lines
+
+    async def _dd(self, skip: int, count: int) -> bytes:
+        result = await self.transport.run([
+            "dd", f"if={self.path}", "iflag=skip_bytes,count_bytes", f"skip={skip}",
+            f"count={count}", "bs=1M", "status=none"])
+        if not result.ok:
+            return b""
+        out = result.stdout
+        return out if isinstance(out, bytes) else str(out).encode("utf-8", "replace")
+
+
+def _complete_lines(data: bytes) -> tuple[list[str], int]:
+    """The complete lines in `data` (sanitised) and how many bytes they used."""
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        return [], 0
+    text = data[: cut + 1].decode("utf-8", "replace")
+    return [sanitize(line) for line in text.splitlines()], cut + 1
 
 
 class EvidenceRecorder:

@@ -1,6 +1,7 @@
 # ruff: noqa: UP031, B905
 # (percent formatting reads fine; zip(strict=) does not exist on the host's Python 3.8)
-"""Plateau GPU telemetry agent: one stdlib-only file run on the host as `python3 -c SOURCE ARGS`.
+"""Plateau GPU telemetry agent: one stdlib-only file run on the host as `python3 PATH ARGS`
+(PATH: the transport's verified copy `<run_dir>/bin/plateau-gpu-agent-<hash>.py`).
 
 Prints one JSON object per line on stdout:
   {"type": "header", ...}   once: host, driver, backend, GPU identities, topology, NVLink
@@ -9,8 +10,8 @@ Prints one JSON object per line on stdout:
   {"type": "error", ...}    fatal (e.g. no NVIDIA driver); the agent then exits non-zero
 
 Unsupported values are null, never an exception. Keep this file Python 3.8 compatible (it runs
-on the host's own python3) and well under 100 KB (it travels as one argv string; Linux caps a
-single argument at 128 KiB).
+on the host's own python3) and small (it is copied to the host on the first use per
+connection).
 """
 
 import argparse
@@ -1054,6 +1055,10 @@ class SimGpu:
         limit = clean_num(g.get("power_limit_w")) if g else None
         if limit is not None and limit > 0:
             self.power_limit = limit  # the simulated board's limit (`nvidia-smi -pl`)
+        ambient = clean_num(g.get("ambient_c")) if g else None
+        if ambient is not None and abs(ambient - 28.0) > 0.01:
+            self.ambient = ambient  # the simulated host's cooling (28 C: keep the jitter)
+        hot = bool(g.get("thermal_slowdown")) if g else False
         busy = activity > 0.01
         # Time-based util: any kernel in flight counts, so it saturates early.
         util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) if busy else 0.0
@@ -1071,6 +1076,10 @@ class SimGpu:
         else:
             sm = 180.0
         mask = 0x4 if capped else (0x1 if not busy else 0)
+        if hot:  # the simulator runs thermally slowed: say so, at its clock
+            mask |= 0x20
+            sm = min(sm, self.sm_max * 0.6)
+            self.temp = max(self.temp, 92.5)
         tx = clean_num(g.get("pcie_tx_bytes_per_s")) if g else None
         rx = clean_num(g.get("pcie_rx_bytes_per_s")) if g else None
         return {

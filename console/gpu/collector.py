@@ -10,6 +10,7 @@ agent on the host.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from console.gpu.models import (
 )
 from console.gpu.topology import parse_matrix
 from console.host.transport import LineStream, Transport
-from console.text import sanitize
+from console.text import sanitize, sanitize_lines
 
 AGENT_PATH = Path(__file__).with_name("agent.py")
 Backend = Literal["auto", "nvml", "smi", "sim"]
@@ -64,11 +65,11 @@ class AgentOptions:
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
 
-def agent_argv(options: AgentOptions | None = None) -> list[str]:
-    """`[python, -c, SOURCE, args...]`: the program travels as an argument because the
-    transport keeps stdin for its watchdog."""
+def agent_argv(options: AgentOptions | None = None, program: str = str(AGENT_PATH)) -> list[str]:
+    """`[python, PROGRAM, args...]`: PROGRAM is the agent's installed copy on the host
+    (`transport.install_program`), so `ps` there shows a path, not the source."""
     o = options or AgentOptions()
-    argv = [o.python, "-c", agent_source(), "--backend", o.backend]
+    argv = [o.python, program, "--backend", o.backend]
     argv += ["--interval", repr(max(0.25, float(o.interval))), "--pcie", o.pcie]
     if o.count:
         argv += ["--count", str(int(o.count))]
@@ -201,9 +202,7 @@ def cross_check(
 
 
 def sanitize_block(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return "\n".join(sanitize(line) for line in text.split("\n"))
+    return None if text is None else sanitize_lines(text)
 
 
 def parse_lines(lines: Sequence[str]) -> list[GpuEvent]:
@@ -240,7 +239,12 @@ class GpuCollector:
 
     async def start(self) -> None:
         if self._stream is None:
-            self._stream = await self.transport.stream_lines(agent_argv(self.options))
+            options = self.options
+            if options.sim_state:  # a host path: `~` is the host's home
+                sim_state = await self.transport.resolve_path(options.sim_state)
+                options = dataclasses.replace(options, sim_state=sim_state)
+            program = await self.transport.install_program("plateau-gpu-agent", agent_source())
+            self._stream = await self.transport.stream_lines(agent_argv(options, program))
 
     async def close(self) -> None:
         stream, self._stream = self._stream, None

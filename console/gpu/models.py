@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from console.text import sanitize
+
 NA = "N/A"
 
 
@@ -35,7 +37,7 @@ def _int(value: Any) -> int | None:
 def _str(value: Any) -> str | None:
     if value is None:
         return None
-    text = str(value).strip()
+    text = sanitize(str(value).strip())  # written by the host: never raw on a terminal
     if not text or text.upper() in ("N/A", "[N/A]", "[NOT SUPPORTED]"):
         return None
     return text

@@ -43,7 +43,7 @@ def transport_for(
     `accept_fingerprint` (else `$PLATEAU_ACCEPT_HOST_KEY`) accepts exactly that unknown host
     key once and saves it to known_hosts; a changed key is refused regardless."""
     if host.local:
-        return LocalTransport(host.name)
+        return LocalTransport(host.name, run_dir=host.run_dir)
     if accept_fingerprint is None:
         accept_fingerprint = accept_fingerprint_from_env()
     known_hosts = Path(host.known_hosts_file).expanduser() if host.known_hosts_file else None
@@ -58,4 +58,5 @@ def transport_for(
         accept_fingerprint=accept_fingerprint,
         jump_host=host.jump_host,
         use_ssh_config=use_ssh_config,
+        run_dir=host.run_dir,
     )

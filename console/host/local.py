@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -52,17 +54,32 @@ class LocalLineStream:
         if self._closed:
             return
         self._closed = True
-        await _terminate_group(self._process)
-        # Close the pipes now, not in __del__ (which may run after the loop has closed).
-        transport = getattr(self._process, "_transport", None)
-        if transport is not None:
-            transport.close()
+        try:
+            await _terminate_group(self._process)
+        finally:  # also when cancelled during the grace period (the console exiting)
+            _kill_group_now(self._process)
+            _release(self._process)
 
     async def __aenter__(self) -> LocalLineStream:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _release(process: asyncio.subprocess.Process) -> None:
+    """Close the subprocess transport (its pipes) now, while the loop runs. Left to __del__,
+    it closes after the loop has, and Python prints `RuntimeError: Event loop is closed`."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
+def _kill_group_now(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command's process group without waiting (we are being cancelled)."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _terminate_group(process: asyncio.subprocess.Process, grace: float = 2.0) -> None:
@@ -95,8 +112,12 @@ class LocalPortForward:
 class LocalTransport(ProcessOps):
     """Runs everything on this machine. Same semantics as SshTransport."""
 
-    def __init__(self, host_name: str = "localhost") -> None:
+    def __init__(self, host_name: str = "localhost", *, run_dir: str | None = None) -> None:
+        """RUN_DIR holds the host-side programs (`install_program`); without one (tests,
+        one-off commands) they go to a private temp dir removed by `close`."""
         self._host_name = host_name
+        self._temp_dir: str | None = None
+        self._init_programs(run_dir)
         self._subscribers: list[Callable[[ConnectionEvent], None]] = []
 
     @property
@@ -111,7 +132,10 @@ class LocalTransport(ProcessOps):
             callback(ConnectionEvent(self._host_name, "connected", "local"))
 
     async def close(self) -> None:
-        return None
+        if self._temp_dir is not None:  # programs already started have read their source
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+            self._forget_programs()
 
     async def run(
         self,
@@ -130,6 +154,11 @@ class LocalTransport(ProcessOps):
             await _terminate_group(process, grace=0.5)
             raise TransportError(f"{self._host_name}: command timed out after {timeout} s: "
                                  f"{scripts.display(argv)[:200]}") from None
+        except BaseException:  # cancelled (the console is exiting): no command outlives us
+            _kill_group_now(process)
+            raise
+        finally:
+            _release(process)
         return CommandResult(
             tuple(argv),
             process.returncode if process.returncode is not None else -1,
@@ -159,6 +188,13 @@ class LocalTransport(ProcessOps):
             scripts.with_env(argv, env), stderr=asyncio.subprocess.DEVNULL
         )
         return LocalLineStream(process)
+
+    async def _program_directory(self) -> str:
+        if self._program_root is not None:
+            return await super()._program_directory()
+        if self._temp_dir is None:
+            self._temp_dir = tempfile.mkdtemp(prefix="plateau-local-")
+        return f"{self._temp_dir}/bin"
 
     async def home_dir(self) -> str:
         return os.path.expanduser("~")

@@ -43,6 +43,18 @@ WRITE_FILE = (
     'cat >"$t" && chmod "$2" "$t" && mv -f "$t" "$1" || { rm -f "$t"; exit 1; }'
 )
 
+# Installs stdin as "$2" (a content-addressed program in directory "$1") unless a copy with
+# sha256 "$3" is already there. Directory 0700 (chmod fails unless it is ours), file 0600,
+# written to a temp name, checked against the hash, then renamed: a reader never sees a
+# partial or foreign file. Prints "ok" (already there, hash verified) or "installed".
+INSTALL_PROGRAM = (
+    'umask 077; mkdir -p "$1" && chmod 700 "$1" || exit 1; '
+    'if [ "$(sha256sum <"$2" 2>/dev/null)" = "$3  -" ]; then echo ok; exit 0; fi; '
+    't="$2.plateau-tmp.$$"; '
+    'if cat >"$t" && [ "$(sha256sum <"$t")" = "$3  -" ] && chmod 600 "$t" && mv -f "$t" "$2"; '
+    'then echo installed; else rm -f "$t"; exit 1; fi'
+)
+
 
 def sh(script: str, *args: str) -> list[str]:
     """argv for `sh -c SCRIPT sh ARGS...`."""
@@ -89,7 +101,9 @@ BOOTSTRAP = (
     'for a in "$@"; do shift; x=$(printf %s "${a#x}" | base64 -d && echo .) || exit 125; '
     'set -- "$@" "${x%.}"; done; exec "$@"'
 )
-BOOTSTRAP_PREFIX = f"sh -c '{BOOTSTRAP}' sh"
+# `exec` (a builtin of all five login shells) replaces the login shell, so no copy of this
+# text with the encoded argv stays in the host's process list while a command runs.
+BOOTSTRAP_PREFIX = f"exec sh -c '{BOOTSTRAP}' sh"
 BOOTSTRAP_NEEDS = (
     "Plateau sends every command through a fixed `sh -c` bootstrap (whatever the login shell) "
     "and needs a POSIX `sh` and `base64` (coreutils) on the host's PATH"

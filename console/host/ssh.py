@@ -165,7 +165,9 @@ class SshTransport(ProcessOps):
         keepalive_interval: float = 15.0,
         max_reconnect_delay: float = 30.0,
         reconnect_attempts: int = 8,
+        run_dir: str = "~/.plateau",
     ) -> None:
+        self._init_programs(run_dir)
         self._host_name = host_name
         self._address = address
         self._port = port
@@ -216,18 +218,22 @@ class SshTransport(ProcessOps):
             if self._closing:
                 raise TransportError(f"{self._host_name}: transport is closed")
             if not self._ever_connected:
-                connection = await self._open()
-                try:
-                    self._home = await self._probe(connection)
-                except BaseException:
-                    connection.close()
-                    raise
-                self._conn = connection
+                self._conn = await self._open_probed()
                 self._ever_connected = True
                 self._emit("connected", f"{self._address}:{self._port}")
             else:
                 self._conn = await self._reconnect_with_backoff()
             return self._conn
+
+    async def _open_probed(self) -> asyncssh.SSHClientConnection:
+        """A new connection whose bootstrap probe passed (closed again if it did not)."""
+        connection = await self._open()
+        try:
+            self._home = await self._probe(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     async def _probe(self, connection: asyncssh.SSHClientConnection) -> str:
         """Run the bootstrap once on a fresh connection; its answer is the home directory."""
@@ -238,6 +244,7 @@ class SshTransport(ProcessOps):
             )
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"{self._host_name}: cannot run commands: {exc}") from None
+        self._forget_programs()
         home = scripts.parse_probe(_text(result.stdout))
         if result.exit_status != 0 or home is None:
             detail = " ".join(_text(result.stderr).split())[:300] or f"exit {result.exit_status}"
@@ -259,8 +266,7 @@ class SshTransport(ProcessOps):
         for attempt in range(1, self._reconnect_attempts + 1):
             self._emit("reconnecting", f"attempt {attempt}")
             try:
-                connection = await self._open()
-                self._home = await self._probe(connection)
+                connection = await self._open_probed()
             except HostKeyError:
                 raise
             except TransportError as exc:
@@ -402,7 +408,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot read {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
         return bytes(result.stdout or b"")
 
@@ -415,7 +421,7 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: cannot write {path}: {exc}") from None
         if result.exit_status != 0:
-            detail = _text(result.stderr).strip()
+            detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
 
     def _command(self, argv: Sequence[str]) -> str:

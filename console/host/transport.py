@@ -97,7 +97,7 @@ class Transport(Protocol):
         """Start `argv` and return its stdout lines (without newline, undecodable bytes
         replaced). Closing the stream kills the whole process group on the host. The
         command's stdin is /dev/null (the transport uses the channel's stdin as a watchdog),
-        so pass programs as arguments (`python3 -c SOURCE`), not on stdin."""
+        so pass programs as files (`install_program`), not on stdin."""
         ...
 
     async def start_detached(
@@ -124,6 +124,11 @@ class Transport(Protocol):
 
     async def resolve_path(self, path: str) -> str:
         """PATH with a leading `~` resolved on the host: use the result everywhere."""
+        ...
+
+    async def install_program(self, name: str, source: str) -> str:
+        """Copy a host-side Python program into `<run_dir>/bin` (content-addressed, verified
+        by hash) and return its absolute path on the host, to run as `python3 PATH ARGS`."""
         ...
 
     async def read_file(self, path: str) -> bytes: ...

@@ -28,6 +28,7 @@ from console.host.factory import transport_for
 from console.host.transport import Transport
 from console.jobs import server as server_jobs
 from console.server.events import EventSink, ignore_events
+from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.models import RunMeta
 
@@ -106,14 +107,16 @@ async def demo_target(
     transport = transport_for(host)
     await transport.connect()
     try:
-        lifecycle = ServerLifecycle(transport, host)
-        record = await server_jobs.start(lifecycle, config, profile, on_event)
-        try:
-            name = record.profile
-            async with on_host(transport, host, name, config.profiles[name]) as target:
-                yield target, config
-        finally:
-            await server_jobs.stop(lifecycle, on_event)
+        # Started first: if we are killed, the server and the temp run dir go with us.
+        async with owner_guard(transport, host, stop_server=True, remove_run_dir=True):
+            lifecycle = ServerLifecycle(transport, host)
+            record = await server_jobs.start(lifecycle, config, profile, on_event)
+            try:
+                name = record.profile
+                async with on_host(transport, host, name, config.profiles[name]) as target:
+                    yield target, config
+            finally:
+                await server_jobs.stop(lifecycle, on_event)
     finally:
         await transport.close()
 

@@ -1,7 +1,8 @@
 """Follow a log file on a host over any Transport, with `tail -F` semantics and exact resume.
 
 A small stdlib-only follower (remote_follow.py) runs on the host through
-`transport.stream_lines(["python3", "-c", SOURCE, ...])` and prints every complete line with its
+`transport.stream_lines(["python3", PATH, ...])` (PATH: `transport.install_program`'s
+verified copy in the run dir) and prints every complete line with its
 byte offsets. The console remembers (real path, dev:inode, end offset of the last complete line);
 after a dropped connection it restarts the follower with that triple, so the host resumes at
 the exact byte: no line is duplicated and none is lost, even if the file was rotated or the
@@ -142,8 +143,9 @@ class LogFollower:
         self._done = True
         self._wake.set()
 
-    def argv(self) -> list[str]:
-        argv = [self.python, "-c", FOLLOWER_SOURCE, self.path, str(self.start_lines)]
+    def argv(self, program: str) -> list[str]:
+        """The host command: PROGRAM is the installed copy of remote_follow.py."""
+        argv = [self.python, program, self.path, str(self.start_lines)]
         if self.position is not None:
             argv += [self.position.path, self.position.file_id, str(self.position.offset)]
         return argv
@@ -157,7 +159,12 @@ class LogFollower:
                 detail = ""
                 got_header = False
                 try:
-                    stream = await self.transport.stream_lines(self.argv())
+                    # `~` means the host's home, resolved there (the follower opens it as is)
+                    self.path = await self.transport.resolve_path(self.path)
+                    program = await self.transport.install_program(
+                        "plateau-follow", FOLLOWER_SOURCE
+                    )
+                    stream = await self.transport.stream_lines(self.argv(program))
                     self._stream = stream
                     async with stream:
                         async for record in stream:

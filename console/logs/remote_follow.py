@@ -1,4 +1,5 @@
-"""A tiny `tail -F` that runs ON THE HOST (`python3 -c <this source> ARGS`), stdlib only.
+"""A tiny `tail -F` that runs ON THE HOST (`python3 <run_dir>/bin/plateau-follow-<hash>.py ARGS`,
+a verified copy of this file), stdlib only.
 
 It follows PATH (usually the server area's `current.log` symlink) and prints one record per
 line on stdout, so the console can resume after a dropped connection at an exact byte offset:

@@ -169,10 +169,11 @@ class StatsAggregator:
         """A `/metrics` scrape; it is authoritative over batch lines when both arrive."""
         latest = self._latest
         gen = snapshot.gen_throughput
-        if snapshot.running_reqs == 0:
-            gen = 0.0 if gen is not None else None  # a gauge left over from the last batch
+        idle = snapshot.running_reqs == 0
+        if idle and gen is not None:
+            self._gen.append(0.0)  # nothing runs: the gauge is left over from the last batch
         pairs = (
-            ("gen_throughput", gen, self._gen),
+            ("gen_throughput", None if idle else gen, self._gen),
             ("running_reqs", snapshot.running_reqs, self._running),
             ("queue_reqs", snapshot.queue_reqs, self._queue),
             ("token_usage", snapshot.token_usage, self._usage),
@@ -186,7 +187,7 @@ class StatsAggregator:
             latest["cuda_graph"] = snapshot.cuda_graph
         if snapshot.spec_accept_length is not None:
             latest["accept_len"] = snapshot.spec_accept_length
-        if snapshot.running_reqs == 0:
+        if idle:
             self._go_idle()
         elif gen is not None:
             self._fresh_rate(gen)

@@ -1,18 +1,19 @@
-"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 -c SOURCE ARGS`.
+"""Small stdlib-only Python programs the lifecycle runs on the host as `python3 PATH CMD ARGS`
+(PATH: the transport's content-addressed, hash-verified copy in `<run_dir>/bin`).
 
-The program text is a constant; every variable part travels as an argv item (quoted by the
-transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
+The program text is a constant; every variable part travels as an argv item (carried as data
+by the transport) or on stdin, so nothing a profile contains is ever parsed as shell or Python.
 Each prints one JSON object.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from console.errors import PlateauError
 from console.host.transport import LineStream, Transport
+from console.text import sanitize
 
 HOST_SCRIPT = r'''
 import errno, json, os, socket, sys, time
@@ -91,6 +92,7 @@ def proc_info(pid):
             uptime = float(f.read().split()[0])
         info["started_at"] = time.time() - uptime + int(fields[19]) / ticks
         info["uid"] = os.stat("/proc/%d" % pid).st_uid
+        info["start_ticks"] = int(fields[19])
     except (OSError, IndexError, ValueError):
         pass
     for fd in ("1", "2"):
@@ -127,6 +129,31 @@ def listeners(port):
     found.sort(key=lambda p: p.get("started_at", 0))
     return found
 
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+def start_ticks(pid):
+    # Field 22 of /proc/PID/stat: start time in clock ticks after boot. With the boot id it
+    # tells a process from a later one that reuses its pid.
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().decode("utf-8", "replace").rsplit(")", 1)[-1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def has_launch_id(pid, launch_id):
+    if not launch_id:
+        return False
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return ("PLATEAU_LAUNCH_ID=" + launch_id).encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
 def cmd_probe(a):
     pid, pgid = a.get("pid") or 0, a.get("pgid") or 0
     out = {
@@ -135,6 +162,10 @@ def cmd_probe(a):
         "own_pgids": sorted({os.getpgid(0), os.getpgid(os.getppid())}),
         "uid": os.getuid(),
     }
+    if a.get("identify") and pid:
+        out["start_ticks"] = start_ticks(pid)
+        out["boot_id"] = boot_id()
+        out["launch_ok"] = has_launch_id(pid, a.get("launch_id"))
     if a.get("port"):
         out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
         out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
@@ -143,13 +174,16 @@ def cmd_probe(a):
 def cmd_prepare(a):
     run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
     logs = os.path.join(run_dir, "logs")
-    os.makedirs(logs, exist_ok=True)
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    for d in (run_dir, logs):  # logs carry what the server prints (its args, the API key)
+        if os.stat(d).st_uid == os.getuid():
+            os.chmod(d, 0o700)
     base = "sglang-%s-%s" % (a["stamp"], a["profile"])
     # Never overwrite an old log: create exclusively, add a counter on collision.
     for n in range(1000):
         path = os.path.join(logs, base + ("" if n == 0 else "-%d" % n) + ".log")
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
             break
         except FileExistsError:
@@ -162,9 +196,10 @@ def cmd_prepare(a):
 
 def cmd_write(a):
     path = os.path.abspath(os.path.expanduser(a["path"]))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = path + ".tmp-%d" % os.getpid()
-    with open(tmp, "w") as f:
+    # 0600 from the first byte (records and key files are nobody else's business)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(sys.stdin.read())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
@@ -244,30 +279,85 @@ def cmd_lease(a):
         pass
     return {"state": "released"}
 
-cmd, arg = sys.argv[2], json.loads(sys.argv[3])
+def recorded_server_proven(rec):
+    pid, pgid = int(rec.get("pid") or 0), int(rec.get("pgid") or 0)
+    if pid <= 1 or pgid <= 1 or rec.get("state") == "stopped" or rec.get("start_ticks") is None:
+        return False
+    if alive(pid):
+        return (start_ticks(pid) == rec.get("start_ticks") and boot_id() == rec.get("boot_id")
+                and (rec.get("origin") == "adopted" or has_launch_id(pid, rec.get("launch_id"))))
+    return pgid == pid and bool(group_members(pgid))  # leader gone, its group still there
+
+def stop_recorded(run_dir):
+    import signal
+    try:
+        with open(os.path.join(run_dir, "server.json")) as f:
+            rec = json.load(f)
+        pgid = int(rec.get("pgid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    if not recorded_server_proven(rec) or pgid == os.getpgid(0):
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            return
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if not group_members(pgid):
+                return
+            time.sleep(0.05)
+
+def cmd_guard(a):
+    # Dies with its owner and cleans up after it: stops the server the run dir's launch
+    # record proves (when asked) and removes the run dir (when asked). Runs on owner exit,
+    # on SIGTERM/SIGHUP/SIGINT, and when our stdout's reader goes away (the owner died).
+    import select, shutil, signal
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+
+    def cleanup(*_ignored):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if a.get("stop_server"):
+            stop_recorded(run_dir)
+        if a.get("remove"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, cleanup)
+    watch = select.poll()
+    watch.register(1, select.POLLERR | select.POLLHUP)
+    say({"state": "guarding", "pid": os.getpid()})
+    while not owner_gone(watch, -1):
+        pass
+    cleanup()
+
+cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease}[cmd](arg)))
+                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
+                  "guard": cmd_guard}[cmd](arg)))
 '''
 
-
-# One line, no quotes: survives any login shell (csh and fish quote newlines differently).
-_LOADER = "import base64,sys;exec(base64.b64decode(sys.argv[1]))"
-_ENCODED = base64.b64encode(HOST_SCRIPT.encode()).decode()
 
 
 class HostScriptError(PlateauError):
     pass
 
 
-def host_script_argv(python: str, command: str, args: dict[str, Any]) -> list[str]:
-    return [python, "-c", _LOADER, _ENCODED, command, json.dumps(args)]
+def host_script_argv(
+    python: str, program: str, command: str, args: dict[str, Any]
+) -> list[str]:
+    """`python3 PROGRAM CMD JSON`: PROGRAM is `install_program`'s copy of HOST_SCRIPT."""
+    return [python, program, command, json.dumps(args)]
 
 
 async def stream_host_script(
     transport: Transport, python: str, command: str, args: dict[str, Any]
 ) -> LineStream:
     """A long-running host helper (e.g. `lease`): its JSON lines; closing ends it."""
-    return await transport.stream_lines(host_script_argv(python, command, args))
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
+    return await transport.stream_lines(host_script_argv(python, program, command, args))
 
 
 async def run_host_script(
@@ -279,13 +369,14 @@ async def run_host_script(
     stdin: str | None = None,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
+    program = await transport.install_program("plateau-hostscript", HOST_SCRIPT)
     result = await transport.run(
-        host_script_argv(python, command, args), input=stdin, timeout=timeout
+        host_script_argv(python, program, command, args), input=stdin, timeout=timeout
     )
     if not result.ok:
         raise HostScriptError(
             f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{result.stderr.strip()[-300:]}"
+            f"{sanitize(result.stderr.strip()[-300:])}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -27,6 +29,7 @@ from console.config_models import HostConfig, ServerProfile
 from console.errors import PlateauError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
+from console.logs.follower import LogFollower
 from console.server.discovery import FlagDiscovery
 from console.server.events import (
     CommandShown,
@@ -52,6 +55,11 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
+_ALL_LINES = 1 << 40  # the startup follower reads the new log from its first byte
+# After HTTP says ready, how long to wait for the follower to deliver the ready line (it is a
+# host process of its own, which a loaded host starts slowly); normally it is already there.
+_CATCH_UP_S = 15.0
+LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
 _API_KEY_WRAPPER = (
@@ -157,10 +165,27 @@ class ServerLifecycle:
         port: int = 0,
         bind_host: str = "127.0.0.1",
         listeners: bool = False,
+        launch_id: str | None = None,
     ) -> dict[str, Any]:
         return await self._script(
             "probe",
-            {"pid": pid, "pgid": pgid, "port": port, "host": bind_host, "listeners": listeners},
+            {"pid": pid, "pgid": pgid, "port": port, "host": bind_host, "listeners": listeners,
+             "identify": launch_id is not None, "launch_id": launch_id or ""},
+        )
+
+    async def proven(self, record: LaunchRecord) -> bool:
+        """True when the record's pid is, provably, the process the record describes: same
+        start time and boot (so not a later process reusing the pid) and, for a server
+        Plateau launched, its launch id in the process's environment. Nothing else is ever
+        signalled."""
+        if record.state in ("stopped", "failed") or record.start_ticks is None:
+            return False
+        probe = await self._probe(pid=record.pid, launch_id=record.launch_id or "")
+        return bool(
+            probe["pid_alive"]
+            and probe.get("start_ticks") == record.start_ticks
+            and probe.get("boot_id") == record.boot_id
+            and (record.origin == "adopted" or probe.get("launch_ok"))
         )
 
     async def read_log_tail(self, path: str, max_bytes: int = 65536) -> list[str]:
@@ -212,13 +237,7 @@ class ServerLifecycle:
         Every HTTP request becomes an access line in the server's own log, so a poller can
         check liveness often and health seldom; `known_version` skips `/server_info`."""
         record = await self.read_record()
-        if record is not None and record.state in ("stopped", "failed"):
-            record_alive = False
-        elif record is not None:
-            probe = await self._probe(pid=record.pid, pgid=record.pgid)
-            record_alive = bool(probe["pid_alive"] or probe["group"])
-        else:
-            record_alive = False
+        record_alive = record is not None and await self._record_alive(record)
         if not record_alive:
             return ServerStatus(host=self.host.name, running=False, record=record)
         assert record is not None
@@ -263,60 +282,77 @@ class ServerLifecycle:
                 return code
         return code
 
+    async def _record_alive(self, record: LaunchRecord) -> bool:
+        """The recorded server runs: its pid is proven, or (the leader gone) its process
+        group still has members; a group id cannot be reused while members remain."""
+        if await self.proven(record):
+            return True
+        if record.state in ("stopped", "failed") or record.start_ticks is None:
+            return False
+        probe = await self._probe(pid=record.pid, pgid=record.pgid)
+        return bool(not probe["pid_alive"] and probe["group"] and record.pgid == record.pid)
+
     async def find_server(
         self, port: int, bind_host: str, launch: Sequence[str] = ()
     ) -> _Target | None:
-        """The server to stop: the launch record's if alive, else whatever SGLang-like process
-        listens on `port` (a server started by hand is adopted)."""
+        """The server to stop: the launch record's, when the record proves it (see
+        `proven`). Anything else listening on `port` is never touched: it is reported with
+        its command line, and the operator may adopt it explicitly (`adopt(pid=...)`)."""
         record = await self.read_record()
-        if record is not None and record.state not in ("stopped", "failed"):
-            probe = await self._probe(pid=record.pid, pgid=record.pgid)
-            if probe["pid_alive"] or probe["group"]:
-                return _Target(record.pid, record.pgid, record.port, record)
+        if record is not None and await self._record_alive(record):
+            return _Target(record.pid, record.pgid, record.port, record)
         probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
-        for listener in probe.get("listeners", []):
-            if _looks_like_server(listener.get("argv", []), launch):
-                return _Target(int(listener["pid"]), int(listener.get("pgid") or listener["pid"]),
-                               port, None)
         if probe.get("listeners"):
             other = probe["listeners"][0]
-            cmd = sanitize(" ".join(other.get("argv", []))[:120])
+            cmd = sanitize(" ".join(other.get("argv", []))[:160])
             raise LifecycleError(
                 Phase.STOP,
-                f"port {port} is used by pid {other['pid']} ({cmd}), which does not look like "
-                "an SGLang server; not touching it",
+                f"port {port} is used by pid {other['pid']} ({cmd}), which Plateau did not "
+                "start; not touching it. If it is the server, check that command line and "
+                f"adopt it: plateau server adopt {self.host.name} --pid {other['pid']}",
             )
         return None
 
-    async def adopt(
-        self, port: int, profile_name: str = "adopted", *, bind_host: str = "127.0.0.1",
-        launch: Sequence[str] = (),
-    ) -> LaunchRecord:
-        """Take over a server started by hand: write a launch record for it."""
+    async def listeners(self, port: int, bind_host: str = "127.0.0.1") -> list[dict[str, Any]]:
+        """Processes listening on `port` (pid, argv, start time), for the operator to see."""
         probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
-        candidates = [
-            p for p in probe.get("listeners", []) if _looks_like_server(p.get("argv", []), launch)
-        ]
-        if not candidates:
-            raise LifecycleError(Phase.STOP, f"no SGLang server listens on port {port}")
-        found = candidates[0]
-        started = found.get("started_at")
-        _health, version = await self._health(port)
-        record = LaunchRecord(
-            pid=int(found["pid"]),
-            pgid=int(found.get("pgid") or found["pid"]),
-            port=port,
-            host=bind_host,
-            profile=profile_name,
-            argv=redact_argv([sanitize(a) for a in found.get("argv", [])]),
-            log_path=found.get("log_path"),
-            started_at=(datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)),
-            sglang_version=version,
-            origin="adopted",
-            state="ready" if _health == "ready" else "starting",
-        )
-        await self._write_record(record)
-        return record
+        return list(probe.get("listeners", []))
+
+    async def adopt(
+        self, port: int, pid: int, profile_name: str = "adopted", *,
+        bind_host: str = "127.0.0.1", wait: bool = False,
+    ) -> LaunchRecord:
+        """Take over a server started by hand, after the operator saw its command line and
+        named its pid: write a launch record (with its start time) so stop/restart may
+        signal it."""
+        async with self._lease(f"adopt pid {pid}", wait):
+            found = next((p for p in await self.listeners(port, bind_host)
+                          if int(p.get("pid", 0)) == pid), None)
+            if found is None:
+                raise LifecycleError(Phase.STOP, f"pid {pid} does not listen on port {port}")
+            started = found.get("started_at")
+            identity = await self._probe(pid=pid, launch_id="")
+            health, version = await self._health(port)
+            pgid = int(found.get("pgid") or pid)
+            record = LaunchRecord(
+                pid=pid,
+                # Signal its group only when it leads one (started with setsid); else itself.
+                pgid=pgid if pgid == pid else pid,
+                port=port,
+                host=bind_host,
+                profile=profile_name,
+                argv=redact_argv([sanitize(a) for a in found.get("argv", [])]),
+                log_path=found.get("log_path"),
+                started_at=(datetime.fromtimestamp(started, UTC) if started
+                            else datetime.now(UTC)),
+                sglang_version=version,
+                origin="adopted",
+                state="ready" if health == "ready" else "starting",
+                start_ticks=identity.get("start_ticks"),
+                boot_id=identity.get("boot_id"),
+            )
+            await self._write_record(record)
+            return record
 
     # ------------------------------------------------------------------ public actions
 
@@ -404,8 +440,6 @@ class ServerLifecycle:
                 await self._wait_port_free(run, port, bind_host)
             run.finish(Phase.VERIFY_STOPPED, "port free")
             return None
-        if target.record is None:
-            run.progress(Phase.STOP, f"adopting pid {target.pid} found on port {target.port}")
         await self._terminate(run, target)
         run.finish(Phase.STOP, f"pid {target.pid} stopped")
         run.start(Phase.VERIFY_STOPPED)
@@ -496,11 +530,18 @@ class ServerLifecycle:
             run.progress(Phase.VERIFY_STOPPED, f"waiting for GPU memory on GPU(s) {over}")
             await asyncio.sleep(max(self.options.poll_interval_s, 0.5))
 
-    def launch_argv(self, profile: ServerProfile, with_key: bool) -> list[str]:
-        """The argv given to `start_detached`: env items, optional key wrapper, the server."""
-        argv: list[str] = []
-        if profile.env:
-            argv += ["env", *(f"{k}={v}" for k, v in profile.env.items())]
+    def launch_argv(
+        self, profile: ServerProfile, with_key: bool, launch_id: str | None = None
+    ) -> list[str]:
+        """The argv given to `start_detached`: env items (the profile's and the launch id
+        that later proves the process is this launch), optional key wrapper, the server."""
+        # umask 077: whatever the server writes (its own logs, crash dumps) is its user's only.
+        argv: list[str] = ["sh", "-c", 'umask 077 && exec "$@"', "sh"]
+        env = dict(profile.env)
+        if launch_id:
+            env[LAUNCH_ID_ENV] = launch_id
+        if env:
+            argv += ["env", *(f"{k}={v}" for k, v in env.items())]
         if with_key:
             argv += ["sh", "-c", _API_KEY_WRAPPER, "sh"]
         return argv + profile.argv()
@@ -517,12 +558,19 @@ class ServerLifecycle:
             "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name}
         )
         log_path = prepared["log_path"]
-        shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
+        secrets = await self._key_file(run, profile, key, prepared["run_dir"], stamp)
+        if secrets is not None:
+            shown_argv = [*profile.argv(), "--config", secrets]
+        else:
+            shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
         run.emit(CommandShown(display_command(shown_argv, profile.env), log_path))
-        argv = self.launch_argv(profile, key is not None)
+        launch_id = uuid.uuid4().hex
+        argv = self.launch_argv(profile, key is not None and secrets is None, launch_id)
+        if secrets is not None:
+            argv += ["--config", secrets]
         process: DetachedProcess | None = None
         try:
-            if key is None:
+            if key is None or secrets is not None:
                 process = await self.transport.start_detached(
                     argv, log_path=log_path, cwd=prepared["run_dir"]
                 )
@@ -540,6 +588,8 @@ class ServerLifecycle:
                 env_names=sorted(profile.env) + ([profile.api_key_env] if key else []),
                 log_path=log_path,
                 gpu_baseline_mib=baseline,
+                launch_id=launch_id,
+                **await self._identity(process.pid),
             )
             await self._write_record(record)
             run.finish(Phase.LAUNCH, f"pid {process.pid}, log {log_path}")
@@ -556,6 +606,32 @@ class ServerLifecycle:
             if isinstance(exc, PlateauError | OSError | httpx.HTTPError):
                 run.fail(Phase.LAUNCH, str(exc))
             raise
+        finally:
+            if secrets is not None:  # read once, at startup: gone before anyone asks
+                with contextlib.suppress(PlateauError, OSError):
+                    await asyncio.shield(self._script("remove", {"path": secrets}))
+
+    async def _key_file(
+        self, run: _Run, profile: ServerProfile, key: str | None, run_dir: str, stamp: str
+    ) -> str | None:
+        """Where SGLang allows it (`--config FILE.yaml`, merged into its argv in-process),
+        the API key goes to a 0600 file in the 0700 run dir, never on the server's command
+        line (which every user on the host can read in `ps`). Without --config it can only
+        go on argv: said plainly."""
+        if key is None:
+            return None
+        schema = await self.discovery.schema_for(profile)
+        if schema.get("config") is None:
+            run.progress(Phase.LAUNCH, "this SGLang has no --config: the API key is on the "
+                         "server's command line, readable by every user on the host (ps)")
+            return None
+        path = f"{run_dir.rstrip('/')}/launch-{stamp}-secret.yaml"
+        await self._script("write", {"path": path}, stdin=f"api-key: {json.dumps(key)}\n")
+        return path
+
+    async def _identity(self, pid: int) -> dict[str, Any]:
+        probe = await self._probe(pid=pid, launch_id="")
+        return {"start_ticks": probe.get("start_ticks"), "boot_id": probe.get("boot_id")}
 
     async def _start_detached_with_key(
         self, argv: list[str], log_path: str, cwd: str, key: str
@@ -605,29 +681,46 @@ class ServerLifecycle:
 
         state: dict[str, Any] = {"step": StartupStep.LAUNCHED, "ready_line": False}
 
+        said = _SaidOnce(run)
+
+        def take(raw: str) -> None:
+            line = scrub(sanitize(raw))
+            lines.append(line)
+            run.emit(LogLine(line))
+            step = step_of(line)
+            if step is not None and step != state["step"]:
+                state["step"] = step
+                run.progress(Phase.STARTUP, step.value, step=step,
+                             fraction=step_fraction(step))
+            if READY_LINE in line:
+                state["ready_line"] = True
+
         async def follow() -> None:
-            stream = await self.transport.stream_lines(["tail", "-n", "+1", "-F", log_path])
-            async with stream:
-                async for raw in stream:
-                    line = scrub(sanitize(raw))
-                    lines.append(line)
-                    run.emit(LogLine(line))
-                    step = step_of(line)
-                    if step is not None and step != state["step"]:
-                        state["step"] = step
-                        run.progress(Phase.STARTUP, step.value, step=step,
-                                     fraction=step_fraction(step))
-                    if READY_LINE in line:
-                        state["ready_line"] = True
+            # The console's follower: after an SSH drop it resumes at the exact byte offset
+            # (no line lost or repeated); a lost connection is said once, not per poll.
+            follower = LogFollower(self.transport, log_path, start_lines=_ALL_LINES,
+                                   python=self.host.python, batch_interval=0.05)
+            try:
+                async for batch in follower:
+                    for notice in batch.notices:
+                        if notice.kind == "lost":
+                            said.once("follow", f"log follower lost the connection "
+                                      f"({sanitize(notice.detail)[:200]}); it resumes at byte "
+                                      f"{batch.position.offset if batch.position else 0}")
+                        elif notice.kind == "resumed":
+                            said.clear("follow", "log follower resumed")
+                    for event in batch.events:
+                        for raw in event.lines:
+                            take(raw)
+            finally:
+                await follower.close()
 
         follower = asyncio.create_task(follow())
         deadline = time.monotonic() + opts.startup_timeout_s
         try:
             async with self.http(profile.port, key) as client:
                 while True:
-                    if follower.done() and follower.exception() is not None:
-                        run.progress(Phase.STARTUP, f"log follower stopped: {follower.exception()}")
-                    if not await self.transport.is_alive(process.pid):
+                    if not await self._alive_through_drops(process.pid, said):
                         await asyncio.sleep(0.3)  # let the last lines reach the log
                         tail = [scrub(x) for x in await self.read_log_tail(log_path)]
                         diagnosis = diagnose(tail)
@@ -643,7 +736,7 @@ class ServerLifecycle:
                     await asyncio.sleep(opts.poll_interval_s)
                 # HTTP can answer before our log follower (a poll behind) has read the
                 # startup lines; give it a moment so the phases shown are complete.
-                catch_up = time.monotonic() + 2.0
+                catch_up = time.monotonic() + _CATCH_UP_S
                 while not state["ready_line"] and not follower.done():
                     if time.monotonic() >= catch_up:
                         break
@@ -664,6 +757,19 @@ class ServerLifecycle:
             follower.cancel()
             await asyncio.gather(follower, return_exceptions=True)
 
+    async def _alive_through_drops(self, pid: int, said: _SaidOnce) -> bool:
+        """Is the launched process alive? A dropped connection is not a dead server: say so
+        once and keep waiting (the transport reconnects) until the startup deadline."""
+        try:
+            # The host helper, not `is_alive`: a command cut by the drop must not read as
+            # "no such process" (the helper raises unless it answered).
+            alive = bool((await self._probe(pid=pid))["pid_alive"])
+        except PlateauError as exc:
+            said.once("probe", f"connection to {self.host.name} lost ({exc}); waiting for it")
+            return True
+        said.clear("probe", f"connection to {self.host.name} is back")
+        return alive
+
     async def _try_ready(self, client: httpx.AsyncClient) -> int | None:
         try:
             return await self._ready_code(client)
@@ -671,12 +777,22 @@ class ServerLifecycle:
             return None
 
 
-def _looks_like_server(argv: Sequence[str], launch: Sequence[str]) -> bool:
-    joined = " ".join(argv)
-    if "sglang" in joined:
-        return True
-    tail = " ".join(launch[1:])
-    return bool(tail) and tail in joined
+class _SaidOnce:
+    """Progress notes said once per outage, not once per poll."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.open: set[str] = set()
+
+    def once(self, key: str, message: str) -> None:
+        if key not in self.open:
+            self.open.add(key)
+            self.run.progress(Phase.STARTUP, message)
+
+    def clear(self, key: str, message: str) -> None:
+        if key in self.open:
+            self.open.discard(key)
+            self.run.progress(Phase.STARTUP, message)
 
 
 class _Run:

@@ -10,12 +10,15 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-REDACTED = "<redacted>"
-_SECRET_FLAG = re.compile(r"^--(?:admin-)?api-key$|token|secret|password", re.IGNORECASE)
+from console.redact import REDACTED, redact_argv
+from console.text import sanitize
+
+__all__ = ["REDACTED", "LaunchRecord", "display_command", "redact_argv", "redact_env"]
+
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
 
@@ -35,30 +38,26 @@ class LaunchRecord(BaseModel):
     origin: Literal["launched", "adopted"] = "launched"
     state: Literal["starting", "ready", "stopped", "failed"] = "starting"
     gpu_baseline_mib: list[float] | None = None
+    # What proves a live pid is still this server (and not a later process reusing the pid):
+    # its start time in clock ticks after boot, the boot id, and (for launched servers) the
+    # PLATEAU_LAUNCH_ID in its environment. Stop/restart signal nothing that fails the proof.
+    launch_id: str | None = None
+    start_ticks: int | None = None
+    boot_id: str | None = None
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _host_text(cls, value: Any) -> Any:
+        # The record is read back from the host, which anyone with the account can edit:
+        # its text never reaches a terminal or screen raw (escapes, BEL, bidi controls).
+        if isinstance(value, str):
+            return sanitize(value)
+        if isinstance(value, list):
+            return [sanitize(item) if isinstance(item, str) else item for item in value]
+        return value
 
     def uptime_s(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.started_at).total_seconds()
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """Replace the values of secret-looking flags (`--api-key X`, `--api-key=X`)."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        name, eq, _value = arg.partition("=")
-        if name.startswith("--") and _SECRET_FLAG.search(name):
-            if eq:
-                out.append(f"{name}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(arg)
-    return out
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from console.config_models import FlagValue, ServerProfile
+from console.config_models import FlagValue, ServerProfile, oversize_values
 from console.errors import UsageError
 from console.server.flags import FlagSchema, FlagSpec
 from console.server.known import PROFILE_FIELD_FLAGS, RANGES, RENAMES
@@ -144,6 +144,11 @@ def _flag_uses(
 def check_safety(profile: ServerProfile) -> ValidationReport:
     """Checks that need no schema: what could be abused or break the command line."""
     out = _Collector()
+    oversize = oversize_values(profile)
+    if oversize:  # (profiles edited at run time skip the config's validators)
+        for problem in oversize:
+            out.error("too-long", problem)
+        return ValidationReport(tuple(out.issues))
     for part in profile.launch:
         if _has_control(part) or "\x00" in part:
             out.error("control-char", "launch command contains a control character or newline")

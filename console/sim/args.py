@@ -179,6 +179,8 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="GPUs joined by NVLink (default: PCIe only, like RTX PRO 6000 hosts)")
     p.add_argument("--sim-power-limit-w", type=float, default=600.0,
                    help="board power limit per GPU (what `nvidia-smi -pl` sets)")
+    p.add_argument("--sim-ambient-c", type=float, default=28.0,
+                   help="air temperature at the GPUs' intake (the host's cooling)")
     return p
 
 
@@ -221,6 +223,7 @@ class SimOptions:
     layers: int = 61
     nvlink: bool = False
     power_limit_w: float = 600.0
+    ambient_c: float = 28.0
 
     @property
     def ideal(self) -> bool:
@@ -237,9 +240,40 @@ def _parse_nan_when(spec: str | None) -> dict[str, str] | None:
     return out
 
 
+def merge_config_file(argv: list[str]) -> list[str]:
+    """`--config FILE.yaml`: the file's options go before the command line's, as SGLang's
+    ConfigArgumentMerger.merge_config_with_args does (srt/server_args.py:683-689,
+    srt/utils/server_args_config_parser.py). Plateau uses it to keep --api-key off argv.
+    The simulator reads the YAML subset `name: value` with JSON (or plain) scalar values."""
+    if "--config" not in argv:
+        return argv
+    index = argv.index("--config")
+    if index == len(argv) - 1:
+        raise SystemExit("No config file specified after --config flag!")
+    path = Path(argv[index + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise SystemExit(f"Config file must be YAML format, got: {path.suffix}")
+    merged: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, raw = line.partition(":")
+        if not sep or not key.strip() or key.lstrip().startswith("#"):
+            continue
+        try:
+            value = json.loads(raw.strip())
+        except ValueError:
+            value = raw.strip()
+        flag = "--" + key.strip().replace("_", "-")
+        if value is True:
+            merged.append(flag)
+        elif value is not False and value is not None:
+            merged += [flag, str(value)]
+    return merged + argv[:index] + argv[index + 2:]
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
     """Parse a full command line. Exits 2 with argparse's message on errors, like SGLang."""
     sim_argv, sglang_argv = split_sim_argv(argv)
+    sglang_argv = merge_config_file(sglang_argv)
     sim_parser = build_sim_parser()
     sim_ns = sim_parser.parse_args(sim_argv)
     if sim_ns.sim_help:
@@ -263,5 +297,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         layers=max(1, sim_ns.sim_layers),
         nvlink=bool(sim_ns.sim_nvlink),
         power_limit_w=max(50.0, sim_ns.sim_power_limit_w),
+        ambient_c=sim_ns.sim_ambient_c,
     )
     return args, sim, sglang_argv

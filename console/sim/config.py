@@ -148,6 +148,7 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         custom_all_reduce=not sa.get("disable_custom_all_reduce"),
         nccl_p2p_disabled=environ.get("NCCL_P2P_DISABLE", "0").strip() in ("1", "true", "yes"),
         power_limit_w=sim.power_limit_w,
+        ambient_c=sim.ambient_c,
     )
     requested = sa.get("max_running_requests")
     requested = int(requested) if requested is not None else None

@@ -76,7 +76,8 @@ class EngineStats:
     num_retracted_total: int = 0
     busy_s: float = 0.0  # wall seconds spent inside steps
     sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
-    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap)
+    sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap, thermal)
+    thermal_slowdown: bool = False  # the last decode step ran thermally slowed
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
@@ -202,6 +203,7 @@ class Engine(BaseEngine):
         self.log_interval = max(1, int(cfg.server_args["decode_log_interval"]))
         self._log_tokens = 0
         self._log_t = time.monotonic()
+        self._log_clock: float | None = None  # the simulated GPU's time of the last Decode line
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
@@ -371,7 +373,7 @@ class Engine(BaseEngine):
             self.new_token_ratio = max(NEW_TOKEN_RATIO_MIN,
                                        self.new_token_ratio - NEW_TOKEN_RATIO_DECAY)
             if self.decode_steps % self.log_interval == 0:
-                self._log_decode(batch)
+                self._log_decode(batch, t_end)
             if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
                 raise SimCrash("NaN")
 
@@ -383,6 +385,7 @@ class Engine(BaseEngine):
         busy = (parts["base"] + parts["weights"] + parts["compute"]) / max(1e-9, total)
         clock = self.profile.clock_ratio(busy, 0.45 * busy)
         self.stats.sm_clock_ratio = clock
+        self.stats.thermal_slowdown = self.profile.thermal_slowdown(busy, 0.45 * busy)
         if clock < 1.0:
             parts = self.profile.decode_parts(batch, self.kv_used, clock)
         return parts
@@ -409,9 +412,15 @@ class Engine(BaseEngine):
             self.prefix,
         )
 
-    def _log_decode(self, batch: int) -> None:
+    def _log_decode(self, batch: int, clock: float) -> None:
+        """SGLang's gen throughput is tokens over the wall time between Decode lines
+        (metrics_reporter.py), which on a GPU is the GPU's time. Here that is the simulated
+        clock (`clock`, where the step ended on the catch-up timeline): a late wakeup of this
+        process is not a slower GPU, so the figure depends on the model, not the CPU."""
         now = time.monotonic()
-        gap = max(1e-6, now - self._log_t)
+        since = self._log_clock if self._log_clock is not None else clock - (now - self._log_t)
+        gap = max(1e-6, clock - since)
+        self._log_clock = clock
         throughput = self._log_tokens / gap
         self.stats.last_gen_throughput = throughput
         self.stats.last_decode_log_at = now

@@ -62,6 +62,8 @@ class GpuLoad:
     running: int = 0
     queued: int = 0
     power_limit_w: float = 600.0  # board limit the agent caps power and clocks at
+    ambient_c: float = 28.0  # intake air: the agent's temperature model starts from it
+    thermal_slowdown: bool = False  # the engine is running thermally slowed
 
 
 def compute_state(
@@ -92,6 +94,8 @@ def compute_state(
                 "pcie_tx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
                 "pcie_rx_bytes_per_s": round(load.pcie_bytes_per_s, 1) if in_use else 0.0,
                 "power_limit_w": load.power_limit_w,
+                "ambient_c": load.ambient_c,
+                "thermal_slowdown": bool(load.thermal_slowdown and in_use and load.activity),
             }
         )
     return {

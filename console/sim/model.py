@@ -26,11 +26,15 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   `--max-total-tokens` (pool_configurator.py); the scheduler retracts when it is full.
 - Power cap: sustained draw above the board's limit lowers SM clocks (the GPU agent's sim
   backend uses the same demand formula); compute terms stretch by max/actual clock.
+- Thermal slowdown: the steady temperature for the board's draw (the agent's formula:
+  ambient + 12 C + 0.085 C/W) above the slowdown threshold cuts SM clocks further
+  (`--sim-ambient-c` stands in for the host's cooling).
 
 Not modelled: prefix caching (every prompt is new), speculative decoding, expert parallelism
 and DP attention traffic, PCIe bandwidth saturation (all-reduce payloads are latency-bound at
-these batch sizes), thermal throttling (the agent shows temperature but steps do not slow),
-memory-clock changes, per-request sampling parameters, NaN propagation beyond the crash hook.
+these batch sizes), memory-clock changes, per-request sampling parameters, NaN propagation
+beyond the crash hook, thermal inertia (the engine uses the steady temperature; the agent
+shows the lag).
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ EAGER_SYNC_S_PER_RANK = 1.7e-4
 HIDDEN_BYTES_PER_TOKEN = 8192 * 2 * 64  # hidden size x bf16 x layers: all-reduce payload
 
 # --- power ---------------------------------------------------------------------------------
+THERMAL_SLOWDOWN_C = 92.0  # steady GPU temperature where the board slows down
+THERMAL_CLOCK = 0.6  # SM clock share under thermal slowdown
 IDLE_POWER_W = 77.0  # idle + process held (agent's SimGpu: 32 W idle + 45 W in use)
 DYNAMIC_POWER_W = 720.0  # at full activity (agent's SimGpu)
 
@@ -140,6 +146,7 @@ class Profile:
     custom_all_reduce: bool = True  # not --disable-custom-all-reduce
     nccl_p2p_disabled: bool = False  # NCCL_P2P_DISABLE=1 in the server's environment
     power_limit_w: float = 600.0
+    ambient_c: float = 28.0
 
     # ---- memory (per GPU) -------------------------------------------------------------------
     @property
@@ -264,11 +271,26 @@ class Profile:
         return payload * (2.0 if self.allreduce_path == "nccl-host" else 1.0)
 
     # ---- power ---------------------------------------------------------------------------
+    def power_w(self, activity: float, tensor: float) -> float:
+        demand = IDLE_POWER_W + DYNAMIC_POWER_W * activity * (0.55 + 0.45 * tensor)
+        return min(demand, self.power_limit_w * 0.975)
+
+    def temperature_c(self, activity: float, tensor: float) -> float:
+        """Steady GPU temperature for this load (the agent's SimGpu formula)."""
+        return self.ambient_c + 12.0 + self.power_w(activity, tensor) * 0.085
+
+    def thermal_slowdown(self, activity: float, tensor: float) -> bool:
+        return self.temperature_c(activity, tensor) > THERMAL_SLOWDOWN_C
+
     def clock_ratio(self, activity: float, tensor: float) -> float:
-        """SM clock / max under the board power limit (same formula as the agent's SimGpu)."""
+        """SM clock / max under the board power limit (same formula as the agent's SimGpu)
+        and, when the board runs too hot, thermal slowdown."""
         demand = IDLE_POWER_W + DYNAMIC_POWER_W * activity * (0.55 + 0.45 * tensor)
         limit = self.power_limit_w * 0.975
-        return 1.0 if demand <= limit else math.sqrt(limit / demand)
+        ratio = 1.0 if demand <= limit else math.sqrt(limit / demand)
+        if self.thermal_slowdown(activity, tensor):
+            ratio = min(ratio, THERMAL_CLOCK)
+        return ratio
 
 
 def auto_chunked_and_graph_bs(gpu_memory_mib: int, tp: int) -> tuple[int, int]:

@@ -79,6 +79,8 @@ class Runner:
             running=len(self.engine.running),
             queued=len(self.engine.waiting),
             power_limit_w=self.cfg.sim.power_limit_w,
+            ambient_c=self.cfg.sim.ambient_c,
+            thermal_slowdown=stats.thermal_slowdown,
         )
 
     def write_state(self) -> None:

@@ -1,7 +1,11 @@
 """Round-trip latency of `run` over the open SshTransport connection vs spawning
 `ssh host cmd` per call (and LocalTransport as a floor), against a real sshd on loopback.
 
-    .venv/bin/python tests/bench/bench_host_run_latency.py [N]
+    .venv/bin/python tests/bench/bench_host_run_latency.py [N] [SHELL]
+
+SHELL (bash, dash, zsh, fish, tcsh; needs root) logs in as the non-root test user with that
+login shell instead of the current user. Every `run` goes through the login-shell-proof
+bootstrap (console/host/scripts.py), so this also measures what it costs.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.host.local import LocalTransport
-from tests.support.host_fixtures import make_ssh_transport
+from tests.support.host_fixtures import make_ssh_transport, make_user_transport
 from tests.support.sshd import start_sshd
 
 
@@ -38,12 +42,7 @@ async def _time_async(call, n: int) -> list[float]:  # type: ignore[no-untyped-d
     return samples
 
 
-def _time_ssh_spawn(sshd, n: int) -> list[float]:  # type: ignore[no-untyped-def]
-    argv = [
-        "ssh", "-p", str(sshd.port), "-i", str(sshd.client_key), "-F", "/dev/null",
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-        "-o", "BatchMode=yes", f"{sshd.user}@127.0.0.1", "true",
-    ]
+def _time_ssh_spawn(argv: list[str], n: int) -> list[float]:
     samples = []
     for _ in range(n):
         start = time.perf_counter()
@@ -52,10 +51,23 @@ def _time_ssh_spawn(sshd, n: int) -> list[float]:  # type: ignore[no-untyped-def
     return samples
 
 
-async def main(n: int) -> None:
+async def main(n: int, shell: str | None) -> None:
     sshd = start_sshd(Path(tempfile.mkdtemp(prefix="plateau-bench-sshd-")))
     try:
-        transport = make_ssh_transport(sshd)
+        if shell:
+            user = sshd.login_as(shell)
+            transport = make_user_transport(user)
+            spawn = user.ssh_argv("true")
+            print(f"login: {user.user} (login shell {user.shell})")
+        else:
+            transport = make_ssh_transport(sshd)
+            spawn = [
+                "ssh", "-p", str(sshd.port), "-i", str(sshd.client_key), "-F", "/dev/null",
+                "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o",
+                "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", f"{sshd.user}@127.0.0.1",
+                "true",
+            ]
+            print(f"login: {sshd.user}")
         await transport.connect()
         local = LocalTransport()
         await _time_async(lambda: transport.run(["true"]), 5)  # warm up
@@ -63,7 +75,7 @@ async def main(n: int) -> None:
             "SshTransport.run (open connection)",
             await _time_async(lambda: transport.run(["true"]), n),
         )
-        _, spawned = _summary("ssh host true (new process)", _time_ssh_spawn(sshd, n))
+        _, spawned = _summary("ssh host true (new process)", _time_ssh_spawn(spawn, n))
         _summary("LocalTransport.run", await _time_async(lambda: local.run(["true"]), n))
         print(f"ratio: spawning ssh per call is {spawned / open_conn:.1f}x slower (p50)")
         await transport.close()
@@ -72,4 +84,5 @@ async def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50))
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50,
+                     sys.argv[2] if len(sys.argv) > 2 else None))

@@ -32,7 +32,9 @@ SHORT_HEIGHT = 32  # below: a title rule per panel instead of a box
 LOG_MIN_LINES = 8  # the log keeps this many lines before the GPU rows or the chart grow
 GPU_CELL_MIN = 36  # the narrowest GPU row of the two-column layout
 SWEEP_CHART_MIN = 7  # fewer rows than this: the sweep is a line of words, not a plot
-SWEEP_SHARE = 0.35  # of the rows below the top row, for the chart
+# Of the rows below the top row, for the chart once a sweep runs or has points: the plot, and
+# beside it the table of every step (the log keeps LOG_MIN_LINES).
+SWEEP_SHARE = 0.5
 DETAIL_ROWS = 5  # the log's detail pane (border + 4 lines), shown when the log has room
 DETAIL_MIN_LINES = 14  # log lines that must remain beside the detail pane
 SERVER_ROWS = 5  # four stats and the cuda-graph line
@@ -66,6 +68,7 @@ def plan_layout(
     gpu_row_height: int = 1,
     visible: frozenset[str] = frozenset(PANELS),
     sweep_data: bool = False,
+    sweeping: bool = False,
 ) -> DashLayout:
     """Share `height` rows (header and footer included) among the visible panels."""
     short = height < SHORT_HEIGHT
@@ -118,7 +121,7 @@ def plan_layout(
         if not show_log:
             sweep = None
         else:
-            if sweep_data and spare >= SWEEP_CHART_MIN:
+            if (sweep_data or sweeping) and spare >= SWEEP_CHART_MIN:
                 share = int((rest - 2 * chrome) * SWEEP_SHARE)
                 rows = max(SWEEP_CHART_MIN, min(share, spare))
             sweep = chrome + rows
@@ -176,6 +179,7 @@ class DashboardScreen(Screen[None]):
         self._gpu_seen = 0  # samples the current GPU panel has been given (state.gpu_total)
         self._gpu_count = 0
         self._sweep_data = False
+        self._sweeping = False
         self._layout: DashLayout | None = None
         self._watch_gpu_view(self._views["gpus"])
         app = console_app(self)
@@ -209,7 +213,7 @@ class DashboardScreen(Screen[None]):
         plan = plan_layout(
             width, height, gpus=self._gpu_count,
             gpu_row_height=1 if getattr(gpu_view, "compact", True) else 3,
-            visible=visible, sweep_data=self._sweep_data,
+            visible=visible, sweep_data=self._sweep_data, sweeping=self._sweeping,
         )
         self.set_class(plan.narrow, "-narrow")
         self.set_class(plan.short, "-short")
@@ -269,8 +273,9 @@ class DashboardScreen(Screen[None]):
         sample = state.gpu_sample
         count = len(sample.gpus) if sample is not None else 0
         data = bool(state.sweep.points) or chart_runs(state) is not None
-        if (count, data) != (self._gpu_count, self._sweep_data):
-            self._gpu_count, self._sweep_data = count, data
+        sweeping = state.sweep.running or (state.ab is not None and state.ab.running)
+        if (count, data, sweeping) != (self._gpu_count, self._sweep_data, self._sweeping):
+            self._gpu_count, self._sweep_data, self._sweeping = count, data, sweeping
             self._apply_layout()
 
     # -- rendering ----------------------------------------------------------------------------
@@ -394,19 +399,26 @@ def progress_line(state: HostState) -> str:
 
 
 def chart_runs(state: HostState) -> list[tuple[str, list[Any]]] | None:
-    """The A/B overlay (A and B series) while an A/B runs or after it, else None (the live
-    sweep alone)."""
+    """The A/B overlay (A and B series, every repeat, so the chart draws their spread) while
+    an A/B runs or after it; the last complete sweep next to a running one, or instead of one
+    that was cancelled or failed; else None (the live sweep alone)."""
     ab = state.ab
-    if ab is None:
-        return None
     current = state.sweep.run_id
-    owned = ab.owns(current)
-    if ab.running:
-        a_points = ab.steps_a or (list(state.sweep.points) if owned else [])
-        runs: list[tuple[str, list[Any]]] = [(ab.name_a, a_points)]
-        if ab.stage in ("sweep-b", "compare") and ab.steps_a:
-            runs.append((ab.name_b, list(state.sweep.points) if owned else []))
-        return runs
-    if ab.result is not None and (current is None or owned):
-        return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    if ab is not None:
+        owned = ab.owns(current)
+        if ab.running:
+            runs: list[tuple[str, list[Any]]] = [(ab.name_a, list(ab.steps_a))]
+            if ab.steps_b or ab.side == "B":
+                runs.append((ab.name_b, list(ab.steps_b)))
+            return runs
+        if ab.result is not None and (current is None or owned):
+            return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    last = state.last_complete
+    if last is None or last.run_id == current:
+        return None
+    kept = (f"run {last.run_id} (last complete)", list(last.points))
+    if state.sweep.running:
+        return [kept, (f"run {current} (running)", list(state.sweep.points))]
+    if state.sweep.last_ok is False:
+        return [kept]
     return None
