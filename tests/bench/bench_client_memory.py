@@ -106,7 +106,9 @@ def main() -> None:
     trees = [("this tree", ROOT)]
     if args.baseline != "none":
         rev = args.baseline or _default_baseline()
-        trees.append((f"baseline {rev[:12]}", _extract(rev, tmp / "baseline")))
+        short = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, text=True,
+                               capture_output=True, check=True).stdout.strip()  # fmt: skip
+        trees.append((f"baseline {short}", _extract(rev, tmp / "baseline")))
     port = free_port()
     sim = subprocess.Popen(
         [sys.executable, "-m", "console.sim", "--model-path", "test-model", "--port", str(port),
