@@ -23,6 +23,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from console.bench.engines import NativeEngine
 from console.bench.sweep import run_sweep
 from console.config_models import FlagValue, HostConfig, ServerProfile, SweepPreset
@@ -115,6 +117,7 @@ async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
     assert verdict.points[0].word == "better"
 
 
+@pytest.mark.timeout(480)  # five A/Bs, 30 restarts (each with its proof probe and follower)
 async def test_identical_profiles_are_within_noise(tmp_path: Path) -> None:
     sentences = []
     for trial in range(5):
