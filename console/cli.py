@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import ModuleType
+from typing import Any
 
 from console import __version__
 from console.commands import (
+    ab,
     compare,
     config_cmd,
     console_cmd,
@@ -40,6 +42,7 @@ COMMANDS: dict[str, ModuleType] = {
     "sweep": sweep,
     "history": history,
     "compare": compare,
+    "ab": ab,
     "diagnose": diagnose,
     "server": server,
     "record": record,
@@ -47,7 +50,7 @@ COMMANDS: dict[str, ModuleType] = {
     "config": config_cmd,
 }
 
-Handler = Callable[[argparse.Namespace], "int | Awaitable[int]"]
+Handler = Callable[[argparse.Namespace], "int | Coroutine[Any, Any, int]"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,9 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = handler(args)
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
-        return int(result or 0)
+        code = asyncio.run(result) if isinstance(result, Coroutine) else result
+        return int(code or 0)
     except PlateauError as exc:
         # host text inside (stderr, records, log lines) never reaches the terminal raw
         print(f"plateau: {sanitize_lines(str(exc))}", file=sys.stderr)

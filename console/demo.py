@@ -103,3 +103,4 @@ def demo_config(
             ),
         },
     )
+

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from textual.message import Message
-from textual.widgets import Input, Select
+from textual.widgets import Checkbox, Input, Select
 
 from console.app.app import ConfirmScreen
 from console.app.messages import CommandSent
@@ -148,6 +148,12 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, ABPicker), "the A/B picker")
         await pilot.pause()
+        picker = app.screen
+        assert "estimate \u2248 " in str(picker.query_one("#ab-estimate").render())
+        picker.query_one("#ab-repeats", Input).value = "2"
+        picker.query_one("#ab-interleave", Checkbox).value = False
+        await pilot.pause()
+        assert "4 restarts" not in str(picker.query_one("#ab-estimate").render())
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: state.ab is not None and state.ab.running, "A/B start")
         await pilot.pause()
@@ -157,11 +163,12 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         await wait_until(pilot, lambda: state.ab is not None and not state.ab.running,
                          "the A/B to finish", 60)
         assert state.ab.stage == "done", _events(app)[-5:]
-        assert _sent(messages) == [("app-live", "ab", "cutlass-moe vs triton-moe (default)")]
+        assert _sent(messages) == [
+            ("app-live", "ab", "cutlass-moe vs triton-moe (default, x2)")]
         await pilot.pause()
         chart = app.screen.query_one("#sweep-view")
         assert [(r.label, len(r.steps)) for r in chart.runs] == [
-            ("cutlass-moe", 2), ("triton-moe", 2)
+            ("cutlass-moe", 4), ("triton-moe", 4)  # 2 levels x 2 repeats each
         ]
         assert any("triton-moe vs cutlass-moe, total tok/s: c=1 " in e for e in _events(app))
         await pilot.press("c")
@@ -170,7 +177,8 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         table = app.screen.query_one("#compare-table")
         assert table.row_count == 2
         note = str(app.screen.query_one("#compare-note").render())
-        assert "A = cutlass-moe, B = triton-moe" in note and "noise" in note
+        assert "A = cutlass-moe, B = triton-moe" in note and "2 repeat(s)" in note
+        assert "verdict: B " in note and "moe-runner-backend cutlass \u2192 triton" in note
 
 
 async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:

@@ -187,3 +187,11 @@ def test_device_scripts_parse_and_take_one_smi_field_list() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out.split(",") == agent.SMI_FIELDS
+
+
+def test_recorded_console_on_the_gpu_machine_shows_nvlink_and_nv18() -> None:
+    console = X2 / "console"
+    dash = (console / "dash120.txt").read_text()
+    assert "NVLink rx/tx" in dash and dash.count("↓2.0G ↑2.0G") == 2  # both GPU rows
+    topo = (console / "topo.txt").read_text()
+    assert "GPU0   X    NV18" in topo and "NVLink 4 · all to NVSwitch" in topo

@@ -7,9 +7,15 @@ import contextvars
 
 import pytest
 
-from console.bench.models import StepResult
 from console.config_models import ServerProfile, SweepPreset
-from console.jobs.ab import ABProgress, delta_table, noise_note, profile_sweep, run_ab
+from console.jobs.ab import (
+    ABProgress,
+    PassResult,
+    SidePass,
+    delta_table,
+    profile_sweep,
+    run_ab,
+)
 from console.server.lease import HostBusy, host_lease
 from console.server.lifecycle import LifecycleError
 from console.server.records import LaunchRecord
@@ -33,31 +39,47 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
     seen_backends: list[str] = []
     inner = profile_sweep(life, QUICK, store=store)
 
-    async def sweep(name: str, profile: ServerProfile, record: LaunchRecord) -> list[StepResult]:
+    async def sweep(name: str, profile: ServerProfile, record: LaunchRecord,
+                    pass_: SidePass) -> PassResult:
         # while A/B runs, nobody else (another task tree, e.g. an app worker) may restart
         with pytest.raises(HostBusy):
             await asyncio.create_task(life.restart("intruder", profile),
                                       context=contextvars.Context())
         seen_backends.append(str(profile.flags["moe-runner-backend"]))
-        return list(await inner(name, profile, record))
+        return await inner(name, profile, record, pass_)
 
-    result = await run_ab(life, a, b, sweep, on_progress=progress.append, repeats=QUICK.repeats)
+    # Not interleaved over SSH (two restarts keep this test short); the interleaved order and
+    # the appending of passes to one run are covered by tests/test_ab_verdict_sim.py.
+    result = await run_ab(life, a, b, sweep, on_progress=progress.append, repeats=2,
+                          interleave=False, store=store)
     assert seen_backends == ["triton", "cutlass"]
     assert [p.stage for p in progress] == [
         "validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"
     ]
+    assert [p.profile for p in progress if p.stage.startswith("restart")] == [
+        "triton-moe", "cutlass-moe"]
     assert result.record_a.profile == "triton-moe" and result.record_b.profile == "cutlass-moe"
     assert result.record_a.pid != result.record_b.pid
     assert [r.concurrency for r in result.comparison.rows] == [1, 4]
     assert all(s.status == "ok" for s in result.steps_a + result.steps_b)
-    row = result.comparison.rows[1].get("total tok/s")
-    assert row.a and row.b and row.pct is not None and row.within_noise is not None
+    point = result.verdict.points[1]
+    assert (point.n_a, point.n_b) == (2, 2) and point.half_width_pct is not None
+    assert point.word in ("better", "worse", "within noise")
     table = delta_table(result)
     assert table[0][:3] == ("concurrency", "triton-moe", "cutlass-moe") and len(table) == 3
     assert set(result.series()) == {"triton-moe", "cutlass-moe"}
-    assert "noise" in result.note
+    assert result.note == result.verdict.sentence and " at 1\u20134: " in result.note
+    assert result.flags == (("moe-runner-backend", "triton", "cutlass"),)
     assert set(result.restart_timings) == {"triton-moe", "cutlass-moe"}
-    assert len(store.list_runs()) == 2  # both sweeps committed to history
+    # each side is one stored run holding both of its repeats, finished; the pair is stored
+    runs = {r.id: r for r in store.list_runs()}
+    assert set(runs) == {result.run_a, result.run_b}
+    assert all(r.status == "finished" and r.steps_ok == 4 for r in runs.values())
+    assert sorted(s.repeat for s in store.get_run(result.run_a).steps) == [0, 0, 1, 1]
+    pair = store.pair_of(result.run_a)
+    assert pair is not None and pair[1:3] == (result.run_a, result.run_b)
+    assert pair[3]["interleaved"] is False and pair[3]["sentence"] == result.note
+    assert any("one server lifetime" in note for note in result.verdict.notes)
     assert not host_lease(server_env.host.name).busy
     await life.stop()
 
@@ -68,9 +90,9 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
     running = await life.start("current", server_env.profile())
     calls: list[str] = []
 
-    async def sweep(name, profile, record):  # pragma: no cover - must not run
+    async def sweep(name, profile, record, pass_):  # pragma: no cover - must not run
         calls.append(name)
-        return []
+        return PassResult(None, ())
 
     with pytest.raises(LifecycleError, match="dsa-prefill-backend"):
         await run_ab(
@@ -83,17 +105,3 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
     status = await life.status()
     assert status.running and status.record.pid == running.pid
     await life.stop()
-
-
-def test_noise_note_without_repeats() -> None:
-    from console.bench.compare import compare_runs
-    from console.bench.models import StepMetrics
-
-    def step(c: int, tok: float) -> StepResult:
-        return StepResult(index=0, concurrency=c, status="ok",
-                          metrics=StepMetrics(concurrency=c, total_tok_s=tok))
-
-    single = compare_runs([step(1, 100.0)], [step(1, 110.0)])
-    assert "noise is unknown" in noise_note(single)
-    repeated = compare_runs([step(1, 100.0), step(1, 120.0)], [step(1, 105.0), step(1, 112.0)])
-    assert "within run-to-run noise" in noise_note(repeated) and "1" in noise_note(repeated)

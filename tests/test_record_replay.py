@@ -17,7 +17,7 @@ from console.app.launch import record_sessions, replay_app
 from console.app.screenshot import export_text
 from console.cli import main
 from console.config_models import HostConfig
-from console.session.events import Problem
+from console.session.events import ConnectionChanged, Problem
 from console.session.recording import Recorder, read_recording
 from console.session.replay import ReplaySession
 from tests.support.app_fixtures import ab_events, demo_events, wait_until
@@ -138,3 +138,20 @@ async def test_record_the_demo_then_replay_shows_the_same_screen(
         assert replayed.active_state.server_state == "ready"
         gpus = replayed.active_state.gpu_sample
         assert gpus is not None and len(gpus.gpus) == 8
+
+
+def test_plateau_record_demo_headless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`plateau record --demo`: a valid recording of the demo host, and a clean exit."""
+    out = tmp_path / "demo.jsonl"
+    assert main(["record", "--demo", "--seed", "1", "--out", str(out), "--seconds", "2"]) == 0
+    assert f"event(s) of demo to {out}" in capsys.readouterr().err
+    recording = read_recording(out)
+    assert [h.name for h in recording.hosts] == ["demo"]
+    first = recording.events[0].event
+    assert first == ConnectionChanged("demo", "connecting")
+    config = tmp_path / "c.toml"
+    config.write_text('[[hosts]]\nname = "box"\nlocal = true\n')
+    assert main(["--config", str(config), "record", "nohost", "--out",
+                 str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "nohost" in err and err.count("\n") == 1

@@ -240,11 +240,15 @@ async def test_api_key_reaches_server_but_no_record_or_event(server_env: ServerE
     record_text = (server_env.root / "run" / "server.json").read_text()
     assert secret not in record_text and "PLATEAU_TEST_KEY" in record_text
     assert all(secret not in repr(e) for e in server_env.events)
-    # the server got it: its argv carries --api-key (SGLang has no other way to take it)
+    # the server got it (through a --config file SGLang reads at startup), not on its argv
     pid = json.loads(record_text)["pid"]
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert secret.encode() in cmdline
+    assert secret.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    base = f"http://127.0.0.1:{server_env.port}"
+    assert httpx.get(f"{base}/v1/models", trust_env=False).status_code == 401
+    assert httpx.get(f"{base}/v1/models", trust_env=False,
+                     headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    assert list((server_env.root / "run").glob("*secret*")) == []  # read once, then gone
     done = [e for e in server_env.events if isinstance(e, LifecycleDone)]
     assert done and done[0].action == "restart"
     await life.stop()

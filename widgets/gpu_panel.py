@@ -311,8 +311,8 @@ def full_lines(r: GpuReading, panel: GpuPanel, width: int) -> Content:
         f" {fmt.pcie_rates(r, ascii_only=a)}",
     ]
     if r.nvlink_tx_bytes_s is not None or r.nvlink_rx_bytes_s is not None:
-        rx, tx = fmt.rate(r.nvlink_rx_bytes_s), fmt.rate(r.nvlink_tx_bytes_s)
-        bits.append(f"  NVLink rx {rx} tx {tx}")
+        # Arrows as on the compact row: short enough to stay within 100 columns.
+        bits.append(f"  NVLink {fmt.nvlink_rates(r, ascii_only=a)}")
     if r.gpm is not None:
         g = r.gpm
         bits.append(

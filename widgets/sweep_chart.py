@@ -48,6 +48,14 @@ class ChartRun:
                 grouped.setdefault(step.concurrency, []).append(value)
         return sorted((c, sum(v) / len(v)) for c, v in grouped.items())
 
+    def spread(self, metric: str) -> list[tuple[int, float, float]]:
+        """(concurrency, lowest, highest) where there are two or more repeats."""
+        grouped: dict[int, list[float]] = {}
+        for step in self.steps:
+            if step.status == "ok" and step.metrics is not None:
+                grouped.setdefault(step.concurrency, []).append(getattr(step.metrics, metric))
+        return sorted((c, min(v), max(v)) for c, v in grouped.items() if len(v) > 1)
+
 
 class SweepChart(Widget):
     """Throughput vs concurrency for up to three runs (older ones first, live one last)."""
@@ -299,6 +307,8 @@ def render_chart(
         colour = colours[index % len(colours)]
         faint = colour + Style(dim=True)
         letter = SERIES_LETTERS[index]
+        for c, low, high in run.spread("total_tok_s"):  # repeats: a whisker low..high
+            canvas.line(xs[c], y_of(low), xs[c], y_of(high), faint)
         for metric, style, char, dash in (("output_tok_s", faint, letter.lower(), 2),
                                           ("total_tok_s", colour, letter, 1)):  # fmt: skip
             pts = [(xs[c], y_of(v)) for c, v in run.points(metric)]

@@ -35,9 +35,9 @@ def why_text(diagnosis: Diagnosis | None, note: str) -> Text:
     for rank, cause in enumerate(diagnosis.causes[:MAX_CAUSES], 1):
         text.append(f"{rank}. {cause.id}", style="bold")
         text.append(f"  {cause.confidence:.0%}  {cause.title}\n")
-        for item in cause.evidence:
-            text.append(f"     {item.source}: ", style="dim")
-            text.append(f"{item.text}\n")
+        for evidence in cause.evidence:
+            text.append(f"     {evidence.source}: ", style="dim")
+            text.append(f"{evidence.text}\n")
         fix = suggestion_text(cause)
         if fix:
             text.append("     try: ", style="bold")

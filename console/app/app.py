@@ -16,13 +16,10 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
-from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.screen import ModalScreen
-from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from console.app import views_data
 from console.app.bindings import (
     ACTIONS,
     BY_ID,
@@ -38,6 +35,7 @@ from console.app.screens.dashboard import DashboardScreen, progress_line
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import (
     ABPicker,
+    ConfirmScreen,
     HelpScreen,
     HostKeyScreen,
     HostPicker,
@@ -57,11 +55,13 @@ from console.app.theming import (
     fallback_theme,
     load_themes,
 )
+from console.bench.abplan import restart_guess, step_durations
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
 from console.gpu.processes import GpuProcessRow, process_rows, send_signal
 from console.host.transport import Transport
+from console.jobs.ab import ABRequest
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -103,24 +103,6 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
     HostKeyUnknown: ("connection", "host-key"),
     HostKeyChanged: ("connection",),
 }
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question before anything destructive (restart)."""
-
-    BINDINGS = [
-        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
-        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        with Vertical(id="confirm-box"):
-            yield Static(self.question, markup=False)
-            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)
 
 
 class PlateauApp(App[int]):
@@ -503,7 +485,7 @@ class PlateauApp(App[int]):
 
     def _send(
         self, session: Session, command: str, argument: str | None,
-        ab: tuple[str, str, str] | None = None,
+        ab: ABRequest | None = None,
     ) -> None:
         self.post_message(CommandSent(session.host.name, command, argument))
         if command == "restart":
@@ -511,7 +493,7 @@ class PlateauApp(App[int]):
         elif command == "sweep":
             work = session.start_sweep(argument or "default")
         elif command == "ab" and ab is not None:
-            work = session.start_ab(*ab)
+            work = session.start_ab(ab)
         else:
             work = session.cancel_sweep()
         self.run_worker(
@@ -617,16 +599,30 @@ class PlateauApp(App[int]):
         current = session.state.profile or session.host.profile
         a = current if current in names else names[0]
         b = next(n for n in names if n != a)
-        presets = list(self.config.sweeps) or ["default"]
-        if "quick" in presets:  # the demo's fast preset first
-            presets.insert(0, presets.pop(presets.index("quick")))
+        self._open_ab_picker(session, a, b)
 
-        def picked(choice: tuple[str, str, str] | None) -> None:
+    def _open_ab_picker(self, session: Session, a: str | None, b: str | None) -> None:
+        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate)."""
+        names_of_presets = list(self.config.sweeps) or ["default"]
+        if "quick" in names_of_presets:  # the demo's fast preset first
+            names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
+        presets = {name: self.config.sweep(name) for name in names_of_presets}
+        stored = views_data.step_times(self.store_path, session.host.name)
+
+        def picked(choice: ABRequest | None) -> None:
             if choice is not None and not self._refuse("ab"):
-                a, b, preset = choice
-                self._send(session, "ab", f"{a} vs {b} ({preset})", ab=choice)
+                what = f"{choice.a} vs {choice.b} ({choice.preset}, x{choice.repeats}" + (
+                    ", interleaved)" if choice.interleave else ")")
+                self._send(session, "ab", what, ab=choice)
 
-        self.push_screen(ABPicker(names, presets, a, b), picked)
+        self.push_screen(
+            ABPicker(
+                list(self.config.profiles), presets, a, b,
+                restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
+                measured=lambda spec: step_durations(spec, stored),
+            ),
+            picked,
+        )
 
     # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
 
@@ -676,14 +672,7 @@ class PlateauApp(App[int]):
         name = f"{base}+{cause.id}"
         if not self.add_profile(name, profile, persist=False):
             return
-        presets = list(self.config.sweeps) or ["default"]
-
-        def picked(choice: tuple[str, str, str] | None) -> None:
-            if choice is not None and not self._refuse("ab"):
-                a, b, preset = choice
-                self._send(session, "ab", f"{a} vs {b} ({preset})", ab=choice)
-
-        self.push_screen(ABPicker(list(self.config.profiles), presets, base, name), picked)
+        self._open_ab_picker(session, base, name)
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:

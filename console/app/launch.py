@@ -187,7 +187,7 @@ async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
     app.tick_seconds = None  # no clock-driven redraws mid-capture
     outcome: dict[str, object] = {}
 
-    async def pilot_body(pilot: Pilot[int]) -> None:
+    async def pilot_body(pilot: Pilot[object]) -> None:
         try:
             await _wait(app, spec)
             await pilot.pause()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console
 from textual.app import App
 
 
-def export_text(app: App[object]) -> str:
+def export_text(app: App[Any]) -> str:
     """The screen as plain text (one line per row, trailing spaces stripped)."""
     width, height = app.size
     console = Console(
@@ -29,5 +30,5 @@ def export_text(app: App[object]) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-def export_svg(app: App[object], title: str | None = None) -> str:
+def export_svg(app: App[Any], title: str | None = None) -> str:
     return app.export_screenshot(title=title)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from console.session.state import HostState
 from console.store.db import RunStore
 from console.store.models import RunRecord, RunSummary
 
-HISTORY_COLUMNS = ("run", "started", "status", "profile", "steps", "best total tok/s")
+HISTORY_COLUMNS = ("", "run", "started", "status", "profile / label", "steps",
+                   "best total tok/s")
 
 
 def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
@@ -30,8 +32,11 @@ def _open_store(path: Path | None) -> RunStore | None:
 
 
 def history_rows(
-    store_path: Path | None, host: str, state: HostState | None
+    store_path: Path | None, host: str, state: HostState | None, marked: Sequence[int] = ()
 ) -> tuple[list[tuple[str, ...]], str]:
+    """Rows: mark, run, started, status, profile / label, steps, best total tok/s. A run that
+    is not complete (cancelled, failed, interrupted, running) says so in its status and is
+    never picked for a default comparison."""
     store = _open_store(store_path)
     rows: list[tuple[str, ...]] = []
     if store is not None:
@@ -44,17 +49,58 @@ def history_rows(
                 steps = str(run.steps_ok)
                 if run.steps_failed:
                     steps += f" (+{run.steps_failed} failed)"
-                rows.append(
-                    (str(run.id), started, run.status, run.meta.profile or "-", steps, best)
-                )
+                status = run.status if complete(run) else f"{run.status} \u2717"
+                what = " / ".join(x for x in (run.meta.profile, run.meta.label) if x) or "-"
+                mark = "\u25cf" if run.id in marked else ""
+                rows.append((mark, str(run.id), started, status, what, steps, best))
         finally:
             store.close()
     if rows:
-        return rows, f"{len(rows)} run(s) of {host} in {store_path}"
+        keys = "enter: open a run · m: mark two, then c compares them"
+        return rows, f"{len(rows)} run(s) of {host} in {store_path} — {keys}"
     live = state.sweep if state is not None else None
     if live is not None and live.points:
         return [], f"no stored runs yet; the current sweep has {len(live.points)} step(s)"
     return [], f"no runs of {host} yet — press s on the dashboard to run a sweep"
+
+
+def open_run(
+    store_path: Path | None, run_id: int
+) -> tuple[RunRecord, list[str], str] | None:
+    """A stored run, its diagnosis lines (from the evidence stored with it) and its A/B pair's
+    verdict, for the run screen."""
+    from console.diagnose.diagnose import diagnose_stored, diagnosis_lines
+
+    store = _open_store(store_path)
+    if store is None:
+        return None
+    try:
+        run = store.get_run(run_id)
+        diagnosis = diagnosis_lines(diagnose_stored(store, run_id, run.steps))
+        pair = store.pair_of(run_id)
+    except KeyError:
+        return None
+    finally:
+        store.close()
+    said = ""
+    if pair is not None:
+        side = "A" if pair[1] == run_id else "B"
+        said = (f"A/B pair {pair[0]}: this run is {side} (runs {pair[1]} vs {pair[2]}) — "
+                f"{pair[3].get('sentence', '')}")
+    return run, diagnosis, said
+
+
+def step_times(
+    store_path: Path | None, host: str
+) -> list[tuple[dict[str, object], int, float, float]]:
+    """Stored step durations of `host` (for the A/B dialog's time estimate)."""
+    store = _open_store(store_path)
+    if store is None:
+        return []
+    try:
+        return store.step_times(host)  # type: ignore[return-value]
+    finally:
+        store.close()
 
 
 def complete(run: RunSummary) -> bool:

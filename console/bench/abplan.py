@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from console.bench.engines import prompts_for
-from console.config_models import SweepPreset
+from console.config_models import ServerProfile, SweepPreset
 
 Side = Literal["A", "B"]
 
@@ -28,6 +28,7 @@ GUESS_ITL_S = 0.03
 GUESS_TTFT_S = 0.5
 GUESS_RESTART_S = 120.0
 STEP_OVERHEAD_S = 1.0  # flush, worker start, settling
+SIM_PROCESS_S = 3.0  # the simulator's stop + interpreter start + ready poll (measured, demo)
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,14 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def restart_guess(profile: ServerProfile | None) -> float | None:
+    """A restart's duration when the profile says it (the simulator's startup option plus
+    process start and stop), else None (GUESS_RESTART_S then)."""
+    if profile is None:
+        return None
+    startup = profile.flags.get("sim-startup-seconds")
+    if isinstance(startup, int | float) and not isinstance(startup, bool):
+        return float(startup) + SIM_PROCESS_S
+    return None

@@ -37,7 +37,7 @@ from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.host.transport import Transport
-from console.server.redact import redact_server_info
+from console.redact import redact_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -240,7 +240,10 @@ async def run_sweep(
 async def _quietly(work: Awaitable[Any]) -> None:
     """Evidence is a bonus: a failing recorder must never cost the sweep its steps."""
     try:
-        await asyncio.wait_for(work, timeout=30)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for returns the inner result when the
+        # inner work ends as the caller is cancelled, and a cancelled sweep or A/B went on.
+        async with asyncio.timeout(30):
+            await work
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -18,7 +18,7 @@ from console.store.export import _finite
 from console.store.models import RunRecord
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="compare two stored sweep runs per concurrency")
     p.add_argument("run_a", type=argtypes.run_id, metavar="RUN_A")
     p.add_argument("run_b", type=argtypes.run_id, metavar="RUN_B")

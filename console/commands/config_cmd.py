@@ -14,7 +14,7 @@ from console.config import (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("config", help="check or show the configuration")
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
     check = actions.add_parser("check", help="validate a config file")

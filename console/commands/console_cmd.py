@@ -8,7 +8,7 @@ from pathlib import Path
 from console.config import load_config
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("console", help="open the console on HOST (default: the first host)")
     parser.add_argument("host", nargs="?", help="host name from the config")
     parser.add_argument("--theme", help="theme for this run (overrides the config)")

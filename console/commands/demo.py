@@ -12,7 +12,7 @@ from pathlib import Path
 from console.commands import argtypes
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("demo", help="console on a simulated 8-GPU host (no GPU needed)")
     parser.add_argument("--seed", type=int, default=None, help="simulator seed (deterministic)")
     parser.add_argument(
@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--run-dir", type=Path, help="where logs go (default: a temp dir)")
     parser.add_argument("--theme", help="theme for this run")
     parser.add_argument("--keep-server", action="store_true", help="leave the server running")
+    parser.add_argument("--db", type=Path,
+                        help="history database (else $PLATEAU_DB, else the user data dir, "
+                        "where `plateau history` looks)")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="also record the session to FILE (plateau replay FILE)")
     parser.set_defaults(handler=_run)
@@ -35,6 +38,7 @@ async def _run(args: argparse.Namespace) -> int:
     from console.host.local import LocalTransport
     from console.jobs.target import demo_profile, temp_demo
     from console.server.guard import owner_guard
+    from console.store.db import default_db_path
 
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
     # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
@@ -44,7 +48,8 @@ async def _run(args: argparse.Namespace) -> int:
         loaded,
         launch_profile=demo_profile(loaded.config),
         stop_on_exit=not args.keep_server,
-        store_path=_run_dir / "history.sqlite",
+        # The user's history: demo runs show in `plateau history` like any other (host demo).
+        store_path=args.db or default_db_path(),
         theme=args.theme,
         record=args.record,
         profiles_dir=profiles_dir,

@@ -14,7 +14,7 @@ from console.store.db import RunStore
 from console.store.export import _finite
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "diagnose",
         help="why a stored sweep plateaued: the knee and ranked causes with evidence",

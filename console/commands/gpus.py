@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from console.commands import argtypes
 from console.errors import UsageError
-from console.gpu.collector import AgentOptions, GpuCollector
+from console.gpu.collector import AgentOptions, Backend, GpuCollector
 from console.gpu.format import header_line, table
 from console.gpu.models import GpuHeader, GpuSample
 from console.host.transport import Transport
@@ -63,7 +63,7 @@ def _resolve(args: argparse.Namespace) -> tuple[Transport, AgentOptions]:
     if args.demo or args.local:
         if args.host:
             raise UsageError("give a HOST or --demo/--local, not both")
-        backend = args.backend or ("sim" if args.demo else "auto")
+        backend: Backend = args.backend or ("sim" if args.demo else "auto")
         return LocalTransport("demo" if args.demo else "local"), AgentOptions(
             backend=backend, python=sys.executable, **common
         )

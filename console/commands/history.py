@@ -16,7 +16,7 @@ from console.store.export import EXPORTERS, _finite
 from console.store.models import RunSummary
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("history", help="list stored sweep runs (show, export, delete)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=argtypes.positive_int, default=50)

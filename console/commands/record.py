@@ -15,7 +15,7 @@ from pathlib import Path
 from console.errors import UsageError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "record",
         help="record a host's session (GPUs, log, server) to a file, headless",
@@ -69,10 +69,11 @@ async def _run(args: argparse.Namespace) -> int:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(drainer), timeout=args.seconds)
     finally:
+        session.observer = None  # our own shutdown (and the demo's stop) is not the host's story
+        recorder.close()
         if args.demo:
             await session.stop_server()
         await session.close()
         await drainer
-        recorder.close()
     print(f"recorded {recorder.count} event(s) of {host.name} to {args.out}", file=sys.stderr)
     return 0

@@ -22,7 +22,7 @@ def _speed(text: str) -> float:
     return value
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "replay",
         help="open the console on a recording (plateau record / --record)",

@@ -35,7 +35,7 @@ ACTIONS = ("status", "start", "stop", "restart", "adopt")
 EXIT_NOT_RUNNING = 3
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "server",
         help="status, start, stop, restart or adopt the SGLang server of a host",

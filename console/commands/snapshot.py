@@ -27,7 +27,7 @@ def _size(text: str) -> tuple[int, int]:
     return width, height
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("snapshot", help="run the console headless and save the screen")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--demo", action="store_true", help="use the simulated demo host")

@@ -38,7 +38,7 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sweep",
         help="run a concurrency sweep and store it",

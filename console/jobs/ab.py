@@ -1,24 +1,30 @@
-"""A/B between two launch profiles: restart into A, sweep, restart into B, sweep, compare.
+"""A/B between two launch profiles: repeats of each side, interleaved or not, and a verdict.
 
-Public API (used by `plateau ab` and the console's A/B screen through the session):
-- `run_ab(lifecycle, (name_a, profile_a), (name_b, profile_b), sweep, ...) -> ABResult`:
-  the whole job. Both profiles are validated before anything is stopped. It holds the host's
-  lease, so no other restart or sweep can interleave; the inner restarts and sweeps re-enter it.
-- `SweepFn`: how a profile is swept once it runs (a callable, so the console passes its own
-  store/engine/progress and tests a small one); `profile_sweep` builds the usual one
-  (console.jobs.sweep against the profile's server).
-- `ABProgress` (stage + message) for progress, `ABResult` for the outcome, `noise_note` and
-  `delta_table` to judge and print it.
+Public API (used by `plateau ab` and the console's A/B dialog through the session):
+- `run_ab(lifecycle, (name_a, profile_a), (name_b, profile_b), sweep, repeats=3,
+  interleave=False, store=...) -> ABResult`: the whole job. Both profiles are validated before
+  anything is stopped. It holds the host's lease, so no other restart or sweep can
+  interleave; the inner restarts and sweeps re-enter it. Interleaved, the passes go
+  A B A B ... with a restart before each (console.bench.abplan says why); otherwise one
+  restart per side and all of its repeats in one sweep.
+- `SweepFn`: how a profile is swept for one pass once it runs (a callable, so the console
+  passes its own store/progress and tests a small one); `profile_sweep` builds the usual one
+  (console.jobs.sweep against the profile's server). Each side's repeats go to one stored run
+  (appended pass by pass), so `plateau compare RUN_A RUN_B` judges the same repeats.
+- `ABProgress` (stage + message) for progress; `ABResult` for the outcome: the steps, the
+  verdict (console.bench.verdict), the flags that differ, the stored runs and pair.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from console.bench.abplan import Pass, order_text, plan_passes
 from console.bench.compare import Comparison, compare_runs
 from console.bench.models import StepResult, SweepEvent
+from console.bench.verdict import Verdict, differing_flags, judge
 from console.config_models import ServerProfile, SweepPreset
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
@@ -29,14 +35,52 @@ from console.server.records import LaunchRecord
 from console.store.db import RunStore
 
 ABStage = Literal["validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"]
-SweepFn = Callable[[str, ServerProfile, LaunchRecord], Awaitable[Sequence[StepResult]]]
-"""(profile name, profile, launch record) -> the sweep's step results."""
+
+
+@dataclass(frozen=True)
+class ABRequest:
+    """What the operator asked for: the profiles, the preset, and how to repeat."""
+
+    a: str
+    b: str
+    preset: str = "default"
+    repeats: int = 3
+    interleave: bool = False
+    concurrency: tuple[int, ...] | None = None  # overrides the preset's levels
+
+    def spec(self, preset: SweepPreset) -> SweepPreset:
+        """The preset with this request's levels (repeats are per pass, see run_ab)."""
+        if not self.concurrency:
+            return preset
+        return preset.model_copy(update={"concurrency": list(self.concurrency)})
+
+
+@dataclass(frozen=True)
+class SidePass:
+    """One sweep of one side: which repeats it measures and which stored run they join."""
+
+    side: Literal["A", "B"]
+    repeat_base: int
+    repeats: int
+    run_id: int | None  # the side's run to append to (None: this pass creates it)
+    last: bool  # the side's last pass: its run is finished after it
+
+
+@dataclass(frozen=True)
+class PassResult:
+    run_id: int | None
+    steps: tuple[StepResult, ...]
+
+
+SweepFn = Callable[[str, ServerProfile, LaunchRecord, SidePass], Awaitable[PassResult]]
+"""(profile name, profile, launch record, the pass) -> the pass's stored run and steps."""
 
 
 @dataclass(frozen=True)
 class ABProgress:
     stage: ABStage
     message: str = ""
+    profile: str | None = None  # the profile being restarted into or swept
 
 
 @dataclass(frozen=True)
@@ -48,71 +92,53 @@ class ABResult:
     steps_a: tuple[StepResult, ...]
     steps_b: tuple[StepResult, ...]
     comparison: Comparison
-    note: str
+    verdict: Verdict
+    flags: tuple[tuple[str, str, str], ...] = ()  # (flag, A, B) where they differ
+    repeats: int = 1
+    interleave: bool = False
+    run_a: int | None = None
+    run_b: int | None = None
+    pair_id: int | None = None
     metric: str = "total tok/s"
     restart_timings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def note(self) -> str:
+        """The verdict in one sentence (the knee), as the console's status line says it."""
+        return self.verdict.sentence
 
     def series(self) -> dict[str, list[tuple[int, float]]]:
         """Per label, (concurrency, mean metric) points for the overlay chart."""
         out: dict[str, list[tuple[int, float]]] = {}
-        for row in self.comparison.rows:
-            delta = row.get(self.metric)
-            if delta.a is not None:
-                out.setdefault(self.name_a, []).append((row.concurrency, delta.a))
-            if delta.b is not None:
-                out.setdefault(self.name_b, []).append((row.concurrency, delta.b))
+        for point in self.verdict.points:
+            out.setdefault(self.name_a, []).append((point.concurrency, point.mean_a))
+            out.setdefault(self.name_b, []).append((point.concurrency, point.mean_b))
         return out
 
 
-def noise_note(comparison: Comparison, metric: str = "total tok/s", repeats: int = 1) -> str:
-    """One sentence on whether the differences are larger than run-to-run noise."""
-    deltas = [row.get(metric) for row in comparison.rows]
-    judged = [d for d in deltas if d.within_noise is not None]
-    if not comparison.rows:
-        return "no concurrency was measured in both runs"
-    if not judged:
-        return (
-            f"single run per step (repeats={repeats}): run-to-run noise is unknown; "
-            "set repeats >= 2 in the sweep preset to judge small differences"
-        )
-    within = [
-        str(r.concurrency)
-        for r, d in zip(comparison.rows, deltas, strict=True)
-        if d.within_noise
-    ]
-    if not within:
-        return f"every {metric} difference is larger than run-to-run noise (2 sigma)"
-    return (
-        f"{metric} difference within run-to-run noise (2 sigma of repeats) at concurrency "
-        + ", ".join(within)
-    )
-
-
-def delta_table(result: ABResult, metric: str | None = None) -> list[tuple[str, ...]]:
-    """Rows for a plain table: concurrency, A, B, delta, delta %, noise mark."""
-    metric = metric or result.metric
+def delta_table(result: ABResult) -> list[tuple[str, ...]]:
+    """Rows for a plain table: concurrency, A, B, delta % with its interval, the word."""
     rows: list[tuple[str, ...]] = [
-        ("concurrency", result.name_a, result.name_b, "delta", "delta %", "")
+        ("concurrency", result.name_a, result.name_b, "delta % (95% CI)", "verdict")
     ]
-    for row in result.comparison.rows:
-        d = row.get(metric)
-        rows.append(
-            (
-                str(row.concurrency),
-                _num(d.a),
-                _num(d.b),
-                _num(d.delta, signed=True),
-                f"{d.pct:+.1f}%" if d.pct is not None else "-",
-                "~noise" if d.within_noise else "",
-            )
-        )
+    for p in result.verdict.points:
+        rows.append((str(p.concurrency), f"{p.mean_a:.1f}", f"{p.mean_b:.1f}", p.interval,
+                     p.word))
     return rows
 
 
-def _num(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
+def _verdict_record(result: ABResult, preset: str) -> dict[str, object]:
+    """What is stored with the pair: the verdict as judged, and how it was run."""
+    return {
+        "verdict": result.verdict.model_dump(mode="json"),
+        "sentence": result.verdict.sentence,
+        "name_a": result.name_a,
+        "name_b": result.name_b,
+        "repeats": result.repeats,
+        "interleaved": result.interleave,
+        "preset": preset,
+        "flags": [list(f) for f in result.flags],
+    }
 
 
 async def run_ab(
@@ -123,10 +149,14 @@ async def run_ab(
     *,
     on_progress: Callable[[ABProgress], None] = lambda _p: None,
     on_event: EventSink = ignore_events,
-    repeats: int = 1,
+    repeats: int = 3,
+    interleave: bool = False,
+    store: RunStore | None = None,
+    preset: str = "",
     wait: bool = False,
 ) -> ABResult:
     (name_a, profile_a), (name_b, profile_b) = a, b
+    sides = {"A": a, "B": b}
     lease = host_lease(lifecycle.host.name)
     async with lease.hold(f"A/B {name_a} vs {name_b}", wait=wait,
                           transport=lifecycle.transport, host=lifecycle.host):
@@ -149,29 +179,58 @@ async def run_ab(
 
             return sink
 
-        on_progress(ABProgress("restart-a", f"restarting into {name_a}"))
-        record_a = await lifecycle.restart(name_a, profile_a, collect(name_a))
-        on_progress(ABProgress("sweep-a", f"sweeping {name_a}"))
-        steps_a = tuple(await sweep(name_a, profile_a, record_a))
-        on_progress(ABProgress("restart-b", f"restarting into {name_b}"))
-        record_b = await lifecycle.restart(name_b, profile_b, collect(name_b))
-        on_progress(ABProgress("sweep-b", f"sweeping {name_b}"))
-        steps_b = tuple(await sweep(name_b, profile_b, record_b))
+        passes = plan_passes(repeats, interleave)
+        records: dict[str, LaunchRecord] = {}
+        steps: dict[str, list[StepResult]] = {"A": [], "B": []}
+        runs: dict[str, int | None] = {"A": None, "B": None}
+        running: str | None = None
+        for number, plan in enumerate(passes, 1):
+            name, profile = sides[plan.side]
+            tag = plan.side.lower()
+            where = f"pass {number}/{len(passes)}: {order_text(passes)}"
+            if running != plan.side:
+                on_progress(ABProgress(f"restart-{tag}", f"restarting into {name} ({where})",
+                                       name))  # type: ignore[arg-type]
+                records[plan.side] = await lifecycle.restart(name, profile, collect(name))
+                running = plan.side
+            on_progress(ABProgress(f"sweep-{tag}", _sweep_message(name, plan, repeats, where),
+                                   name))  # type: ignore[arg-type]
+            last = plan is max((p for p in passes if p.side == plan.side),
+                               key=lambda p: p.repeat_base)
+            outcome = await sweep(name, profile, records[plan.side], SidePass(
+                plan.side, plan.repeat_base, plan.repeats, runs[plan.side], last))
+            runs[plan.side] = runs[plan.side] or outcome.run_id
+            steps[plan.side].extend(outcome.steps)
         on_progress(ABProgress("compare"))
-        comparison = compare_runs(steps_a, steps_b, label_a=name_a, label_b=name_b)
+        verdict = judge(steps["A"], steps["B"], label_a=name_a, label_b=name_b,
+                        interleaved=interleave)
         result = ABResult(
             name_a=name_a,
             name_b=name_b,
-            record_a=record_a,
-            record_b=record_b,
-            steps_a=steps_a,
-            steps_b=steps_b,
-            comparison=comparison,
-            note=noise_note(comparison, repeats=repeats),
+            record_a=records["A"],
+            record_b=records["B"],
+            steps_a=tuple(steps["A"]),
+            steps_b=tuple(steps["B"]),
+            comparison=compare_runs(steps["A"], steps["B"], label_a=name_a, label_b=name_b),
+            verdict=verdict,
+            flags=tuple(differing_flags(dict(profile_a.flags), dict(profile_b.flags))),
+            repeats=repeats,
+            interleave=interleave,
+            run_a=runs["A"],
+            run_b=runs["B"],
             restart_timings=timings,
         )
+        if store is not None and result.run_a is not None and result.run_b is not None:
+            pair = store.save_pair(result.run_a, result.run_b, _verdict_record(result, preset))
+            result = replace(result, pair_id=pair)
         on_progress(ABProgress("done", result.note))
         return result
+
+
+def _sweep_message(name: str, plan: Pass, repeats: int, where: str) -> str:
+    if plan.repeats == 1:
+        return f"sweeping {name}, repeat {plan.repeat_base + 1}/{repeats} ({where})"
+    return f"sweeping {name}, {plan.repeats} repeats ({where})"
 
 
 def profile_sweep(
@@ -184,20 +243,38 @@ def profile_sweep(
     options: EngineOptions = DEFAULT_OPTIONS,
 ) -> SweepFn:
     """The usual SweepFn: console.jobs.sweep against the profile's server on the lifecycle's
-    host (port forward, the preset's engine, API key, each step stored)."""
+    host (port forward, the preset's engine, API key, each step stored), `pass_.repeats`
+    repeats appended to the side's run."""
 
     async def sweep_one(
-        name: str, profile: ServerProfile, record: LaunchRecord
-    ) -> list[StepResult]:
+        name: str, profile: ServerProfile, record: LaunchRecord, pass_: SidePass
+    ) -> PassResult:
+        spec = preset.model_copy(update={"repeats": pass_.repeats})
         async with on_host(lifecycle.transport, lifecycle.host, name, profile) as target:
             finished = await sweep(
                 target,
-                preset,
+                spec,
                 store=store,
                 label=label_for(name),
                 on_event=on_sweep_event,
                 options=options,
+                run_id=pass_.run_id,
+                repeat_base=pass_.repeat_base,
+                finish=pass_.last,
             )
-        return list(finished.steps)
+        return PassResult(finished.run_id, tuple(finished.steps))
 
     return sweep_one
+
+
+__all__ = [
+    "ABProgress",
+    "ABRequest",
+    "ABResult",
+    "PassResult",
+    "SidePass",
+    "SweepFn",
+    "delta_table",
+    "profile_sweep",
+    "run_ab",
+]

@@ -137,9 +137,13 @@ async def sweep(
     options: EngineOptions = DEFAULT_OPTIONS,
     wait: bool = False,
     on_wait: Callable[[LeaseHolder], None] | None = None,
+    run_id: int | None = None,
+    repeat_base: int = 0,
+    finish: bool = True,
 ) -> SweepFinished:
     """Run `spec` against `target`, holding the host's lease; each step is stored as it ends,
-    with its diagnosis evidence (`store.load_evidence(run_id)`)."""
+    with its diagnosis evidence (`store.load_evidence(run_id)`). `run_id`, `repeat_base` and
+    `finish` append to an existing run (an A/B side's repeats; console.bench.sweep)."""
     async with _holding(target, f"sweep {label}", wait, on_wait):
         engine = await make_engine(spec, target, options)
         recorder = await evidence_recorder(target, store, api_key_headers(target, options))
@@ -152,6 +156,9 @@ async def sweep(
             on_event=on_event,
             log_tail=target.log_tail,
             recorder=recorder,
+            run_id=run_id,
+            repeat_base=repeat_base,
+            finish=finish,
         )
 
 

@@ -174,13 +174,16 @@ def cmd_probe(a):
 def cmd_prepare(a):
     run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
     logs = os.path.join(run_dir, "logs")
-    os.makedirs(logs, exist_ok=True)
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    for d in (run_dir, logs):  # logs carry what the server prints (its args, the API key)
+        if os.stat(d).st_uid == os.getuid():
+            os.chmod(d, 0o700)
     base = "sglang-%s-%s" % (a["stamp"], a["profile"])
     # Never overwrite an old log: create exclusively, add a counter on collision.
     for n in range(1000):
         path = os.path.join(logs, base + ("" if n == 0 else "-%d" % n) + ".log")
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
             break
         except FileExistsError:
@@ -193,9 +196,10 @@ def cmd_prepare(a):
 
 def cmd_write(a):
     path = os.path.abspath(os.path.expanduser(a["path"]))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = path + ".tmp-%d" % os.getpid()
-    with open(tmp, "w") as f:
+    # 0600 from the first byte (records and key files are nobody else's business)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(sys.stdin.read())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import time
@@ -55,6 +56,9 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
 _ALL_LINES = 1 << 40  # the startup follower reads the new log from its first byte
+# After HTTP says ready, how long to wait for the follower to deliver the ready line (it is a
+# host process of its own, which a loaded host starts slowly); normally it is already there.
+_CATCH_UP_S = 15.0
 LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
@@ -531,7 +535,8 @@ class ServerLifecycle:
     ) -> list[str]:
         """The argv given to `start_detached`: env items (the profile's and the launch id
         that later proves the process is this launch), optional key wrapper, the server."""
-        argv: list[str] = []
+        # umask 077: whatever the server writes (its own logs, crash dumps) is its user's only.
+        argv: list[str] = ["sh", "-c", 'umask 077 && exec "$@"', "sh"]
         env = dict(profile.env)
         if launch_id:
             env[LAUNCH_ID_ENV] = launch_id
@@ -553,13 +558,19 @@ class ServerLifecycle:
             "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name}
         )
         log_path = prepared["log_path"]
-        shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
+        secrets = await self._key_file(run, profile, key, prepared["run_dir"], stamp)
+        if secrets is not None:
+            shown_argv = [*profile.argv(), "--config", secrets]
+        else:
+            shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
         run.emit(CommandShown(display_command(shown_argv, profile.env), log_path))
         launch_id = uuid.uuid4().hex
-        argv = self.launch_argv(profile, key is not None, launch_id)
+        argv = self.launch_argv(profile, key is not None and secrets is None, launch_id)
+        if secrets is not None:
+            argv += ["--config", secrets]
         process: DetachedProcess | None = None
         try:
-            if key is None:
+            if key is None or secrets is not None:
                 process = await self.transport.start_detached(
                     argv, log_path=log_path, cwd=prepared["run_dir"]
                 )
@@ -595,6 +606,28 @@ class ServerLifecycle:
             if isinstance(exc, PlateauError | OSError | httpx.HTTPError):
                 run.fail(Phase.LAUNCH, str(exc))
             raise
+        finally:
+            if secrets is not None:  # read once, at startup: gone before anyone asks
+                with contextlib.suppress(PlateauError, OSError):
+                    await asyncio.shield(self._script("remove", {"path": secrets}))
+
+    async def _key_file(
+        self, run: _Run, profile: ServerProfile, key: str | None, run_dir: str, stamp: str
+    ) -> str | None:
+        """Where SGLang allows it (`--config FILE.yaml`, merged into its argv in-process),
+        the API key goes to a 0600 file in the 0700 run dir, never on the server's command
+        line (which every user on the host can read in `ps`). Without --config it can only
+        go on argv: said plainly."""
+        if key is None:
+            return None
+        schema = await self.discovery.schema_for(profile)
+        if schema.get("config") is None:
+            run.progress(Phase.LAUNCH, "this SGLang has no --config: the API key is on the "
+                         "server's command line, readable by every user on the host (ps)")
+            return None
+        path = f"{run_dir.rstrip('/')}/launch-{stamp}-secret.yaml"
+        await self._script("write", {"path": path}, stdin=f"api-key: {json.dumps(key)}\n")
+        return path
 
     async def _identity(self, pid: int) -> dict[str, Any]:
         probe = await self._probe(pid=pid, launch_id="")
@@ -703,7 +736,7 @@ class ServerLifecycle:
                     await asyncio.sleep(opts.poll_interval_s)
                 # HTTP can answer before our log follower (a poll behind) has read the
                 # startup lines; give it a moment so the phases shown are complete.
-                catch_up = time.monotonic() + 2.0
+                catch_up = time.monotonic() + _CATCH_UP_S
                 while not state["ready_line"] and not follower.done():
                     if time.monotonic() >= catch_up:
                         break

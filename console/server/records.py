@@ -14,14 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from console.redact import REDACTED, redact_argv
 from console.text import sanitize
 
-REDACTED = "<redacted>"
-# Whole words only: `--hf-token` is a secret, `--tokenizer-path` is not (redacting it made
-# the shown command differ from what ran).
-_SECRET_FLAG = re.compile(
-    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secret|password)s?(?:-|$)", re.IGNORECASE
-)
+__all__ = ["REDACTED", "LaunchRecord", "display_command", "redact_argv", "redact_env"]
+
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
 
@@ -61,27 +58,6 @@ class LaunchRecord(BaseModel):
 
     def uptime_s(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.started_at).total_seconds()
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """Replace the values of secret-looking flags (`--api-key X`, `--api-key=X`)."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        name, eq, _value = arg.partition("=")
-        if name.startswith("--") and _SECRET_FLAG.search(name):
-            if eq:
-                out.append(f"{name}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(arg)
-    return out
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:

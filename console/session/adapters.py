@@ -27,7 +27,7 @@ from console.host.factory import transport_for
 from console.host.transport import Transport
 from console.jobs import server as server_jobs
 from console.jobs import sweep as sweep_jobs
-from console.jobs.ab import ABProgress, ABResult, delta_table, profile_sweep
+from console.jobs.ab import ABProgress, ABRequest, ABResult, delta_table, profile_sweep
 from console.jobs.ab import run_ab as run_ab_job
 from console.jobs.server import GpuMemoryProbe
 from console.jobs.target import on_host
@@ -321,21 +321,31 @@ async def run_ab(
     transport: Transport,
     host: HostConfig,
     config: PlateauConfig,
-    names: tuple[str, str],
-    preset: str,
+    request: ABRequest,
     emit: Emit,
     on_progress: Callable[[ABProgress], None],
     store_path: Path | None = None,
     gpu_probe: GpuMemoryProbe | None = None,
     discovery: FlagDiscovery | None = None,
 ) -> ABResult:
-    """console.jobs.ab: restart into A, sweep, restart into B, sweep -> an ABResult."""
-    for name in names:
+    """console.jobs.ab: the request's repeats of A and B (interleaved or not) -> an ABResult
+    with its verdict, each side stored as one run and the pair with its verdict."""
+    a, b, preset = request.a, request.b, request.preset
+    for name in (a, b):
         if name not in config.profiles:
             raise ValueError(f"unknown profile {name!r}")
     life = lifecycle(transport, host, gpu_probe, discovery)
-    spec = config.sweep(preset)
-    a, b = names
+    spec = request.spec(config.sweep(preset))
+    launching = [a]  # the profile being restarted into, so the header names it when ready
+
+    def progress(p: ABProgress) -> None:
+        if p.profile is not None:
+            launching[0] = p.profile
+        on_progress(p)
+
+    def lifecycle_event(event: object) -> None:
+        lifecycle_sink(host.name, emit, launching[0])(event)
+
     store = RunStore(store_path)
     try:
         sweep = profile_sweep(
@@ -344,8 +354,8 @@ async def run_ab(
         )
         return await run_ab_job(
             life, (a, config.profiles[a]), (b, config.profiles[b]), sweep,
-            on_progress=on_progress, on_event=lifecycle_sink(host.name, emit),
-            repeats=spec.repeats,
+            on_progress=progress, on_event=lifecycle_event, repeats=request.repeats,
+            interleave=request.interleave, store=store, preset=preset,
         )
     finally:
         store.close()

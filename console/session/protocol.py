@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from console.config_models import HostConfig, ServerProfile
+from console.jobs.ab import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import SessionEvent
@@ -32,7 +33,7 @@ class Session(Protocol):
         """Cancel the running sweep or A/B."""
         ...
 
-    async def start_ab(self, a: str, b: str, preset: str = "default") -> None: ...
+    async def start_ab(self, request: ABRequest) -> None: ...
 
     def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         """The console's profile list changed (saved or kept from the flags editor)."""

@@ -33,7 +33,7 @@ _PRIVATE_HOST_FIELDS = {"identity_files", "known_hosts_file"}
 VERSION = 1
 
 EVENT_TYPES: dict[str, type[SessionEvent]] = {
-    cls.__name__: cls  # type: ignore[misc]
+    cls.__name__: cls
     for cls in (
         ev.ConnectionChanged, ev.GpuUpdate, ev.TopologyUpdate, ev.LogBatch, ev.ServerStats,
         ev.ServerStatus, ev.SweepProgress, ev.SweepPointDone, ev.SweepDone, ev.ABUpdate,

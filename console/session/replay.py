@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from console.config_models import HostConfig, ServerProfile
+from console.jobs.ab import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent
@@ -85,8 +86,8 @@ class ReplaySession(EventFeed):
     async def cancel_sweep(self) -> None:
         self._command("cancel-sweep", None)
 
-    async def start_ab(self, a: str, b: str, preset: str = "default") -> None:
-        self._command("ab", f"{a} vs {b} ({preset})")
+    async def start_ab(self, request: ABRequest) -> None:
+        self._command("ab", f"{request.a} vs {request.b} ({request.preset})")
 
     async def accept_host_key(self, fingerprint: str) -> bool:
         self._command("accept-host-key", fingerprint)

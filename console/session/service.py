@@ -22,7 +22,7 @@ from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
-from console.jobs.ab import ABProgress
+from console.jobs.ab import ABProgress, ABRequest
 from console.logs.server_stats import StatsAggregator
 from console.server.discovery import FlagDiscovery
 from console.server.flags import FlagSchema
@@ -524,7 +524,7 @@ class HostSession(EventFeed):
         self.record = record
         return record
 
-    async def start_ab(self, a: str, b: str, preset: str = "default") -> None:
+    async def start_ab(self, request: ABRequest) -> None:
         for why, refused in (
             ("a sweep is running", self.sweep_running),
             ("a restart or A/B is running", self.restart_running),
@@ -538,9 +538,11 @@ class HostSession(EventFeed):
             self._problem("ab", f"A/B refused: {self.host.name} is busy ({busy})", "warning")
             return
         assert self.transport is not None
-        self._ab_task = self._spawn(self._ab(self.transport, a, b, preset), "ab")
+        self._ab_task = self._spawn(self._ab(self.transport, request), "ab")
 
-    async def _ab(self, transport: Transport, a: str, b: str, preset: str) -> None:
+    async def _ab(self, transport: Transport, request: ABRequest) -> None:
+        a, b, preset = request.a, request.b, request.preset
+
         def progress(p: ABProgress) -> None:
             if p.stage != "done":
                 self.emit(ABUpdate(self.host.name, p.stage, a, b, preset, p.message))
@@ -549,7 +551,7 @@ class HostSession(EventFeed):
         self.emit(progress_stage)
         try:
             result = await adapters.run_ab(
-                transport, self.host, self.config, (a, b), preset, self.emit, progress,
+                transport, self.host, self.config, request, self.emit, progress,
                 self.store_path, self._gpu_memory, self.discovery,
             )
         except asyncio.CancelledError:
@@ -564,7 +566,7 @@ class HostSession(EventFeed):
         self.emit(ABUpdate(self.host.name, "done", a, b, preset, result.note, result))
         with contextlib.suppress(Exception):  # a summary line; the compare screen has it all
             rows = adapters.delta_rows(result)[1:]
-            deltas = ", ".join(f"c={r[0]} {r[4]}{' ~' if r[5] else ''}" for r in rows)
+            deltas = ", ".join(f"c={r[0]} {r[3]} {r[4]}" for r in rows)
             self._problem("ab", f"{b} vs {a}, {result.metric}: {deltas or 'no common steps'}",
                           "info")
 

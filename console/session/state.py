@@ -76,6 +76,15 @@ class SweepView:
 
 
 @dataclass
+class CompleteRun:
+    """The newest sweep that finished: what the chart keeps while a new one runs, and after
+    a new one is cancelled or fails."""
+
+    run_id: str
+    points: list[StepResult]
+
+
+@dataclass
 class ABView:
     """The newest A/B of this host: progress while it runs, the result when done."""
 
@@ -87,7 +96,9 @@ class ABView:
     running: bool = True
     result: ABResult | None = None
     run_ids: list[str] = field(default_factory=list)  # the sweeps that belong to it
-    steps_a: list[StepResult] = field(default_factory=list)
+    side: str | None = None  # "A" or "B": whose sweep is running now
+    steps_a: list[StepResult] = field(default_factory=list)  # every repeat so far, per side
+    steps_b: list[StepResult] = field(default_factory=list)
 
     def owns(self, run_id: str | None) -> bool:
         return run_id is not None and run_id in self.run_ids
@@ -116,6 +127,7 @@ class HostState:
     server_detail: str = ""
     sweep: SweepView = field(default_factory=SweepView)
     ab: ABView | None = None
+    last_complete: CompleteRun | None = None
     # The unknown host key awaiting the operator's decision (cleared once connected).
     host_key: HostKeyUnknown | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_MAX))
@@ -174,11 +186,16 @@ class HostState:
                 if self.sweep.run_id != event.run_id:
                     self.sweep = SweepView(run_id=event.run_id, running=True)
                 self.sweep.points.append(event.point)
+                ab = self.ab
+                if ab is not None and ab.running and ab.owns(event.run_id) and ab.side:
+                    (ab.steps_a if ab.side == "A" else ab.steps_b).append(event.point)
                 self.bump("sweep")
                 return ("sweep",)
             case SweepDone():
                 self.sweep.running = False
                 self.sweep.last_ok = event.ok
+                if event.ok and self.sweep.points:
+                    self.last_complete = CompleteRun(event.run_id, list(self.sweep.points))
                 self.sweep.detail = event.detail
                 level: Level = "info" if event.ok else "error"
                 text = f"sweep {event.run_id} {'finished' if event.ok else 'failed'}"
@@ -209,8 +226,8 @@ class HostState:
         ab = self.ab
         if ab is None or not ab.running or (ab.name_a, ab.name_b) != (event.name_a, event.name_b):
             self.ab = ab = ABView(event.name_a, event.name_b, event.preset)
-        if event.stage == "sweep-b" and not ab.steps_a:
-            ab.steps_a = list(self.sweep.points) if ab.owns(self.sweep.run_id) else []
+        if event.stage in ("sweep-a", "sweep-b"):
+            ab.side = "A" if event.stage == "sweep-a" else "B"
         ab.stage, ab.message, ab.running = event.stage, event.message, event.running
         if event.result is not None:
             ab.result = event.result

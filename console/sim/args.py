@@ -240,9 +240,40 @@ def _parse_nan_when(spec: str | None) -> dict[str, str] | None:
     return out
 
 
+def merge_config_file(argv: list[str]) -> list[str]:
+    """`--config FILE.yaml`: the file's options go before the command line's, as SGLang's
+    ConfigArgumentMerger.merge_config_with_args does (srt/server_args.py:683-689,
+    srt/utils/server_args_config_parser.py). Plateau uses it to keep --api-key off argv.
+    The simulator reads the YAML subset `name: value` with JSON (or plain) scalar values."""
+    if "--config" not in argv:
+        return argv
+    index = argv.index("--config")
+    if index == len(argv) - 1:
+        raise SystemExit("No config file specified after --config flag!")
+    path = Path(argv[index + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise SystemExit(f"Config file must be YAML format, got: {path.suffix}")
+    merged: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, raw = line.partition(":")
+        if not sep or not key.strip() or key.lstrip().startswith("#"):
+            continue
+        try:
+            value = json.loads(raw.strip())
+        except ValueError:
+            value = raw.strip()
+        flag = "--" + key.strip().replace("_", "-")
+        if value is True:
+            merged.append(flag)
+        elif value is not False and value is not None:
+            merged += [flag, str(value)]
+    return merged + argv[:index] + argv[index + 2:]
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
     """Parse a full command line. Exits 2 with argparse's message on errors, like SGLang."""
     sim_argv, sglang_argv = split_sim_argv(argv)
+    sglang_argv = merge_config_file(sglang_argv)
     sim_parser = build_sim_parser()
     sim_ns = sim_parser.parse_args(sim_argv)
     if sim_ns.sim_help:

@@ -19,7 +19,7 @@ import platformdirs
 
 from console.bench.models import StepResult
 from console.errors import StoreError
-from console.server.redact import redact_server_info
+from console.redact import redact_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
 from console.text import redact_secrets
 

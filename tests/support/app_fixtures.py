@@ -183,7 +183,8 @@ def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[Sess
 def ab_events(host: str = "demo") -> list[SessionEvent]:
     """A finished A/B (triton-moe vs cutlass-moe) as a session would report it."""
     from console.bench.compare import compare_runs
-    from console.jobs.ab import ABResult, noise_note
+    from console.bench.verdict import judge
+    from console.jobs.ab import ABResult
     from console.server.records import LaunchRecord
     from console.session.events import ABUpdate, SweepDone
 
@@ -196,8 +197,10 @@ def ab_events(host: str = "demo") -> list[SessionEvent]:
     ]
     comparison = compare_runs(steps_a, steps_b, label_a="triton-moe", label_b="cutlass-moe")
     record = LaunchRecord(pid=1, pgid=1, port=30000, profile="x", argv=[], started_at=FIXED_NOW)
+    verdict = judge(steps_a, steps_b, label_a="triton-moe", label_b="cutlass-moe")
     result = ABResult("triton-moe", "cutlass-moe", record, record, tuple(steps_a),
-                      tuple(steps_b), comparison, noise_note(comparison))
+                      tuple(steps_b), comparison, verdict,
+                      flags=(("moe-runner-backend", "triton", "cutlass"),))
     events: list[SessionEvent] = [ABUpdate(host, "validate", "triton-moe", "cutlass-moe",
                                            "quick", "checking both profiles")]
     for run, stage, steps in (("8", "sweep-a", steps_a), ("9", "sweep-b", steps_b)):

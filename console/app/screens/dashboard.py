@@ -399,19 +399,26 @@ def progress_line(state: HostState) -> str:
 
 
 def chart_runs(state: HostState) -> list[tuple[str, list[Any]]] | None:
-    """The A/B overlay (A and B series) while an A/B runs or after it, else None (the live
-    sweep alone)."""
+    """The A/B overlay (A and B series, every repeat, so the chart draws their spread) while
+    an A/B runs or after it; the last complete sweep next to a running one, or instead of one
+    that was cancelled or failed; else None (the live sweep alone)."""
     ab = state.ab
-    if ab is None:
-        return None
     current = state.sweep.run_id
-    owned = ab.owns(current)
-    if ab.running:
-        a_points = ab.steps_a or (list(state.sweep.points) if owned else [])
-        runs: list[tuple[str, list[Any]]] = [(ab.name_a, a_points)]
-        if ab.stage in ("sweep-b", "compare") and ab.steps_a:
-            runs.append((ab.name_b, list(state.sweep.points) if owned else []))
-        return runs
-    if ab.result is not None and (current is None or owned):
-        return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    if ab is not None:
+        owned = ab.owns(current)
+        if ab.running:
+            runs: list[tuple[str, list[Any]]] = [(ab.name_a, list(ab.steps_a))]
+            if ab.steps_b or ab.side == "B":
+                runs.append((ab.name_b, list(ab.steps_b)))
+            return runs
+        if ab.result is not None and (current is None or owned):
+            return [(ab.name_a, list(ab.result.steps_a)), (ab.name_b, list(ab.result.steps_b))]
+    last = state.last_complete
+    if last is None or last.run_id == current:
+        return None
+    kept = (f"run {last.run_id} (last complete)", list(last.points))
+    if state.sweep.running:
+        return [kept, (f"run {current} (running)", list(state.sweep.points))]
+    if state.sweep.last_ok is False:
+        return [kept]
     return None

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, OptionList, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from console.bench.abplan import estimate
+from console.config_models import SweepPreset
+from console.jobs.ab import ABRequest
 from console.session.events import HostKeyUnknown
 from console.text import sanitize
 from widgets.help_panel import HelpPanel, HelpRow, Thresholds
+
+DEFAULT_REPEATS = 3
+MAX_REPEATS = 20
 
 
 class HelpScreen(ModalScreen[None]):
@@ -61,8 +67,9 @@ class HostPicker(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
-class ABPicker(ModalScreen[tuple[str, str, str] | None]):
-    """Pick profiles A and B and a sweep preset for an A/B run."""
+class ABPicker(ModalScreen[ABRequest | None]):
+    """Pick profiles A and B, a sweep preset, its concurrencies, the repeats and whether to
+    interleave; the estimate of the total time is shown before anything starts."""
 
     BINDINGS = [
         Binding("escape", "dismiss(None)", "Cancel", id="ab-cancel"),
@@ -70,18 +77,31 @@ class ABPicker(ModalScreen[tuple[str, str, str] | None]):
     ]
 
     def __init__(
-        self, profiles: Sequence[str], presets: Sequence[str], a: str | None, b: str | None
+        self,
+        profiles: Sequence[str],
+        presets: Mapping[str, SweepPreset],
+        a: str | None,
+        b: str | None,
+        *,
+        restart_s: Callable[[str], float | None] = lambda _name: None,
+        measured: Callable[[SweepPreset], dict[int, float]] = lambda _spec: {},
+        repeats: int = DEFAULT_REPEATS,
+        interleave: bool = True,
     ) -> None:
         super().__init__()
-        self.profiles, self.presets = list(profiles), list(presets)
+        self.profiles, self.presets = list(profiles), dict(presets)
         self.a, self.b = a, b
+        self.restart_s = restart_s
+        self.measured = measured
+        self.repeats, self.interleave = repeats, interleave
 
     def compose(self) -> ComposeResult:
         def options(names: Sequence[str]) -> list[tuple[str, str]]:
             return [(n, n) for n in names]
 
+        first = next(iter(self.presets))
         with Vertical(id="ab-box") as box:
-            box.border_title = "A/B: restart into A, sweep, restart into B, sweep, compare"
+            box.border_title = "A/B: repeats of A and B, then a verdict"
             yield Label("A (baseline)")
             yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
                          allow_blank=self.a is None)
@@ -89,31 +109,74 @@ class ABPicker(ModalScreen[tuple[str, str, str] | None]):
             yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
                          allow_blank=self.b is None)
             yield Label("sweep preset")
-            yield Select(options(self.presets), value=self.presets[0], id="ab-preset",
+            yield Select(options(list(self.presets)), value=first, id="ab-preset",
                          allow_blank=False)
+            yield Label("concurrencies")
+            yield Input(_levels(self.presets[first]), id="ab-concurrency")
+            with Horizontal(id="ab-repeat-row"):
+                yield Label("repeats ")
+                yield Input(str(self.repeats), id="ab-repeats", type="integer")
+                yield Checkbox("interleave A B A B", self.interleave, id="ab-interleave")
+            yield Static("", id="ab-estimate")
             yield Static("", id="ab-message")
             with Horizontal(id="ab-buttons"):
                 yield Button("Cancel", id="ab-cancel-button")
                 yield Button("Start A/B", id="ab-start-button", variant="primary")
 
-    def choice(self) -> tuple[str, str, str] | str:
-        """(A, B, preset), or why not yet."""
-        values = [self.query_one(f"#{i}", Select).value for i in ("ab-a", "ab-b", "ab-preset")]
-        a, b, preset = (v if isinstance(v, str) else None for v in values)
+    def _value(self, widget_id: str) -> str | None:
+        value = self.query_one(f"#{widget_id}", Select).value
+        return value if isinstance(value, str) else None
+
+    def choice(self) -> ABRequest | str:
+        """The request, or why not yet."""
+        a, b, preset = self._value("ab-a"), self._value("ab-b"), self._value("ab-preset")
         if a is None or b is None or preset is None:
             return "pick both profiles and a preset"
         if a == b:
             return "A and B must be different profiles"
-        return a, b, preset
+        levels = parse_levels(self.query_one("#ab-concurrency", Input).value)
+        if isinstance(levels, str):
+            return levels
+        repeats_text = self.query_one("#ab-repeats", Input).value.strip()
+        if not repeats_text.isdigit() or not 1 <= int(repeats_text) <= MAX_REPEATS:
+            return f"repeats: a whole number from 1 to {MAX_REPEATS}"
+        interleave = self.query_one("#ab-interleave", Checkbox).value
+        return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels))
 
-    def on_select_changed(self) -> None:
+    def _estimate(self, request: ABRequest) -> str:
+        spec = request.spec(self.presets[request.preset])
+        restarts = [self.restart_s(request.a), self.restart_s(request.b)]
+        known = [r for r in restarts if r is not None]
+        guess = estimate(
+            spec, request.repeats, request.interleave,
+            restart_s=max(known) if known else None, measured_step_s=self.measured(spec),
+        )
+        text = f"estimate {guess.text()}"
+        if request.repeats < 2:
+            text += "; 1 repeat: the verdict cannot tell noise from a difference"
+        return text
+
+    def _refresh(self) -> None:
         chosen = self.choice()
         message = chosen if isinstance(chosen, str) else ""
         self.query_one("#ab-message", Static).update(Text(message, style="yellow"))
         self.query_one("#ab-start-button", Button).disabled = isinstance(chosen, str)
+        estimate_text = "" if isinstance(chosen, str) else self._estimate(chosen)
+        self.query_one("#ab-estimate", Static).update(Text(estimate_text))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "ab-preset" and isinstance(event.value, str):
+            self.query_one("#ab-concurrency", Input).value = _levels(self.presets[event.value])
+        self._refresh()
+
+    def on_input_changed(self) -> None:
+        self._refresh()
+
+    def on_checkbox_changed(self) -> None:
+        self._refresh()
 
     def on_mount(self) -> None:
-        self.on_select_changed()
+        self._refresh()
 
     def action_start(self) -> None:
         chosen = self.choice()
@@ -125,6 +188,18 @@ class ABPicker(ModalScreen[tuple[str, str, str] | None]):
             self.action_start()
         else:
             self.dismiss(None)
+
+
+def _levels(preset: SweepPreset) -> str:
+    return ",".join(str(c) for c in preset.concurrency)
+
+
+def parse_levels(text: str) -> list[int] | str:
+    """`1,4,16` -> [1, 4, 16], or what is wrong with it."""
+    parts = [p for p in text.replace(" ", "").split(",") if p]
+    if not parts or not all(p.isdigit() and 1 <= int(p) <= 65536 for p in parts):
+        return "concurrencies: numbers from 1 to 65536, e.g. 4,16,64"
+    return sorted({int(p) for p in parts})
 
 
 class HostKeyScreen(ModalScreen[bool]):
@@ -189,3 +264,21 @@ class HostKeyScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "hostkey-accept-button")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before anything destructive (restart)."""
+
+    BINDINGS = [
+        Binding("y,enter", "dismiss(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "dismiss(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(self.question, markup=False)
+            yield Static("y: yes   n / esc: no", classes="confirm-keys", markup=False)

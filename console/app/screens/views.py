@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from console.app import views_data
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
+from console.app.screens.run import RunScreen, events_during
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
 from console.session.state import HostState
@@ -95,7 +96,14 @@ class ConfigScreen(HostScreen):
 
 
 class HistoryScreen(HostScreen):
+    """Stored runs, newest first. enter opens a run; m marks it (two marked runs are what
+    compare shows, even a cancelled one); incomplete runs are marked in their status."""
+
     TITLE_TEXT = "Sweep history"
+    BINDINGS = [
+        Binding("enter", "open_run", "Open run", id="history-open"),
+        Binding("m", "mark_run", "Mark", id="history-mark"),
+    ]
 
     def compose_body(self) -> ComposeResult:
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
@@ -109,15 +117,57 @@ class HistoryScreen(HostScreen):
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def _load(self, host: str) -> None:
         app = console_app(self)
-        rows, note = views_data.history_rows(app.store_path, host, app.active_state)
+        rows, note = views_data.history_rows(app.store_path, host, app.active_state,
+                                             app.marked_runs)
         self.app.call_from_thread(self._show, rows, note)
 
     def _show(self, rows: list[tuple[str, ...]], note: str) -> None:
+        table = self.query_one(DataTable)
+        cursor = table.cursor_row
         fill_table(
-            self.query_one(DataTable), views_data.HISTORY_COLUMNS,
+            table, views_data.HISTORY_COLUMNS,
             [[Text(cell) for cell in row] for row in rows],
+            row_keys=[row[1] for row in rows],
         )
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1))
         self.query_one("#history-note", Static).update(Content(note))
+
+    def _selected(self) -> int | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return int(key) if key and key.isdigit() else None
+
+    def on_data_table_row_selected(self) -> None:
+        self.action_open_run()
+
+    def action_mark_run(self) -> None:
+        app = console_app(self)
+        run_id = self._selected()
+        if run_id is None:
+            return
+        if run_id in app.marked_runs:
+            app.marked_runs.remove(run_id)
+        else:
+            app.marked_runs[:] = [*app.marked_runs, run_id][-2:]
+        self._load(app.active_state.host)
+
+    def action_open_run(self) -> None:
+        run_id = self._selected()
+        if run_id is not None:
+            self._open(run_id)
+
+    @work(thread=True, exclusive=True, group="history-open", exit_on_error=False)
+    def _open(self, run_id: int) -> None:
+        app = console_app(self)
+        opened = views_data.open_run(app.store_path, run_id)
+        if opened is not None:
+            run, diagnosis, pair = opened
+            events = events_during(list(app.active_state.events), run)
+            self.app.call_from_thread(self.app.push_screen,
+                                      RunScreen(run, events, diagnosis, pair))
 
 
 class CompareScreen(HostScreen):
@@ -134,10 +184,12 @@ class CompareScreen(HostScreen):
         if ab is not None and ab.result is not None and not ab.running:
             # The newest A/B of this host: its own comparison, with the noise note.
             result = ab.result
-            note = (f"A/B ({ab.preset}): A = {result.name_a}, B = {result.name_b} — "
-                    f"{result.note}")
+            how = f"{result.repeats} repeat(s)" + (", interleaved" if result.interleave else "")
+            lines = [f"A/B ({ab.preset}, {how}): A = {result.name_a}, B = {result.name_b}",
+                     f"verdict: {result.verdict.sentence}",
+                     views_data.flags_line(list(result.flags)), *result.verdict.notes]
             self._title("Compare: the newest A/B of this host (B vs A)")
-            self._show_comparison(result.comparison, note)
+            self._show_comparison(result.comparison, "\n".join(lines), result.verdict)
             return
         self._title(self.TITLE_TEXT)
         self._load(state.host)
@@ -198,8 +250,8 @@ class WhyScreen(HostScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.diagnosis = None
-        self.run = None
+        self.diagnosis: object = None
+        self.run: object = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="why-scroll"):

@@ -1,4 +1,4 @@
-"""Secrets out of server snapshots before they are stored or shown.
+"""Secrets out of what is stored or shown: server snapshots and launch command lines.
 
 SGLang 0.5.23's `/server_info` reports every resolved ServerArgs field verbatim, so
 `api_key`, `admin_api_key` and `ssl_keyfile_password` arrive in clear text (in the top level
@@ -9,10 +9,15 @@ only redacts watermark secrets there). History is a file on disk: none of that m
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from console.server.records import REDACTED, redact_argv
-
+REDACTED = "<redacted>"
+# Whole words only: `--hf-token` is a secret, `--tokenizer-path` is not (redacting it made
+# the shown command differ from what ran).
+_SECRET_FLAG = re.compile(
+    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secret|password)s?(?:-|$)", re.IGNORECASE
+)
 _SECRET_KEY = re.compile(
     r"(?:^|_)(?:api_key|password|passwd|passphrase|secret|token|watermark_key(?:_b)?)$",
     re.IGNORECASE,
@@ -37,3 +42,24 @@ def redact_server_info(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_server_info(item) for item in value]
     return value
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Replace the values of secret-looking flags (`--api-key X`, `--api-key=X`)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        name, eq, _value = arg.partition("=")
+        if name.startswith("--") and _SECRET_FLAG.search(name):
+            if eq:
+                out.append(f"{name}={REDACTED}")
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(arg)
+    return out

@@ -1,0 +1,168 @@
+"""`plateau ab (--demo | HOST) --a PROFILE --b PROFILE [--repeats N] [--interleave] [--json]`:
+the console's A/B, headless. Restarts the host's server into A and B (repeats of each,
+A B A B ... with --interleave), sweeps, stores each side as one run and the pair with its
+verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator
+
+from console.bench.abplan import estimate, restart_guess, step_durations
+from console.bench.report import verdict_report
+from console.commands.sweep import _int_list, _progress
+from console.config_models import HostConfig, PlateauConfig
+from console.demo import DEMO_HOST
+from console.demo_user import demo_with_user
+from console.errors import UsageError
+from console.host.factory import transport_for
+from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
+from console.jobs.server import lifecycle_for
+from console.jobs.target import temp_demo
+from console.server.lifecycle import ServerLifecycle
+from console.store.db import RunStore
+from console.store.export import _finite
+
+DEMO_A, DEMO_B = "triton-moe", "cutlass-moe"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ab",
+        help="A/B two launch profiles (repeats, verdict) and store both runs",
+        description="Restart into profile A and B (each --repeats times), sweep each, and say "
+        "whether B is really better or worse than A per concurrency (95%% confidence).",
+    )
+    target = p.add_argument_group("target (one of)")
+    target.add_argument("host", nargs="?", help="config host whose server to restart")
+    target.add_argument("--demo", action="store_true", help="the demo simulator on this machine")
+    p.add_argument("--a", dest="profile_a", help=f"profile A (demo default: {DEMO_A})")
+    p.add_argument("--b", dest="profile_b", help=f"profile B (demo default: {DEMO_B})")
+    p.add_argument("--preset", help="sweep preset [sweeps.NAME] (demo default: quick)")
+    p.add_argument("--concurrency", type=_int_list, help="override the preset's levels, e.g. 4,16")
+    p.add_argument("--repeats", type=int, default=3, help="sweeps per side (default 3)")
+    p.add_argument("--interleave", action="store_true",
+                   help="run A B A B ... (a restart per pass) to cancel drift")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
+    p.set_defaults(handler=_handle)
+
+
+def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
+    a = args.profile_a or (DEMO_A if args.demo else None)
+    b = args.profile_b or (DEMO_B if args.demo else None)
+    if not a or not b:
+        raise UsageError("say which profiles to compare: --a PROFILE --b PROFILE")
+    for name in (a, b):
+        if name not in config.profiles:
+            known = ", ".join(sorted(config.profiles)) or "none"
+            raise UsageError(f"unknown profile {name!r} (known: {known})")
+    if a == b:
+        raise UsageError("--a and --b must be different profiles")
+    if not 1 <= args.repeats <= 20:
+        raise UsageError("--repeats must be from 1 to 20")
+    preset = args.preset or ("quick" if args.demo else "default")
+    if args.preset and args.preset not in config.sweeps:
+        known = ", ".join(config.sweeps) or "none"
+        raise UsageError(f"unknown sweep preset {args.preset!r} (known: {known})")
+    levels = tuple(args.concurrency) if args.concurrency else None
+    return ABRequest(a, b, preset, args.repeats, args.interleave, levels)
+
+
+@contextlib.asynccontextmanager
+async def _lifecycle(host: HostConfig, stop_after: bool) -> AsyncIterator[ServerLifecycle]:
+    transport = transport_for(host)
+    await transport.connect()
+    try:
+        life = lifecycle_for(transport, host)
+        try:
+            yield life
+        finally:
+            if stop_after:  # the demo's server lives only as long as the command
+                with contextlib.suppress(Exception):
+                    await life.stop()
+    finally:
+        await transport.close()
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _on_progress(p: ABProgress) -> None:
+    if p.message and p.stage != "done":
+        _say(f"[{p.stage}] {p.message}")
+
+
+def _json(result: ABResult, request: ABRequest, db: str) -> str:
+    return json.dumps(_finite({
+        "verdict": result.verdict.model_dump(mode="json"),
+        "flags_differing": [{"flag": f, "a": va, "b": vb} for f, va, vb in result.flags],
+        "a": request.a, "b": request.b, "preset": request.preset,
+        "repeats": request.repeats, "interleave": request.interleave,
+        "run_a": result.run_a, "run_b": result.run_b, "pair_id": result.pair_id, "db": db,
+    }), allow_nan=False)
+
+
+async def _handle(args: argparse.Namespace) -> int:
+    from console.config import load_config
+
+    if bool(args.demo) == bool(args.host):
+        raise UsageError("say where to A/B: --demo, or a HOST from the config")
+    user = load_config(args.config)
+    _run_dir = None
+    if args.demo:
+        config, _run_dir = temp_demo(startup_seconds=0)
+        config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
+        host_name = DEMO_HOST
+    else:
+        config = user.config
+        try:
+            host_name = config.host(args.host).name
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0])) from None
+    host = config.host(host_name)
+    request = _request(args, config)
+    spec = request.spec(config.sweep(request.preset))
+    store = RunStore(args.db)
+    try:
+        guess = estimate(
+            spec, request.repeats, request.interleave,
+            restart_s=restart_guess(config.profiles[request.a]),
+            measured_step_s=step_durations(spec, store.step_times(host.name)),
+        )
+        order = "interleaved A B A B" if request.interleave else "A then B"
+        _say(f"A/B {request.a} vs {request.b} on {host.name}: preset {request.preset}, "
+             f"concurrency {spec.concurrency}, {request.repeats} repeat(s), {order}")
+        _say(f"estimate {guess.text()}")
+        progress = None if args.json else _progress
+        async with _lifecycle(host, stop_after=args.demo) as life:
+            sweep = profile_sweep(life, spec, store=store, on_sweep_event=progress,
+                                  label_for=lambda name: f"A/B {name} ({request.preset})")
+            result = await run_ab(
+                life, (request.a, config.profiles[request.a]),
+                (request.b, config.profiles[request.b]), sweep,
+                on_progress=_on_progress, repeats=request.repeats,
+                interleave=request.interleave, store=store, preset=request.preset,
+            )
+    finally:
+        store.close()
+        if args.demo:  # the demo's logs and state lived only for this A/B
+            shutil.rmtree(_run_dir, ignore_errors=True)
+    if args.json:
+        print(_json(result, request, str(store.path)))
+    else:
+        print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
+        print(verdict_report(result.verdict, list(result.flags)))
+        print(f"\nstored as runs {result.run_a} and {result.run_b} (A/B pair "
+              f"{result.pair_id}) in {store.path}; "
+              f"`plateau compare {result.run_a} {result.run_b}` says it again")
+    failed = sum(1 for s in result.steps_a + result.steps_b if s.status != "ok")
+    if failed:
+        _say(f"plateau: {failed} step(s) failed")
+    return 1 if failed else 0
+
