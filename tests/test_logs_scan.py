@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
+from console.logs.assembler import parse_lines
 from console.logs.scan import LogScanner
 from tests.support.logs_fixtures import SAMPLE_LOG, sample_events
 
@@ -83,3 +84,31 @@ def test_logscan_missing_file_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
     assert main(["logscan", str(tmp_path)]) == 2
+
+
+def _launch_count(lines: list[str]) -> int:
+    scanner = LogScanner("t")
+    scanner.feed(parse_lines(lines))
+    return len(scanner.report().launches)
+
+
+def test_a_warning_before_the_argument_line_is_the_same_launch() -> None:
+    """SGLang's ServerArgs checks log (timestamped) warnings before `server_args=`: they
+    open no launch of their own (issue 19 item 6: logscan counted one launch too many)."""
+    lines = SAMPLE_LOG.read_text("utf-8").splitlines()
+    warning = "[2026-02-19 05:20:00] Attention backend not set. Use fa3 backend by default."
+    scanner = LogScanner("t")
+    scanner.feed(parse_lines([warning, *lines]))
+    first, second = scanner.report().launches
+    assert first.start_line == 1 and first.outcome == "failed"
+    assert second.outcome == "stopped"
+
+
+def test_a_log_that_begins_mid_launch_still_counts_that_launch() -> None:
+    """A tail of a serving launch (batch lines) before a new `server_args=` is a launch."""
+    tail = ["[2026-02-19 05:18:59 TP0] Cache flushed successfully!",
+            "[2026-02-19 05:19:00 TP0] Decode batch, #running-req: 3, #token: 900, token usage: "
+            "0.01, cuda graph: True, gen throughput (token/s): 120.00, #queue-req: 0"]
+    args = "[2026-02-19 05:20:01] server_args={'model_path': '/models/m'}"
+    assert _launch_count([*tail, args]) == 2
+    assert _launch_count(["[2026-02-19 05:19:00] some warning", args]) == 1

@@ -26,24 +26,40 @@ def test_seed_makes_outputs_deterministic(sim_factory) -> None:
     assert first[0] != first[1]  # each request gets its own stream
 
 
+def _ideal_timing_problem(arrivals: list[float], start: float) -> str | None:
+    """What is wrong with one streamed request's timing (80 ms TTFT, 20 ms ITL), or None."""
+    if len(arrivals) != 10:
+        return f"{len(arrivals)} chunks"
+    ttft = arrivals[0] - start
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    if not 0.075 <= ttft <= 0.11:
+        return f"ttft {ttft:.4f}"
+    if abs(sum(gaps) / len(gaps) - 0.020) >= 0.003 or not all(0.012 <= g <= 0.03 for g in gaps):
+        return f"gaps {[round(g, 4) for g in gaps]}"
+    return None
+
+
 def test_ideal_timing_mode_is_exact(sim_factory) -> None:
     sim = sim_factory("--sim-ideal-ttft-ms", "80", "--sim-ideal-itl-ms", "20")
     body = {"input_ids": [9] * 10, "stream": True,
             "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}}
-    arrivals: list[float] = []
+    # Best of three: a loaded machine may delay one request's client or server by a scheduler
+    # slice, but a sim whose pacing is wrong is wrong every time.
+    problems: list[str] = []
     with httpx.Client(timeout=10) as client:
         client.get(f"{sim.base_url}/ready")  # warm the connection
-        start = time.perf_counter()
-        with client.stream("POST", f"{sim.base_url}/generate", json=body) as resp:
-            for line in resp.iter_lines():
-                if line.startswith("data: {"):
-                    arrivals.append(time.perf_counter())
-    assert len(arrivals) == 10
-    ttft = arrivals[0] - start
-    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert 0.075 <= ttft <= 0.11, ttft
-    assert abs(sum(gaps) / len(gaps) - 0.020) < 0.003, gaps
-    assert all(0.012 <= g <= 0.03 for g in gaps), gaps
+        for _ in range(3):
+            arrivals: list[float] = []
+            start = time.perf_counter()
+            with client.stream("POST", f"{sim.base_url}/generate", json=body) as resp:
+                for line in resp.iter_lines():
+                    if line.startswith("data: {"):
+                        arrivals.append(time.perf_counter())
+            problem = _ideal_timing_problem(arrivals, start)
+            if problem is None:
+                return
+            problems.append(problem)
+    raise AssertionError("; ".join(problems))
 
 
 def test_metrics_only_with_enable_metrics(sim_factory) -> None:

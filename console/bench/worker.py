@@ -2,7 +2,8 @@
 
 aiohttp directly (no connection-pool cap: `TCPConnector(limit=0)`), one keep-alive connection
 per in-flight stream, HTTP/1.1. Each chunk is stamped with `perf_counter_ns()` the moment
-`iter_any()` hands it over; parsing happens after the stream ends (console.bench.sse).
+`iter_any()` hands it over, then fed to an incremental parser (console.bench.sse) that keeps
+only arrival times and token counts: no stream bytes outlive their event.
 Closed loop: `share` long-lived coroutines, each sending requests back to back.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from console.bench.metrics import RequestRecord
-from console.bench.sse import parse_stream
+from console.bench.sse import StreamParser
 from console.bench.workload import PATHS, Workload, request_body
 
 _PARENT_PID = 0  # set in main(): the console process that started this worker
@@ -48,13 +49,13 @@ def _connector() -> aiohttp.TCPConnector:
 
 
 class _Request:
-    """State of one request, kept outside the coroutine so a cut-off one can be parsed."""
+    """State of one request, kept outside the coroutine so a cut-off one keeps what it got."""
 
-    __slots__ = ("raw", "record")
+    __slots__ = ("parser", "record")
 
-    def __init__(self, start_ns: int, requested: int) -> None:
+    def __init__(self, start_ns: int, requested: int, endpoint: str) -> None:
         self.record = RequestRecord(start_ns=start_ns, requested_output=requested)
-        self.raw: list[tuple[int, bytes]] = []
+        self.parser = StreamParser(endpoint, self.record)
 
 
 async def _send(
@@ -62,7 +63,7 @@ async def _send(
 ) -> None:
     headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     headers.update(job.headers)
-    raw = req.raw
+    feed = req.parser.feed
     clock = time.perf_counter_ns
     try:
         async with session.post(url, data=body, headers=headers) as resp:
@@ -71,7 +72,7 @@ async def _send(
                 req.record.error = f"HTTP {resp.status}: {text.strip()}"
                 return
             async for data in resp.content.iter_any():
-                raw.append((clock(), data))
+                feed(clock(), data)  # stamp first: parsing never delays this chunk's time
     except TimeoutError:
         req.record.error = f"timed out after {job.timeout_s:g} s"
     except aiohttp.ClientError as exc:
@@ -122,7 +123,7 @@ async def run_job(
             now = time.perf_counter_ns()
             if job.deadline_ns is not None and now >= job.deadline_ns:
                 return
-            req = _Request(now, requested)
+            req = _Request(now, requested, job.workload.endpoint)
             requests.append(req)
             in_flight.add(req)
             await _send(session, url, body, req, job)
@@ -168,7 +169,7 @@ async def run_job(
     for req in requests:
         if req.record.incomplete and not req.record.end_ns:
             req.record.end_ns = time.perf_counter_ns()
-        records.append(parse_stream(job.workload.endpoint, req.raw, req.record))
+        records.append(req.parser.finish())
     return records
 
 

@@ -218,18 +218,22 @@ class SshTransport(ProcessOps):
             if self._closing:
                 raise TransportError(f"{self._host_name}: transport is closed")
             if not self._ever_connected:
-                connection = await self._open()
-                try:
-                    self._home = await self._probe(connection)
-                except BaseException:
-                    connection.close()
-                    raise
-                self._conn = connection
+                self._conn = await self._open_probed()
                 self._ever_connected = True
                 self._emit("connected", f"{self._address}:{self._port}")
             else:
                 self._conn = await self._reconnect_with_backoff()
             return self._conn
+
+    async def _open_probed(self) -> asyncssh.SSHClientConnection:
+        """A new connection whose bootstrap probe passed (closed again if it did not)."""
+        connection = await self._open()
+        try:
+            self._home = await self._probe(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     async def _probe(self, connection: asyncssh.SSHClientConnection) -> str:
         """Run the bootstrap once on a fresh connection; its answer is the home directory."""
@@ -262,8 +266,7 @@ class SshTransport(ProcessOps):
         for attempt in range(1, self._reconnect_attempts + 1):
             self._emit("reconnecting", f"attempt {attempt}")
             try:
-                connection = await self._open()
-                self._home = await self._probe(connection)
+                connection = await self._open_probed()
             except HostKeyError:
                 raise
             except TransportError as exc:

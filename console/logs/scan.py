@@ -124,6 +124,10 @@ class _LaunchState:
     def __init__(self, index: int, event: LogEvent) -> None:
         self.launch = Launch(index=index, start_line=event.seq + 1,
                              start_timestamp=event.timestamp)
+        # Opened by its `server_args=` line, or implicitly by the file's first timestamped
+        # line (a log that begins mid-launch).
+        self.from_args = event.message.startswith("server_args=")
+        self.served = False  # saw batch or access lines: a running server, not a preamble
         self.marks: dict[str, tuple[int, str | None]] = {}
         self.elapsed: dict[str, float] = {}
         self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
@@ -158,6 +162,8 @@ class LogScanner:
             label = event.severity.label
             counts[label] = counts.get(label, 0) + 1
             if event.is_batch:
+                if self._launches:
+                    self._launches[-1].served = True
                 self._batch(event)
                 continue
             self._launch_marks(event)
@@ -295,12 +301,20 @@ class LogScanner:
 
     def _launch_marks(self, event: LogEvent) -> None:
         message = event.message
-        if message.startswith("server_args=") or not self._launches:
-            if message.startswith("server_args=") or event.timestamp is not None:
-                self._launches.append(_LaunchState(len(self._launches) + 1, event))
+        if message.startswith("server_args="):
+            if self._is_preamble():
+                # Lines before the argument line (a warning from ServerArgs' checks, the
+                # launcher's notices) belong to this launch: do not count a second one.
+                self._launches[-1].from_args = True
             else:
+                self._launches.append(_LaunchState(len(self._launches) + 1, event))
+        elif not self._launches:
+            if event.timestamp is None:
                 return
+            self._launches.append(_LaunchState(1, event))
         state = self._launches[-1]
+        if event.kind == "access":
+            state.served = True
         launch = state.launch
         if message.startswith("Load weight begin"):
             state.mark("weights_begin", event)
@@ -338,6 +352,19 @@ class LogScanner:
             launch.fatal = event.catalogue_id
         elif event.catalogue_id == "sigterm-draining" and launch.outcome in ("unknown", "ready"):
             launch.outcome = "stopped"
+
+    def _is_preamble(self) -> bool:
+        """The open launch was opened implicitly and has seen nothing of a server yet."""
+        if not self._launches:
+            return False
+        state = self._launches[-1]
+        return not (
+            state.from_args
+            or state.served
+            or state.marks
+            or state.launch.outcome != "unknown"
+            or state.launch.engine_timings
+        )
 
     def _finish_launch(self, state: _LaunchState) -> Launch:
         launch = state.launch
