@@ -26,7 +26,6 @@ class ConsoleApp(Protocol):
     config: PlateauConfig
     loaded: LoadedConfig
     store_path: Path | None
-    marked_runs: list[int]  # run ids marked in history (m): what compare shows when two
     sessions: dict[str, Session]
     host_names: list[str]
     active_host: str

@@ -98,7 +98,7 @@ def step_times(
     if store is None:
         return []
     try:
-        return store.step_times(host)  # type: ignore[return-value]
+        return store.step_times(host)
     finally:
         store.close()
 

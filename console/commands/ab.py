@@ -30,7 +30,7 @@ from console.store.export import _finite
 DEMO_A, DEMO_B = "triton-moe", "cutlass-moe"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "ab",
         help="A/B two launch profiles (repeats, verdict) and store both runs",
@@ -151,7 +151,7 @@ async def _handle(args: argparse.Namespace) -> int:
             )
     finally:
         store.close()
-        if args.demo:  # the demo's logs and state lived only for this A/B
+        if _run_dir is not None:  # the demo's logs and state lived only for this A/B
             shutil.rmtree(_run_dir, ignore_errors=True)
     if args.json:
         print(_json(result, request, str(store.path)))

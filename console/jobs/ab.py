@@ -186,15 +186,14 @@ async def run_ab(
         running: str | None = None
         for number, plan in enumerate(passes, 1):
             name, profile = sides[plan.side]
-            tag = plan.side.lower()
             where = f"pass {number}/{len(passes)}: {order_text(passes)}"
             if running != plan.side:
-                on_progress(ABProgress(f"restart-{tag}", f"restarting into {name} ({where})",
-                                       name))  # type: ignore[arg-type]
+                restart_stage: ABStage = "restart-a" if plan.side == "A" else "restart-b"
+                on_progress(ABProgress(restart_stage, f"restarting into {name} ({where})", name))
                 records[plan.side] = await lifecycle.restart(name, profile, collect(name))
                 running = plan.side
-            on_progress(ABProgress(f"sweep-{tag}", _sweep_message(name, plan, repeats, where),
-                                   name))  # type: ignore[arg-type]
+            sweep_stage: ABStage = "sweep-a" if plan.side == "A" else "sweep-b"
+            on_progress(ABProgress(sweep_stage, _sweep_message(name, plan, repeats, where), name))
             last = plan is max((p for p in passes if p.side == plan.side),
                                key=lambda p: p.repeat_base)
             outcome = await sweep(name, profile, records[plan.side], SidePass(

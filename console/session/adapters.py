@@ -343,7 +343,7 @@ async def run_ab(
             launching[0] = p.profile
         on_progress(p)
 
-    def lifecycle_event(event: object) -> None:
+    def lifecycle_event(event: lev.LifecycleEvent) -> None:
         lifecycle_sink(host.name, emit, launching[0])(event)
 
     store = RunStore(store_path)

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -137,7 +138,7 @@ class HistoryScreen(HostScreen):
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return None
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         return int(key) if key and key.isdigit() else None
 
     def on_data_table_row_selected(self) -> None:
