@@ -1,6 +1,6 @@
 """Regenerate data/sglang-0.5.23-options.json from Appendix A of the SGLang reference.
 
-Run: python -m console.sim._gen_options /work/shared/reference/sglang-0.5.23.md
+Run: python -m console.sim._gen_options docs/sglang.md
 The JSON keeps argparse's order so `--help` and prefix matching behave like the real parser.
 """
 
