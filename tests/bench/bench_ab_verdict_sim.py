@@ -1,4 +1,5 @@
-"""The A/B verdict against the simulator, end to end: restarts through the server lifecycle,
+"""Benchmark (run it: `python tests/bench/bench_ab_verdict_sim.py`): the A/B verdict against the
+simulator, end to end: restarts through the server lifecycle,
 native sweeps over real HTTP, the run store, the verdict.
 
 - Two profiles whose difference is about 5 % (A: CUTLASS MoE with PyTorch sampling, B: the
@@ -15,6 +16,11 @@ and the drift land in the spread, as on hardware. They run one after another: ru
 one machine they competed for its cores in lockstep and the position in the sequence biased
 the result. The sweeps are lean (no evidence recorder, no server_info) to keep this fast; the
 restarts are the product's.
+
+Not in the CI suite: on an idle 2-core machine the "about 5%" pair measured B +1.8% ± 3.6%
+(within noise) where a loaded one measured +4.2% and +5.8%, so the pair's true difference is
+not yet pinned down, and five whole A/Bs take minutes. The verdict's statistics are tested in
+tests/test_bench_verdict.py and the A/B job in tests/test_jobs_ab.py.
 """
 
 from __future__ import annotations
@@ -134,3 +140,7 @@ async def test_identical_profiles_are_within_noise(tmp_path: Path) -> None:
     false_alarms = sum(s.endswith(": real") for s in sentences)
     assert false_alarms <= FALSE_ALARMS_ALLOWED, sentences
     assert all(s.endswith((": real", ": within noise")) for s in sentences), sentences
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-s", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]))
