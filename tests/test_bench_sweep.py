@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from console import aio
 from console.bench.bench_serving import BenchServingEngine
 from console.bench.engines import NativeEngine
 from console.bench.knee import knee_of_steps
@@ -192,7 +193,7 @@ async def test_task_cancel_marks_the_run_cancelled(ideal_sim, bench_db) -> None:
         await asyncio.sleep(2.0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(task, timeout=15)
+            await aio.wait_for(task, timeout=15)
         (summary,) = store.list_runs()
         assert summary.status == "cancelled"
 

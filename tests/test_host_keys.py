@@ -11,6 +11,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from console import aio
 from console.cli import main
 from console.config_models import HostConfig, PlateauConfig
 from console.errors import HostKeyError, UsageError
@@ -167,7 +168,7 @@ async def _drain(session: HostSession, until: type, timeout: float = 10.0) -> li
             if isinstance(event, until):
                 return
 
-    await asyncio.wait_for(read(), timeout)
+    await aio.wait_for(read(), timeout)
     return seen
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console import aio
 from console.host.local import LocalTransport
 
 
@@ -21,7 +22,7 @@ def test_a_cancelled_command_is_closed_while_the_loop_lives(tmp_path: Any) -> No
     async def cut_off() -> None:
         transport = LocalTransport("exit-test")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
+            await aio.wait_for(
                 transport.run(["sh", "-c", f'echo $$ > "{pid_file}"; exec sleep 30']), 1.0)
 
     previous = sys.unraisablehook

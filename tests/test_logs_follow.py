@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from console import aio
 from console.host.local import LocalTransport
 from console.logs import remote_follow
 from console.logs.follower import LogFollower
@@ -43,7 +44,7 @@ class Collector:
                 if done(self.numbers):
                     return
 
-        await asyncio.wait_for(run(), timeout)
+        await aio.wait_for(run(), timeout)
 
     def kinds(self) -> list[str]:
         return [n.kind for n in self.notices]
@@ -163,7 +164,7 @@ async def test_hostile_bytes_survive_the_wire(local_transport: LocalTransport,
                 events.extend(batch.events)
                 if len(events) >= 2:
                     return
-        await asyncio.wait_for(run(), 20)
+        await aio.wait_for(run(), 20)
     finally:
         await follower.close()
     first, second = events
@@ -191,7 +192,7 @@ async def test_batched_records_keep_exact_byte_offsets(any_transport, tmp_path: 
                 events.extend(batch.events)
                 if len(events) >= len(lines):
                     return
-        await asyncio.wait_for(run(), 30)
+        await aio.wait_for(run(), 30)
     finally:
         await follower.close()
     assert [e.offset for e in events] == expected
@@ -212,7 +213,7 @@ async def test_backpressure_bounds_pending_events(local_transport: LocalTranspor
     numbers: list[int] = []
     batches = follower.batches()
     try:
-        first = await asyncio.wait_for(anext(batches), 20)
+        first = await aio.wait_for(anext(batches), 20)
         numbers.extend(int(e.message.rsplit(" ", 1)[1]) for e in first.events)
         await asyncio.sleep(1.0)  # not consuming: the reader must stop
         pending = len(follower._events)
@@ -220,7 +221,7 @@ async def test_backpressure_bounds_pending_events(local_transport: LocalTranspor
         assert 0 < pending < 2000 + remote_follow.MAX_RECORD // 30
         assert follower.lines_received < 40_000 - 10_000
         while len(numbers) < 40_000:
-            batch = await asyncio.wait_for(anext(batches), 20)
+            batch = await aio.wait_for(anext(batches), 20)
             numbers.extend(int(e.message.rsplit(" ", 1)[1]) for e in batch.events)
     finally:
         await follower.close()

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from console import aio
 from console.server.events import (
     CommandShown,
     LifecycleDone,
@@ -158,7 +159,7 @@ async def test_restart_refused_while_a_sweep_holds_the_lease(server_env: ServerE
     assert not queued.done() and len(server_env.logs()) == 1
     release.set()
     await sweeper
-    record = await asyncio.wait_for(queued, 30)
+    record = await aio.wait_for(queued, 30)
     assert record.profile == "b" and len(server_env.logs()) == 2
     # and the other way round: a sweep cannot start while a restart holds the lease
     restart = asyncio.create_task(life.restart("c", server_env.profile()))

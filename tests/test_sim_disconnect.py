@@ -9,6 +9,8 @@ from typing import Any
 
 import aiohttp
 
+from console import aio
+
 
 async def _cancel_streams(base: str) -> None:
     async with aiohttp.ClientSession() as session:
@@ -27,7 +29,7 @@ async def _cancel_streams(base: str) -> None:
                 "model": "test-model", "prompt": "hi " * 20, "stream": True,
                 "max_tokens": 5000, "ignore_eos": True})),
         ]
-        await asyncio.wait_for(started.wait(), 60)
+        await aio.wait_for(started.wait(), 60)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

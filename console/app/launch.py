@@ -13,6 +13,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from console import aio
 from console.app.app import SCREENS, PlateauApp
 from console.app.screenshot import export_svg, export_text
 from console.config import LoadedConfig
@@ -104,9 +105,9 @@ async def _shutdown(sessions: list[HostSession], active: str, stop_server: bool)
     for session in sessions:
         if stop_server and session.host.name == active:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.stop_server(), timeout=60)
+                await aio.wait_for(session.stop_server(), timeout=60)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(session.close(), timeout=10)
+            await aio.wait_for(session.close(), timeout=10)
 
 
 async def run_console(launch: Launch) -> int:

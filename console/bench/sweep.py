@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from console import aio
 from console.bench.engines import Engine, StepError
 from console.bench.models import (
     RunMeta,
@@ -71,7 +72,7 @@ async def _tail(log_tail: LogTail | None) -> list[str]:
     try:
         lines = log_tail()
         if inspect.isawaitable(lines):
-            lines = await asyncio.wait_for(lines, timeout=15)
+            lines = await aio.wait_for(lines, timeout=15)
         return [sanitize(line) for line in list(lines)[-LOG_TAIL_LINES:]]
     except Exception as exc:  # the log source is someone else's; never lose the step for it
         return [f"(could not read the log: {type(exc).__name__}: {exc})"]
@@ -254,7 +255,7 @@ async def _stop_step(task: asyncio.Future[Any], engine: Engine) -> None:
     """Cut the engine off, give it a moment to hand back what it has, then cancel."""
     engine.cancel()
     try:
-        await asyncio.wait_for(asyncio.shield(task), timeout=5)
+        await aio.wait_for(asyncio.shield(task), timeout=5)
     except BaseException:
         task.cancel()
         with contextlib.suppress(BaseException):

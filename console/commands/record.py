@@ -12,6 +12,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from console import aio
 from console.errors import UsageError
 
 
@@ -67,7 +68,7 @@ async def _run(args: argparse.Namespace) -> int:
     await session.start()
     try:
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(drainer), timeout=args.seconds)
+            await aio.wait_for(asyncio.shield(drainer), timeout=args.seconds)
     finally:
         session.observer = None  # our own shutdown (and the demo's stop) is not the host's story
         recorder.close()

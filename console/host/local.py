@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
+from console import aio
 from console.errors import TransportError
 from console.host import scripts
 from console.host.process_ops import ProcessOps
@@ -89,7 +90,7 @@ async def _terminate_group(process: asyncio.subprocess.Process, grace: float = 2
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
         try:
-            await asyncio.wait_for(process.wait(), grace)
+            await aio.wait_for(process.wait(), grace)
             return
         except TimeoutError:
             continue
@@ -149,7 +150,7 @@ class LocalTransport(ProcessOps):
         process = await self._spawn(full, stdin=asyncio.subprocess.PIPE if input else None)
         data = input.encode() if input is not None else None
         try:
-            out, err = await asyncio.wait_for(process.communicate(data), timeout)
+            out, err = await aio.wait_for(process.communicate(data), timeout)
         except TimeoutError:
             await _terminate_group(process, grace=0.5)
             raise TransportError(f"{self._host_name}: command timed out after {timeout} s: "

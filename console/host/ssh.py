@@ -22,6 +22,7 @@ from typing import Literal
 
 import asyncssh
 
+from console import aio
 from console.errors import HostKeyError, TransportError
 from console.host import scripts
 from console.host.hostkeys import VerifyingClient, match_known_hosts
@@ -62,7 +63,7 @@ class SshLineStream:
         try:
             # EOF on stdin triggers the remote watchdog, which kills the process group.
             self._process.stdin.write_eof()
-            await asyncio.wait_for(self._process.wait_closed(), 5)
+            await aio.wait_for(self._process.wait_closed(), 5)
         except (TimeoutError, asyncssh.Error, OSError, BrokenPipeError):
             pass
         finally:

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from console import aio
 from console.host.transport import LineStream, Transport
 from console.logs import remote_follow
 from console.logs.assembler import EventAssembler
@@ -114,7 +115,7 @@ class LogFollower:
                 if self.assembler.has_open:  # wake exactly when the open event is due
                     timeout = max(0.01, self._last_line_at + self.idle_flush - self._clock())
                 try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                    await aio.wait_for(self._wake.wait(), timeout=timeout)
                 except TimeoutError:
                     self._flush_if_idle()
                     if not self._events and not self._notices:

@@ -59,6 +59,7 @@ _ALL_LINES = 1 << 40  # the startup follower reads the new log from its first by
 # After HTTP says ready, how long to wait for the follower to deliver the ready line (it is a
 # host process of its own, which a loaded host starts slowly); normally it is already there.
 _CATCH_UP_S = 15.0
+_FOLLOWER_STOP_S = 10.0
 LAUNCH_ID_ENV = "PLATEAU_LAUNCH_ID"
 # Constant program: reads the key from its environment and appends it to the server argv, so
 # the key is never part of a command string we build, a record or a log.
@@ -755,7 +756,11 @@ class ServerLifecycle:
                 return version
         finally:
             follower.cancel()
-            await asyncio.gather(follower, return_exceptions=True)
+            # Bounded: a follower that ignored its cancellation (it once did, see console.aio)
+            # must not hold a finished restart hostage; its host process ends with its stream.
+            await asyncio.wait({follower}, timeout=_FOLLOWER_STOP_S)
+            if follower.done() and not follower.cancelled():
+                follower.exception()  # retrieved: a follower's failure is not the restart's
 
     async def _alive_through_drops(self, pid: int, said: _SaidOnce) -> bool:
         """Is the launched process alive? A dropped connection is not a dead server: say so

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from console import aio
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
 from console.sim.noise import GpuNoise
@@ -479,7 +480,7 @@ class IdealEngine(BaseEngine):
             if due > now:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), due - now)
+                    await aio.wait_for(self._wake.wait(), due - now)
                 continue
             while heap and heap[0][0] <= now:
                 due, _, req = heapq.heappop(heap)

@@ -6,7 +6,6 @@ subprocess; the uptime is computed against a frozen clock.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from console import aio
 from console.config import LoadedConfig
 from console.config_models import HostConfig, PlateauConfig, UiConfig
 from console.demo import demo_profiles
@@ -359,7 +359,7 @@ async def live_console(
     yield make
     for console in made:
         try:
-            await asyncio.wait_for(console.session.stop_server(), timeout=30)
+            await aio.wait_for(console.session.stop_server(), timeout=30)
         finally:
             await console.session.close()
             _kill_recorded_server(console.root / "run" / "server.json")
