@@ -3,57 +3,43 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import importlib
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from types import ModuleType
 from typing import Any
 
 from console import __version__
-from console.commands import (
-    ab,
-    compare,
-    config_cmd,
-    console_cmd,
-    demo,
-    diagnose,
-    gpus,
-    history,
-    logscan,
-    record,
-    replay,
-    server,
-    sim,
-    snapshot,
-    sweep,
-)
 from console.errors import PlateauError
 from console.text import sanitize_lines
 
 # Subcommand name -> its module under console.commands, whose `register(sub)` adds the parser
-# (and names the handler). `plateau [HOST]` (no subcommand) is "console".
-COMMANDS: dict[str, ModuleType] = {
-    "console": console_cmd,
-    "demo": demo,
-    "sim": sim,
-    "snapshot": snapshot,
-    "gpus": gpus,
-    "logscan": logscan,
-    "sweep": sweep,
-    "history": history,
-    "compare": compare,
-    "ab": ab,
-    "diagnose": diagnose,
-    "server": server,
-    "record": record,
-    "replay": replay,
-    "config": config_cmd,
+# (and names the handler). `plateau [HOST]` (no subcommand) is "console". Imported on demand:
+# a run imports only its own command's module (and what that needs), so `plateau logscan`
+# does not pay for Textual, asyncssh or the load generator, nor `plateau demo` for the sweep
+# and A/B machinery (issue 19 item 5).
+COMMANDS: dict[str, str] = {
+    "console": "console_cmd",
+    "demo": "demo",
+    "sim": "sim",
+    "snapshot": "snapshot",
+    "gpus": "gpus",
+    "logscan": "logscan",
+    "sweep": "sweep",
+    "history": "history",
+    "compare": "compare",
+    "ab": "ab",
+    "diagnose": "diagnose",
+    "server": "server",
+    "record": "record",
+    "replay": "replay",
+    "config": "config_cmd",
 }
 
 Handler = Callable[[argparse.Namespace], "int | Coroutine[Any, Any, int]"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI's parser; with `only`, just that subcommand's (imports one module)."""
     parser = argparse.ArgumentParser(
         prog="plateau",
         description="Operator console for LLM inference hosts (SGLang).",
@@ -65,9 +51,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="config file (else $PLATEAU_CONFIG, else the XDG config)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS.values():
-        module.register(sub)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"console.commands.{module}").register(sub)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand a normalised argv runs, or None (help, version, an unknown word)."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--config":
+            index += 2
+            continue
+        if arg.startswith("-"):
+            if arg in ("-h", "--help", "--version"):
+                return None
+            index += 1
+            continue
+        return arg if arg in COMMANDS else None
+    return None
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:
@@ -91,7 +95,7 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
+    parser = build_parser(_command_of(args_list))
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # --help (0) or a usage error (2, already printed): a return
@@ -102,7 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = handler(args)
-        code = asyncio.run(result) if isinstance(result, Coroutine) else result
+        if isinstance(result, Coroutine):
+            import asyncio  # here: the synchronous commands (logscan) do not pay for it
+
+            code = asyncio.run(result)
+        else:
+            code = result
         return int(code or 0)
     except PlateauError as exc:
         # host text inside (stderr, records, log lines) never reaches the terminal raw

@@ -8,11 +8,9 @@ from typing import IO, Any
 
 from console.errors import UsageError
 from console.logs.assembler import EventAssembler
-from console.logs.bounded_lines import bounded_lines
+from console.logs.bounded_lines import bounded_line_batches
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
-
-_CHUNK_EVENTS = 4096
 
 
 def register(subparsers: Any) -> None:
@@ -61,20 +59,14 @@ def scan_path(path: str) -> ScanReport:
 
 
 def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
+    """Read, parse and scan in chunks: memory holds one chunk's lines and events at a time."""
     scanner = LogScanner(source)
     assembler = EventAssembler(scanner.catalogue, source=source)
-    batch = []
-    for line in bounded_lines(handle):
-        event = assembler.feed(line)
-        if event is not None:
-            batch.append(event)
-            if len(batch) >= _CHUNK_EVENTS:
-                scanner.feed(batch)
-                batch = []
+    for lines in bounded_line_batches(handle):
+        scanner.feed(assembler.feed_lines(lines))
     last = assembler.flush()
     if last is not None:
-        batch.append(last)
-    scanner.feed(batch)
+        scanner.feed([last])
     return scanner.report()
 
 

@@ -64,6 +64,8 @@ class BatchStats:
 _new_stats = fast_constructor(BatchStats)
 
 DecodeValues = tuple[int, int, float, bool, float, int, float | None]
+ScanValues = tuple[bool, int | None, int | None, float | None, bool | None, float | None,
+                   float | None]
 
 
 def parse_batch_message(
@@ -111,6 +113,28 @@ def decode_values(message: str) -> DecodeValues | None:
     _it, run, tok, use, alen, _arate, graph, gen, queue = found.groups()
     return (int(run), int(queue), float(use), graph == "True", float(gen), int(tok),
             None if alen is None else float(alen))
+
+
+def scan_values(message: str) -> ScanValues | None:
+    """What a whole-log summary (`logscan`) reads from a batch line's message, without a
+    BatchStats or its fields dict: (is decode, running, queued, token usage, cuda graph,
+    throughput (gen for decode, input for prefill), accept len). Same values as
+    parse_batch_message; None when the message is not a batch line."""
+    found = _DECODE_FAST.match(message)
+    if found is not None:
+        _it, run, _tok, use, alen, _arate, graph, gen, queue = found.groups()
+        return (True, int(run), int(queue), float(use), graph == "True", float(gen),
+                None if alen is None else float(alen))
+    found = _PREFILL_FAST.match(message)
+    if found is not None:
+        _it, _seqs, _new, _cached, use, run, queue, _pending, graph, inp = found.groups()
+        return False, int(run), int(queue), float(use), graph == "True", float(inp), None
+    stats = parse_batch_general(message)
+    if stats is None:
+        return None
+    decode = stats.kind == "decode"
+    return (decode, stats.running_reqs, stats.queue_reqs, stats.token_usage, stats.cuda_graph,
+            stats.gen_throughput if decode else stats.input_throughput, stats.accept_len)
 
 
 def parse_batch_general(

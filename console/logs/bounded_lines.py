@@ -9,11 +9,12 @@ rest is counted and dropped, and a marker says how much went.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, cast
 
 from console.logs.line_format import MAX_LINE_CHARS
 
 CHUNK_BYTES = 1 << 16
+BATCH_BYTES = 1 << 18
 MAX_LINE_BYTES = MAX_LINE_CHARS - 64
 """Room for the marker: the line stays within MAX_LINE_CHARS, so clean_line does not cut it
 again."""
@@ -55,3 +56,56 @@ def _finish(kept: bytearray, dropped: int) -> str:
     if dropped:
         text += f"… [{dropped} more bytes dropped]"  # as the follower marks a cut line
     return text
+
+
+def bounded_line_batches(
+    handle: IO[bytes], *, max_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = BATCH_BYTES
+) -> Iterator[list[str]]:
+    """The lines of `bounded_lines(handle)`, the same strings, in lists (one per chunk read).
+
+    A chunk's complete lines are decoded in one call and split in C: a whole-log reader
+    (`logscan`) otherwise spends more time cutting and decoding line by line than parsing.
+    Splitting decoded text at `\n` gives the per-line decode's result because `\n` is never
+    part of a multi-byte sequence. While a buffer is short enough that no line in it can exceed
+    `max_bytes` this path holds; a longer one (a giant line) hands the rest of the stream,
+    buffer first, to `bounded_lines`, which cuts it.
+    """
+    carry = b""
+    while True:
+        chunk = handle.read(chunk_bytes)
+        if not chunk:
+            break
+        buffer = carry + chunk if carry else chunk
+        if len(buffer) > max_bytes:
+            rest = cast(IO[bytes], _Prepended(buffer, handle))
+            batch: list[str] = []
+            for line in bounded_lines(rest, max_bytes=max_bytes):
+                batch.append(line)
+                if len(batch) >= 4096:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+            return
+        end = buffer.rfind(b"\n")
+        if end < 0:
+            carry = buffer
+            continue
+        carry = buffer[end + 1 :]
+        yield buffer[:end].decode("utf-8", errors="replace").split("\n")
+    if carry:
+        yield [carry.decode("utf-8", errors="replace")]
+
+
+class _Prepended:
+    """A reader that returns `first`, then what `handle` reads (the hand-over above)."""
+
+    def __init__(self, first: bytes, handle: IO[bytes]) -> None:
+        self._first: bytes | None = first
+        self._handle = handle
+
+    def read(self, size: int = -1) -> bytes:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return self._handle.read(size)

@@ -10,8 +10,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from console.logs.batch_stats import batch_stats
+from console.logs.batch_stats import scan_values
 from console.logs.catalogue import Catalogue, default_catalogue
+from console.logs.classify import BATCH_PREFIXES
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
 
@@ -138,7 +139,12 @@ class _LaunchState:
 
 
 class LogScanner:
-    """Feed events in file order, then call `report()`."""
+    """Feed events in file order, then call `report()`.
+
+    The per-event work is kept to plain counters and attributes (batch lines are most of a
+    log; updating pydantic models per line cost more than parsing it): the report's models are
+    filled from them in `report()`.
+    """
 
     def __init__(self, source: str, catalogue: Catalogue | None = None) -> None:
         self.catalogue = catalogue if catalogue is not None else default_catalogue()
@@ -146,36 +152,61 @@ class LogScanner:
         self._notable: dict[str, NotableSummary] = {}
         self._other: dict[str, OtherSummary] = {}
         self._launches: list[_LaunchState] = []
+        self._counts: dict[Severity, int] = {}  # in order of first appearance, as reported
+        self._lines = 0
+        self._events = 0
         self._gen_sum = 0.0
         self._gen_n = 0
         self._accept_sum = 0.0
         self._accept_n = 0
         self._graph_off: CudaGraphOffPeriod | None = None
         self._rate_gate = DecodeRateGate()
+        self._prefill_lines = 0
+        self._decode_lines = 0
+        self._decode_not_rate = 0
+        self._peak_gen: tuple[float, int, str | None] | None = None  # value, line, timestamp
+        self._peak_input: float | None = None
+        self._max_running: int | None = None
+        self._max_queue: int | None = None
+        self._max_usage: float | None = None
 
     def feed(self, events: Iterable[LogEvent]) -> None:
-        report = self.report_
-        counts = report.severity_counts
+        counts = self._counts
+        launches = self._launches
+        batch_prefixes = BATCH_PREFIXES
+        warning = Severity.WARNING
+        seen = lines = 0
         for event in events:
-            report.events += 1
-            report.lines += event.line_count
-            label = event.severity.label
-            counts[label] = counts.get(label, 0) + 1
-            if event.is_batch:
-                if self._launches:
-                    self._launches[-1].served = True
+            seen += 1
+            lines += len(event.lines)
+            severity = event.severity
+            counts[severity] = counts.get(severity, 0) + 1
+            if event.message.startswith(batch_prefixes):
+                if launches:
+                    launches[-1].served = True
                 self._batch(event)
+                continue
+            kind = event.kind
+            if kind == "access" and launches:
+                # An access line only marks the launch as serving (_launch_marks would do
+                # just that: no milestone or catalogue entry is an access line).
+                launches[-1].served = True
                 continue
             self._launch_marks(event)
             if event.catalogue_id is not None:
                 self._note(event, event.catalogue_id)
                 if event.cause_id is not None:
                     self._note(event, event.cause_id, example=self._cause_line(event))
-            elif event.severity >= Severity.WARNING and event.kind != "access":
+            elif severity >= warning and kind != "access":
                 self._other_event(event)
+        self._events += seen
+        self._lines += lines
 
     def report(self) -> ScanReport:
         report = self.report_
+        report.lines = self._lines
+        report.events = self._events
+        report.severity_counts = {severity.label: n for severity, n in self._counts.items()}
         self._close_graph_off(None)
         order = {sev.label: -int(sev) for sev in Severity}
         report.notable = sorted(
@@ -184,6 +215,16 @@ class LogScanner:
         report.other = sorted(self._other.values(), key=lambda o: (order[o.severity], -o.count))
         report.launches = [self._finish_launch(state) for state in self._launches]
         batches = report.batches
+        batches.prefill_lines = self._prefill_lines
+        batches.decode_lines = self._decode_lines
+        batches.decode_lines_not_rate = self._decode_not_rate
+        if self._peak_gen is not None:
+            (batches.peak_gen_throughput, batches.peak_gen_line,
+             batches.peak_gen_timestamp) = self._peak_gen
+        batches.peak_input_throughput = self._peak_input
+        batches.max_running_reqs = self._max_running
+        batches.max_queue_reqs = self._max_queue
+        batches.max_token_usage = self._max_usage
         batches.mean_gen_throughput = (
             round(self._gen_sum / self._gen_n, 2) if self._gen_n else None
         )
@@ -241,53 +282,52 @@ class LogScanner:
     # -- batches ----------------------------------------------------------------------------
 
     def _batch(self, event: LogEvent) -> None:
-        stats = batch_stats(event)
-        if stats is None:
+        values = scan_values(event.message)
+        if values is None:
             return
-        summary = self.report_.batches
-        line = event.seq + 1
-        if stats.kind == "prefill":
-            self._rate_gate.prefill(stats.running_reqs, stats.timestamp)
-            summary.prefill_lines += 1
-            if stats.input_throughput is not None:
-                summary.peak_input_throughput = _max(summary.peak_input_throughput,
-                                                     stats.input_throughput)
+        decode, running, queue, usage, graph, rate, accept = values
+        if not decode:
+            self._rate_gate.prefill(running, event.timestamp)
+            self._prefill_lines += 1
+            if rate is not None and (self._peak_input is None or rate > self._peak_input):
+                self._peak_input = rate
         else:
-            summary.decode_lines += 1
-            gen = stats.gen_throughput
-            if not self._rate_gate.decode_is_rate(stats.timestamp):
-                gen = None  # the first line after idle: its window spans the idle spell
-                summary.decode_lines_not_rate += 1
-            if gen is not None:
-                if summary.peak_gen_throughput is None or gen > summary.peak_gen_throughput:
-                    summary.peak_gen_throughput = gen
-                    summary.peak_gen_line = line
-                    summary.peak_gen_timestamp = event.timestamp
-                if stats.running_reqs:
-                    self._gen_sum += gen
+            self._decode_lines += 1
+            if not self._rate_gate.decode_is_rate(event.timestamp):
+                rate = None  # the first line after idle: its window spans the idle spell
+                self._decode_not_rate += 1
+            if rate is not None:
+                if self._peak_gen is None or rate > self._peak_gen[0]:
+                    self._peak_gen = (rate, event.seq + 1, event.timestamp)
+                if running:
+                    self._gen_sum += rate
                     self._gen_n += 1
-            if stats.accept_len is not None:
-                self._accept_sum += stats.accept_len
+            if accept is not None:
+                self._accept_sum += accept
                 self._accept_n += 1
-            if stats.cuda_graph is False:
-                period = self._graph_off
-                if period is None:
-                    self._graph_off = CudaGraphOffPeriod(
-                        start_line=line, end_line=line, start_timestamp=event.timestamp,
-                        end_timestamp=event.timestamp, decode_lines=1,
-                    )
-                else:
-                    period.end_line = line
-                    period.end_timestamp = event.timestamp
-                    period.decode_lines += 1
-            elif stats.cuda_graph is True:
+            if graph is False:
+                self._graph_off_line(event)
+            elif graph is True and self._graph_off is not None:
                 self._close_graph_off(event)
-        if stats.running_reqs is not None:
-            summary.max_running_reqs = _max(summary.max_running_reqs, stats.running_reqs)
-        if stats.queue_reqs is not None:
-            summary.max_queue_reqs = _max(summary.max_queue_reqs, stats.queue_reqs)
-        if stats.token_usage is not None:
-            summary.max_token_usage = _max(summary.max_token_usage, stats.token_usage)
+        if running is not None and (self._max_running is None or running > self._max_running):
+            self._max_running = running
+        if queue is not None and (self._max_queue is None or queue > self._max_queue):
+            self._max_queue = queue
+        if usage is not None and (self._max_usage is None or usage > self._max_usage):
+            self._max_usage = usage
+
+    def _graph_off_line(self, event: LogEvent) -> None:
+        line = event.seq + 1
+        period = self._graph_off
+        if period is None:
+            self._graph_off = CudaGraphOffPeriod(
+                start_line=line, end_line=line, start_timestamp=event.timestamp,
+                end_timestamp=event.timestamp, decode_lines=1,
+            )
+        else:
+            period.end_line = line
+            period.end_timestamp = event.timestamp
+            period.decode_lines += 1
 
     def _close_graph_off(self, event: LogEvent | None) -> None:
         del event
@@ -415,6 +455,3 @@ def _parse_ts(value: str) -> datetime | None:
             continue
     return None
 
-
-def _max(current: float | int | None, value: float | int) -> float | int:
-    return value if current is None or value > current else current

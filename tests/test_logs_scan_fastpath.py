@@ -1,0 +1,99 @@
+"""logscan's whole-file path must give what the line-by-line path gives (issue 19 item 6).
+
+`plateau logscan` reads in chunks (bounded_line_batches), parses with feed_lines and reads batch
+lines through scan_values; each is checked against its reference here, so a speed-up cannot
+change a report.
+"""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from console.commands.logscan import scan_stream
+from console.logs.assembler import EventAssembler
+from console.logs.batch_stats import parse_batch_message, scan_values
+from console.logs.bounded_lines import bounded_line_batches, bounded_lines
+from console.logs.scan import LogScanner
+from tests.support.logs_fixtures import HOSTILE_LINES, SAMPLE_LOG
+
+# Bytes that stress the splitter: newlines, CR, invalid and partial UTF-8, a multi-byte char.
+PIECES = [b"\n", b"\r", b"a", b"[2026-02-19 05:25:03 TP0] ", b"\xff", b"\xe2\x82", b"\xe2\x82\xac",
+          b"  ", b"x" * 40]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.integers(8, 64), st.integers(1, 50))
+def test_line_batches_equal_bounded_lines(pieces: list[bytes], max_bytes: int,
+                                          chunk: int) -> None:
+    data = b"".join(pieces)
+    expected = list(bounded_lines(io.BytesIO(data), max_bytes=max_bytes, chunk_bytes=chunk))
+    got = [line for batch in bounded_line_batches(io.BytesIO(data), max_bytes=max_bytes,
+                                                  chunk_bytes=chunk) for line in batch]
+    assert got == expected
+
+
+def test_line_batches_cut_a_giant_line_like_bounded_lines() -> None:
+    data = b"head\n" + b"y" * 5000 + b"\ntail\n"
+    batches = list(bounded_line_batches(io.BytesIO(data), max_bytes=100, chunk_bytes=64))
+    lines = [line for batch in batches for line in batch]
+    assert lines == list(bounded_lines(io.BytesIO(data), max_bytes=100))
+    assert lines[1].endswith("[4900 more bytes dropped]") and lines[2] == "tail"
+
+
+BATCH_MESSAGES = [
+    "Decode batch, #running-req: 64, #token: 9, token usage: 0.12, cuda graph: True, "
+    "gen throughput (token/s): 5321.47, #queue-req: 0",
+    "Decode batch [12], #running-req: 3, #token: 9, token usage: 0.5, accept len: 2.31, "
+    "accept rate: 0.77, cuda graph: False, gen throughput (token/s): 12.5, #queue-req: 7",
+    "Prefill batch, #new-seq: 4, #new-token: 4096, #cached-token: 0, token usage: 0.01, "
+    "#running-req: 12, #queue-req: 3, #pending-token: 1024, cuda graph: False, input "
+    "throughput (token/s): 31544.71",
+    "Decode batch. #running-req: 1, #token: 20, token usage: 0.00, gen throughput "
+    "(token/s): 5.71, #queue-req: 0",
+    "Decode batch, #running-req: 5, #full token: 10, full token usage: 0.2, swa token usage: "
+    "0.4, cpu graph: True, gen throughput (token/s): 1.0, #queue-req: 0, mfu: 0.3",
+    "Prefill batch, #new-seq: 1, #new-token: x, token usage: bad",
+    "Decode batch",
+    "Decoding nothing",
+]
+
+
+def test_scan_values_are_what_parse_batch_message_reads() -> None:
+    for message in BATCH_MESSAGES:
+        stats = parse_batch_message(message)
+        values = scan_values(message)
+        if stats is None:
+            assert values is None, message
+            continue
+        decode = stats.kind == "decode"
+        assert values == (decode, stats.running_reqs, stats.queue_reqs, stats.token_usage,
+                          stats.cuda_graph,
+                          stats.gen_throughput if decode else stats.input_throughput,
+                          stats.accept_len), message
+
+
+def _per_line_report(data: bytes) -> str:
+    scanner = LogScanner("s")
+    assembler = EventAssembler(scanner.catalogue, source="s")
+    for line in bounded_lines(io.BytesIO(data)):
+        event = assembler.feed(line)
+        if event is not None:
+            scanner.feed([event])
+    last = assembler.flush()
+    if last is not None:
+        scanner.feed([last])
+    return scanner.report().model_dump_json()
+
+
+def test_scan_stream_equals_the_per_line_scan() -> None:
+    ts = "[2026-02-19 05:25:03"
+    extra = [f"{ts}] INFO:     127.0.0.1:5 - \"GET /x HTTP/1.1\" 500 Internal Server Error",
+             *(f"{ts} TP0] {m}" for m in BATCH_MESSAGES), *HOSTILE_LINES]
+    data = SAMPLE_LOG.read_bytes() + "\n".join(extra).encode("utf-8", "surrogateescape")
+    data += SAMPLE_LOG.read_bytes()
+    fast = scan_stream(io.BytesIO(data), source="s").model_dump_json()
+    assert fast == _per_line_report(data)
+    assert '"decode_lines":0' not in fast  # the data has batch lines: the check bites
