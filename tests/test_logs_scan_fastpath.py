@@ -1,7 +1,8 @@
 """logscan's whole-file path must give what the line-by-line path gives (issue 19 item 6).
 
-`plateau logscan` reads in chunks (bounded_line_batches), parses with feed_lines and reads batch
-lines through scan_values; each is checked against its reference here, so a speed-up cannot
+`plateau logscan` reads in chunks (bounded_line_batches), reads standard batch and access lines
+with one regex and no event (ScanPipeline) and the rest through the assembler, and batch lines'
+values through scan_values; each is checked against its reference here, so a speed-up cannot
 change a report.
 """
 
@@ -17,6 +18,7 @@ from console.logs.assembler import EventAssembler
 from console.logs.batch_stats import parse_batch_message, scan_values
 from console.logs.bounded_lines import bounded_line_batches, bounded_lines
 from console.logs.scan import LogScanner
+from console.logs.scan_fast import ScanPipeline
 from tests.support.logs_fixtures import HOSTILE_LINES, SAMPLE_LOG
 
 # Bytes that stress the splitter: newlines, CR, invalid and partial UTF-8, a multi-byte char.
@@ -75,10 +77,11 @@ def test_scan_values_are_what_parse_batch_message_reads() -> None:
                           stats.accept_len), message
 
 
-def _per_line_report(data: bytes) -> str:
+def _per_line_report(lines: list[str]) -> str:
+    """The reference: every line through EventAssembler.feed, every event to the scanner."""
     scanner = LogScanner("s")
     assembler = EventAssembler(scanner.catalogue, source="s")
-    for line in bounded_lines(io.BytesIO(data)):
+    for line in lines:
         event = assembler.feed(line)
         if event is not None:
             scanner.feed([event])
@@ -88,12 +91,54 @@ def _per_line_report(data: bytes) -> str:
     return scanner.report().model_dump_json()
 
 
-def test_scan_stream_equals_the_per_line_scan() -> None:
-    ts = "[2026-02-19 05:25:03"
-    extra = [f"{ts}] INFO:     127.0.0.1:5 - \"GET /x HTTP/1.1\" 500 Internal Server Error",
-             *(f"{ts} TP0] {m}" for m in BATCH_MESSAGES), *HOSTILE_LINES]
-    data = SAMPLE_LOG.read_bytes() + "\n".join(extra).encode("utf-8", "surrogateescape")
-    data += SAMPLE_LOG.read_bytes()
+def _pipeline_report(lines: list[str], chunk: int) -> str:
+    scanner = LogScanner("s")
+    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source="s"))
+    for start in range(0, len(lines), chunk):
+        pipeline.feed_lines(lines[start : start + chunk])
+    return pipeline.finish().model_dump_json()
+
+
+TS = "[2026-02-19 05:25:03"
+POOL = [
+    *(f"{TS} TP0] {m}" for m in BATCH_MESSAGES),
+    f"{TS}] Decode batch, #running-req: 0, #token: 9, token usage: 0.12, cuda graph: True, "
+    "gen throughput (token/s): 1.5, #queue-req: 0",
+    "[2026-02-19 05:26:09 TP1] Decode batch, #running-req: 8, #token: 9, token usage: 0.3, "
+    "cuda graph: False, gen throughput (token/s): 99.0, #queue-req: 2",
+    "[2026-02-19 05:29:09 DP1 TP1] Prefill batch, #new-seq: 4, #new-token: 4096, #cached-token: "
+    "0, token usage: 0.01, #running-req: 0, #queue-req: 3, #pending-token: 1024, cuda graph: "
+    "True, input throughput (token/s): 31544.71",
+    f'{TS}] INFO:     127.0.0.1:5 - "POST /generate HTTP/1.1" 200 OK',
+    f'{TS}] INFO:     127.0.0.1:5 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    f'{TS}] INFO:     127.0.0.1:5 - "POST /v1/chat HTTP/1.1" 500 Internal Server Error',
+    f'{TS}] INFO:     127.0.0.1:5 - "GET /api/x?api_key=s3cret HTTP/1.1" 404 Not Found',
+    f'{TS} TP0] INFO:     127.0.0.1:5 - "GET /x HTTP/1.1" 200 OK',
+    f'{TS}] INFO:     127.0.0.1:5 - "GET /\x1b[31m HTTP/1.1" 200 OK',
+    f"{TS}] server_args={{'model_path': '/m', 'tp_size': 2}}",
+    f"{TS} TP0] KV cache pool is full. Retract requests. #retracted_reqs: 3",
+    f"{TS} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    f"{TS}] The server is fired up and ready to roll!",
+    f"{TS} TP0] Load weight begin. avail mem=138.52 GB",
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in <module>',
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "    indented continuation",
+    "",
+    "Capturing batches (bs=8 avail_mem=17.38 GB):  50%|█████     | 18/36 [00:09<00:00]",
+    "plain print output",
+    *HOSTILE_LINES,
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(POOL), max_size=40), st.integers(1, 7))
+def test_pipeline_equals_the_per_line_scan(lines: list[str], chunk: int) -> None:
+    assert _pipeline_report(lines, chunk) == _per_line_report(lines)
+
+
+def test_scan_stream_equals_the_per_line_scan_on_the_sample_log() -> None:
+    data = SAMPLE_LOG.read_bytes() + "\n".join(POOL).encode("utf-8", "surrogateescape")
     fast = scan_stream(io.BytesIO(data), source="s").model_dump_json()
-    assert fast == _per_line_report(data)
+    assert fast == _per_line_report(list(bounded_lines(io.BytesIO(data))))
     assert '"decode_lines":0' not in fast  # the data has batch lines: the check bites

@@ -11,6 +11,7 @@ from console.logs.assembler import EventAssembler
 from console.logs.bounded_lines import bounded_line_batches
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
+from console.logs.scan_fast import ScanPipeline
 
 
 def register(subparsers: Any) -> None:
@@ -59,15 +60,12 @@ def scan_path(path: str) -> ScanReport:
 
 
 def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
-    """Read, parse and scan in chunks: memory holds one chunk's lines and events at a time."""
+    """Read, parse and scan in chunks: memory holds one chunk's lines at a time."""
     scanner = LogScanner(source)
-    assembler = EventAssembler(scanner.catalogue, source=source)
+    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source))
     for lines in bounded_line_batches(handle):
-        scanner.feed(assembler.feed_lines(lines))
-    last = assembler.flush()
-    if last is not None:
-        scanner.feed([last])
-    return scanner.report()
+        pipeline.feed_lines(lines)
+    return pipeline.finish()
 
 
 # -- text report ----------------------------------------------------------------------------

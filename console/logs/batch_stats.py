@@ -20,12 +20,12 @@ _HEAD = re.compile(r"(Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?")
 # parser below, which gives the same result for these lines (a test compares them).
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _INT = r"([0-9]+)"
-_DECODE_FAST = re.compile(
+DECODE_FAST = re.compile(
     rf"Decode batch(?: \[{_INT}\])?, #running-req: {_INT}, #token: {_INT}, token usage: {_NUM}, "
     rf"(?:accept len: {_NUM}, accept rate: {_NUM}, )?cuda graph: (True|False), "
     rf"gen throughput \(token/s\): {_NUM}, #queue-req: {_INT}\Z"
 )
-_PREFILL_FAST = re.compile(
+PREFILL_FAST = re.compile(
     rf"Prefill batch(?: \[{_INT}\])?, #new-seq: {_INT}, #new-token: {_INT}, "
     rf"#cached-token: {_INT}, token usage: {_NUM}, #running-req: {_INT}, #queue-req: {_INT}, "
     rf"#pending-token: {_INT}, cuda graph: (True|False), input throughput \(token/s\): {_NUM}\Z"
@@ -72,7 +72,7 @@ def parse_batch_message(
     message: str, *, timestamp: str | None = None, ranks: str = ""
 ) -> BatchStats | None:
     """Parse the message part of a batch line; None when it is not one."""
-    found = _DECODE_FAST.match(message)
+    found = DECODE_FAST.match(message)
     if found is not None:
         it, run, tok, use, alen, arate, graph, gen, queue = found.groups()
         fields = {"#running-req": run, "#token": tok, "token usage": use}
@@ -88,7 +88,7 @@ def parse_batch_message(
             None if alen is None else float(alen), None if arate is None else float(arate),
             None, fields,
         )
-    found = _PREFILL_FAST.match(message)
+    found = PREFILL_FAST.match(message)
     if found is not None:
         it, seqs, new, cached, use, run, queue, pending, graph, inp = found.groups()
         fields = {"#new-seq": seqs, "#new-token": new, "#cached-token": cached,
@@ -107,7 +107,7 @@ def decode_values(message: str) -> DecodeValues | None:
     """What the live stats need from a standard `Decode batch` line, without building a
     BatchStats: (running, queued, token usage, cuda graph, gen throughput, #token,
     accept len). None for any other line or variant (use parse_batch_message)."""
-    found = _DECODE_FAST.match(message)
+    found = DECODE_FAST.match(message)
     if found is None:
         return None
     _it, run, tok, use, alen, _arate, graph, gen, queue = found.groups()
@@ -120,12 +120,12 @@ def scan_values(message: str) -> ScanValues | None:
     BatchStats or its fields dict: (is decode, running, queued, token usage, cuda graph,
     throughput (gen for decode, input for prefill), accept len). Same values as
     parse_batch_message; None when the message is not a batch line."""
-    found = _DECODE_FAST.match(message)
+    found = DECODE_FAST.match(message)
     if found is not None:
         _it, run, _tok, use, alen, _arate, graph, gen, queue = found.groups()
         return (True, int(run), int(queue), float(use), graph == "True", float(gen),
                 None if alen is None else float(alen))
-    found = _PREFILL_FAST.match(message)
+    found = PREFILL_FAST.match(message)
     if found is not None:
         _it, _seqs, _new, _cached, use, run, queue, _pending, graph, inp = found.groups()
         return False, int(run), int(queue), float(use), graph == "True", float(inp), None

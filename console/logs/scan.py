@@ -10,13 +10,14 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from console.logs.batch_stats import scan_values
+from console.logs.batch_stats import ScanValues, scan_values
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import BATCH_PREFIXES
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
 
 _MAX_OTHER = 1000
+_DEBUG = Severity.DEBUG
 _EXAMPLE_CHARS = 300
 _ELAPSED = re.compile(r"elapsed=([\d.]+) s")
 _TIMINGS = re.compile(r"(\w+)=([\d.]+)")
@@ -207,7 +208,7 @@ class LogScanner:
         report.lines = self._lines
         report.events = self._events
         report.severity_counts = {severity.label: n for severity, n in self._counts.items()}
-        self._close_graph_off(None)
+        self._close_graph_off()
         order = {sev.label: -int(sev) for sev in Severity}
         report.notable = sorted(
             self._notable.values(), key=lambda n: (order[n.severity], n.first_line)
@@ -281,24 +282,49 @@ class LogScanner:
 
     # -- batches ----------------------------------------------------------------------------
 
+    def batch_line(self, values: ScanValues, seq: int, timestamp: str | None) -> None:
+        """A one-line batch event, given by what `scan_values` read from it: the same as
+        feeding the event (the whole-file scan's fast path, see scan_fast.py)."""
+        counts = self._counts
+        counts[_DEBUG] = counts.get(_DEBUG, 0) + 1
+        self._events += 1
+        self._lines += 1
+        if self._launches:
+            self._launches[-1].served = True
+        self._batch_values(values, seq, timestamp)
+
+    def access_line(self, severity: Severity) -> bool:
+        """A one-line access event, once a launch is open: the same as feeding the event.
+        False (nothing done) before the first launch: feed the event instead (it opens one)."""
+        if not self._launches:
+            return False
+        counts = self._counts
+        counts[severity] = counts.get(severity, 0) + 1
+        self._events += 1
+        self._lines += 1
+        self._launches[-1].served = True
+        return True
+
     def _batch(self, event: LogEvent) -> None:
         values = scan_values(event.message)
-        if values is None:
-            return
+        if values is not None:
+            self._batch_values(values, event.seq, event.timestamp)
+
+    def _batch_values(self, values: ScanValues, seq: int, timestamp: str | None) -> None:
         decode, running, queue, usage, graph, rate, accept = values
         if not decode:
-            self._rate_gate.prefill(running, event.timestamp)
+            self._rate_gate.prefill(running, timestamp)
             self._prefill_lines += 1
             if rate is not None and (self._peak_input is None or rate > self._peak_input):
                 self._peak_input = rate
         else:
             self._decode_lines += 1
-            if not self._rate_gate.decode_is_rate(event.timestamp):
+            if not self._rate_gate.decode_is_rate(timestamp):
                 rate = None  # the first line after idle: its window spans the idle spell
                 self._decode_not_rate += 1
             if rate is not None:
                 if self._peak_gen is None or rate > self._peak_gen[0]:
-                    self._peak_gen = (rate, event.seq + 1, event.timestamp)
+                    self._peak_gen = (rate, seq + 1, timestamp)
                 if running:
                     self._gen_sum += rate
                     self._gen_n += 1
@@ -306,9 +332,9 @@ class LogScanner:
                 self._accept_sum += accept
                 self._accept_n += 1
             if graph is False:
-                self._graph_off_line(event)
+                self._graph_off_line(seq + 1, timestamp)
             elif graph is True and self._graph_off is not None:
-                self._close_graph_off(event)
+                self._close_graph_off()
         if running is not None and (self._max_running is None or running > self._max_running):
             self._max_running = running
         if queue is not None and (self._max_queue is None or queue > self._max_queue):
@@ -316,21 +342,19 @@ class LogScanner:
         if usage is not None and (self._max_usage is None or usage > self._max_usage):
             self._max_usage = usage
 
-    def _graph_off_line(self, event: LogEvent) -> None:
-        line = event.seq + 1
+    def _graph_off_line(self, line: int, timestamp: str | None) -> None:
         period = self._graph_off
         if period is None:
             self._graph_off = CudaGraphOffPeriod(
-                start_line=line, end_line=line, start_timestamp=event.timestamp,
-                end_timestamp=event.timestamp, decode_lines=1,
+                start_line=line, end_line=line, start_timestamp=timestamp,
+                end_timestamp=timestamp, decode_lines=1,
             )
         else:
             period.end_line = line
-            period.end_timestamp = event.timestamp
+            period.end_timestamp = timestamp
             period.decode_lines += 1
 
-    def _close_graph_off(self, event: LogEvent | None) -> None:
-        del event
+    def _close_graph_off(self) -> None:
         if self._graph_off is not None:
             periods = self.report_.batches.cuda_graph_off
             if len(periods) < _MAX_OTHER:

@@ -299,6 +299,18 @@ def main() -> None:
             print(f"logscan output identical to {base}: {same}")
         head = outputs["logscan"].decode().splitlines()[0]
         print(f"logscan: {head}")
+        # Flat memory: the same scan on the first quarter of the file, median of --repeat.
+        quarter = tmp / "quarter.log"
+        with log.open("rb") as src, quarter.open("wb") as dst:
+            for _, line in zip(range(args.lines // 4), src, strict=False):
+                dst.write(line)
+        argv, cwd, env = tools["logscan"]
+        small = statistics.median(
+            measure([*argv[:-1], str(quarter)], cwd=cwd, env=env, cpu=args.cpu)[1]
+            for _ in range(args.repeat))
+        full = statistics.median(r for _, r in results["logscan"])
+        print(f"logscan peak RSS: {small:.1f} MB at {args.lines // 4:,} lines, {full:.1f} MB at "
+              f"{args.lines:,} lines (x{full / small:.2f} for 4x the lines)")
 
 
 if __name__ == "__main__":
