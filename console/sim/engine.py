@@ -378,30 +378,24 @@ class Engine(BaseEngine):
         if riding:
             self._advance_running(stamp)
             self._log_tokens += riding
-        for req in done:
-            if req.finished:  # aborted while prefilling
-                continue
-            req.kv += 1
-            self.kv_used += 1
-            if self._emit(req, stamp):
-                self._release(req)
-            else:
-                self.running.append(req)
+        # Aborted while prefilling: finished already, never running.
+        self.running.extend(r for r in done if self._next_token(r, stamp))
         return t_end
 
     def _advance_running(self, stamp: float) -> None:
         """Every running request got its next token in the step that just ended."""
-        still: list[Req] = []
-        for req in self.running:
-            if req.finished:
-                continue
-            req.kv += 1
-            self.kv_used += 1
-            if self._emit(req, stamp):
-                self._release(req)
-            else:
-                still.append(req)
-        self.running = still
+        self.running = [r for r in self.running if self._next_token(r, stamp)]
+
+    def _next_token(self, req: Req, stamp: float) -> bool:
+        """Append `req`'s token of the step that ended at `stamp`; True while it runs on."""
+        if req.finished:
+            return False
+        req.kv += 1
+        self.kv_used += 1
+        if self._emit(req, stamp):
+            self._release(req)
+            return False
+        return True
 
     def _decode_parts(self, batch: int) -> dict[str, float]:
         """The step's terms at the clock the power limit allows: under load the SMs are busy
