@@ -6,6 +6,7 @@ import contextlib
 import json
 import re
 import threading
+import time
 
 import httpx
 
@@ -60,10 +61,12 @@ def test_sigterm_drains_in_flight_requests(sim_factory) -> None:
 
     worker = threading.Thread(target=long_request)
     worker.start()
-    deadline = 50
-    while "Prefill batch, #new-seq: 1, #new-token: 16" not in sim.log_text() and deadline:
+    # Wait for the request to be in flight, however slow the machine (no fixed budget: a
+    # SIGTERM before it arrives tests nothing and used to fail under load).
+    deadline = time.monotonic() + 120
+    while "Prefill batch, #new-seq: 1, #new-token: 16" not in sim.log_text():
+        assert time.monotonic() < deadline, "the request never reached the simulator"
         threading.Event().wait(0.05)
-        deadline -= 1
     code = sim.stop(timeout=30)
     worker.join(10)
     assert code == 0

@@ -260,8 +260,9 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("moe_runner_backend", "quantization", "kv_cache_dtype"):
         if isinstance(sa.get(key), str):
             out[key] = sa[key]
-    if isinstance(sa.get("disable_custom_all_reduce"), bool):
-        out["disable_custom_all_reduce"] = sa["disable_custom_all_reduce"]
+    for key in ("disable_custom_all_reduce", "enable_mixed_chunk"):
+        if isinstance(sa.get(key), bool):
+            out[key] = sa[key]
     internal = sa.get("internal_states")
     if isinstance(internal, list) and internal and isinstance(internal[0], Mapping):
         effective = internal[0].get("effective_max_running_requests_per_dp")

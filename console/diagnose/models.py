@@ -119,6 +119,7 @@ class StartupFacts(Frozen):
     kv_cache_dtype: str | None = None
     cuda_graph_max_bs_decode: int | None = None
     disable_custom_all_reduce: bool | None = None
+    enable_mixed_chunk: bool | None = None
     mem_fraction_static: float | None = None
 
 

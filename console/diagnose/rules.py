@@ -11,6 +11,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from console.diagnose.models import (
     Cause,
@@ -265,9 +266,20 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
                              values={"itl_p99_ms": client.itl_p99_ms,
                                      "itl_p50_ms": client.itl_p50_ms, "ratio": round(ratio, 2)}),
             ],
-            suggest=Suggestion(flags={"chunked-prefill-size": max(512, chunk // 4)},
-                               expect="shorter decode stalls: ITL p99 down (TTFT rises a little)"))
+            suggest=_shorter_stalls(ev, chunk))
     return None
+
+
+def _shorter_stalls(ev: RunEvidence, chunk: int) -> Suggestion:
+    """SGLang runs prefill first and continues a chunked prompt in the next round, so the
+    running batch decodes between chunks only with --enable-mixed-chunk (scheduler.py
+    `get_next_batch_to_run`, `mix_with_running`); then the chunk size bounds the stall."""
+    mixed = bool(ev.startup.enable_mixed_chunk or ev.flags.get("enable-mixed-chunk"))
+    flags: dict[str, Any] = {"chunked-prefill-size": max(512, chunk // 4)}
+    if not mixed:
+        flags = {"enable-mixed-chunk": True, **flags}
+    return Suggestion(flags=flags, expect="the running batch decodes inside each smaller "
+                                          "prefill chunk: ITL p99 down (TTFT rises a little)")
 
 
 # ------------------------------------------------------------------------------ hardware

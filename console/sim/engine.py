@@ -1,7 +1,11 @@
 """The continuous-batching scheduler: one asyncio task, one wakeup per simulated GPU step.
 
 Each step is either a prefill batch (FCFS admission under --max-running-requests, chunked by
---chunked-prefill-size, gated by KV capacity) or a decode step for every running request. After
+--chunked-prefill-size, gated by KV capacity) or a decode step for every running request.
+Prefill goes first whenever there is something to admit or a chunked prompt to continue, as in
+SGLang's `Scheduler.get_next_batch_to_run` ("Run prefill first if possible"); with
+--enable-mixed-chunk the running requests decode inside that prefill step (`mix_with_running`).
+After
 a step every affected request gets its new token appended and its waiter (if its HTTP handler
 is waiting) resolved, so streaming handlers coalesce whatever arrived since their last write.
 Ideal-timing mode (`IdealEngine`) bypasses the model: fixed TTFT and inter-token interval.
@@ -210,7 +214,8 @@ class Engine(BaseEngine):
         self.rng = self.tokens.rng
         self.noise = GpuNoise(self.rng)
         self.last_step_kind = "idle"
-        self._decode_turn = False
+        # SGLang's `is_mixed_chunk`: --enable-mixed-chunk only acts with chunked prefill on.
+        self.mixed_chunk = bool(cfg.server_args.get("enable_mixed_chunk")) and chunked > 0
 
     # ---- scheduling -------------------------------------------------------------------------
     def _reserved_future(self, extra: list[Req]) -> float:
@@ -218,13 +223,16 @@ class Engine(BaseEngine):
         remaining += sum(r.max_new - len(r.output_ids) for r in extra)
         return remaining * self.new_token_ratio
 
-    def _schedule_prefill(self) -> tuple[list[Req], int, list[Req]]:
-        """Return (completed requests, new tokens, partially prefilled requests)."""
+    def _schedule_prefill(self, decoding: int = 0) -> tuple[list[Req], int, list[Req]]:
+        """Return (completed requests, new tokens, partially prefilled requests).
+
+        `decoding` running requests ride along in a mixed step: each takes one token of the
+        chunk budget (SGLang's PrefillAdder `mixed_with_decode_tokens`)."""
         if self.paused or not self.waiting:
             return [], 0, []
         done: list[Req] = []
         partial: list[Req] = []
-        tokens = 0
+        tokens = decoding
         limit = self.cfg.max_running_requests
         while self.waiting and len(self.running) + len(done) < limit:
             if tokens >= self.chunk_budget:
@@ -245,7 +253,7 @@ class Engine(BaseEngine):
             else:
                 partial.append(req)
                 break
-        return done, tokens, partial
+        return done, tokens - decoding, partial
 
     def _retract_for_decode(self) -> None:
         if self.kv_used + len(self.running) <= self.capacity:
@@ -298,39 +306,16 @@ class Engine(BaseEngine):
             # GPU down: the next step starts where the last one ended, and the steps catch up.
             # Only when far behind (the process was stopped) does the clock resync.
             start = t_end if now - t_end < CATCH_UP_LIMIT_S else now
-            # A chunked prompt yields one decode step to the running batch between its chunks
-            # (SGLang schedules the rest of a chunked request in a later iteration), so the
-            # chunk size bounds how long decode stalls: the TTFT/ITL trade-off of
-            # --chunked-prefill-size (plateau-causes.md, "Chunked prefill").
-            if self._decode_turn and self.running:
-                done, new_tokens, partial = [], 0, []
-            else:
-                done, new_tokens, partial = self._schedule_prefill()
-            self._decode_turn = bool(partial)
+            # Prefill first, a chunked prompt's next chunk included (SGLang continues
+            # `chunked_req` in the next prefill round): without --enable-mixed-chunk the
+            # running batch waits for all of it, so a smaller --chunked-prefill-size alone
+            # does not shorten the stall. With it, each chunk step also decodes the running
+            # batch, and the chunk size bounds the gap between their tokens: the TTFT/ITL
+            # trade-off of plateau-causes.md, "Chunked prefill".
+            riding = len(self.running) if self.mixed_chunk else 0
+            done, new_tokens, partial = self._schedule_prefill(riding)
             if new_tokens:
-                seqs = len(done) + len(partial)
-                duration = self.profile.prefill_seconds(
-                    new_tokens, seqs, self.stats.sm_clock_ratio) * self._noise()
-                self.last_step_kind = "prefill"
-                t_end = start + duration / self.speed
-                self._log_prefill(done, partial, new_tokens)
-                await asyncio.sleep(max(0.0, t_end - loop.time()))
-                self.stats.busy_s += duration / self.speed
-                self.stats.prefill_busy_s += duration / self.speed
-                self.noise.advance(duration)
-                self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) \
-                    / self.speed
-                self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens)
-                stamp = time.monotonic()
-                for req in done:
-                    if req.finished:  # aborted while prefilling
-                        continue
-                    req.kv += 1
-                    self.kv_used += 1
-                    if self._emit(req, stamp):
-                        self._release(req)
-                    else:
-                        self.running.append(req)
+                t_end = await self._prefill_step(start, done, partial, new_tokens, riding)
                 continue
             if not self.running:
                 # Waiting requests that cannot be admitted and nothing running: head is too
@@ -357,18 +342,7 @@ class Engine(BaseEngine):
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
-            stamp = time.monotonic()
-            still: list[Req] = []
-            for req in self.running:
-                if req.finished:
-                    continue
-                req.kv += 1
-                self.kv_used += 1
-                if self._emit(req, stamp):
-                    self._release(req)
-                else:
-                    still.append(req)
-            self.running = still
+            self._advance_running(time.monotonic())
             self._log_tokens += batch
             self.decode_steps += 1
             self.new_token_ratio = max(NEW_TOKEN_RATIO_MIN,
@@ -377,6 +351,51 @@ class Engine(BaseEngine):
                 self._log_decode(batch, t_end)
             if self._nan_armed and self.decode_steps >= self.cfg.sim.nan_after_steps:
                 raise SimCrash("NaN")
+
+    async def _prefill_step(self, start: float, done: list[Req], partial: list[Req],
+                            new_tokens: int, riding: int) -> float:
+        """One prefill (or mixed prefill + decode) forward; returns when it ended."""
+        loop = asyncio.get_running_loop()
+        seqs = len(done) + len(partial)
+        clock = self.stats.sm_clock_ratio
+        duration = self.profile.prefill_seconds(new_tokens, seqs, clock)
+        if riding:
+            # One forward: weights stream once; the decoding requests add their per-token
+            # compute and attention over their cached tokens (ScheduleBatch.mix_with_running
+            # turns them into extend-by-one requests of the same batch).
+            duration += self.profile.decode_parts(riding, self.kv_used, clock)["compute"]
+        duration *= self._noise()
+        self.last_step_kind = "prefill"
+        t_end = start + duration / self.speed
+        self._log_prefill(done, partial, new_tokens)
+        await asyncio.sleep(max(0.0, t_end - loop.time()))
+        self.stats.busy_s += duration / self.speed
+        self.stats.prefill_busy_s += duration / self.speed
+        self.noise.advance(duration)
+        self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) / self.speed
+        self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens + riding)
+        stamp = time.monotonic()
+        if riding:
+            self._advance_running(stamp)
+            self._log_tokens += riding
+        # Aborted while prefilling: finished already, never running.
+        self.running.extend(r for r in done if self._next_token(r, stamp))
+        return t_end
+
+    def _advance_running(self, stamp: float) -> None:
+        """Every running request got its next token in the step that just ended."""
+        self.running = [r for r in self.running if self._next_token(r, stamp)]
+
+    def _next_token(self, req: Req, stamp: float) -> bool:
+        """Append `req`'s token of the step that ended at `stamp`; True while it runs on."""
+        if req.finished:
+            return False
+        req.kv += 1
+        self.kv_used += 1
+        if self._emit(req, stamp):
+            self._release(req)
+            return False
+        return True
 
     def _decode_parts(self, batch: int) -> dict[str, float]:
         """The step's terms at the clock the power limit allows: under load the SMs are busy
