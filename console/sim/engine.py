@@ -128,6 +128,9 @@ class BaseEngine:
         self.prefix = cfg.rank_prefix
         self.decode_steps = 0
         self._batch: dict[Req, None] | None = None  # requests with news in this wakeup
+        # Admitted by the prefill step in progress: out of the queue, not yet running (a drain
+        # or a flush that looked only at those two saw nothing in flight).
+        self.prefilling: list[Req] = []
 
     def new_req(self, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
         ordinal = next(self._ordinal)
@@ -160,12 +163,16 @@ class BaseEngine:
         self.stats.num_aborted_total += 1
 
     def abort_all(self) -> None:
-        for req in [*self.waiting, *self.running]:
+        for req in self.requests():
             self.abort(req)
+
+    def requests(self) -> list[Req]:
+        """Every request the scheduler holds: queued, being prefilled, running."""
+        return [*self.waiting, *self.prefilling, *self.running]
 
     @property
     def in_flight(self) -> int:
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.prefilling) + len(self.running)
 
     def _finish(self, req: Req, reason: dict[str, Any], now: float) -> None:
         req.finished = True
@@ -383,7 +390,11 @@ class Engine(BaseEngine):
         self.last_step_kind = "prefill"
         t_end = start + duration / self.speed
         self._log_prefill(done, partial, new_tokens)
-        await asyncio.sleep(max(0.0, t_end - loop.time()))
+        self.prefilling = done
+        try:
+            await asyncio.sleep(max(0.0, t_end - loop.time()))
+        finally:
+            self.prefilling = []
         self.stats.busy_s += duration / self.speed
         self.stats.prefill_busy_s += duration / self.speed
         self.noise.advance(duration)

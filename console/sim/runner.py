@@ -367,7 +367,7 @@ class Runner:
     async def _drain(self) -> None:
         next_log = time.monotonic()
         while True:
-            remaining = [r for r in [*self.engine.waiting, *self.engine.running]
+            remaining = [r for r in self.engine.requests()
                          if not r.rid.startswith("HEALTH_CHECK")]
             if not remaining:
                 break
