@@ -1,13 +1,6 @@
-"""Benchmark (run it: `python tests/bench/bench_ab_verdict_sim.py`): the A/B verdict against the
-simulator, end to end: restarts through the server lifecycle,
-native sweeps over real HTTP, the run store, the verdict.
-
-- Two profiles whose difference is about 5 % (A: CUTLASS MoE with PyTorch sampling, B: the
-  Triton-kernel MoE with FlashInfer sampling; measured +4 to +6 % here) must come out "real",
-  B better, at 3 repeats.
-- Two identical profiles must come out "within noise"; over 5 such A/Bs a false "real" may
-  appear no more often than a 95 % confidence level allows: at most 1 of 5 (2 or more false
-  alarms in 5 at a true 5 % rate has a 2.3 % chance).
+"""Whole A/Bs against the simulator, end to end: restarts through the server lifecycle,
+native sweeps over real HTTP, the run store, the verdict (tests/test_ab_verdict_sim.py and
+tests/bench/bench_ab_verdict_sim.py).
 
 The simulator has run-to-run noise (console/sim/noise.py: a ~1 % launch factor and a drifting
 GPU clock), and its clock catches up after late wakeups, so a busy machine slows the wall clock
@@ -16,11 +9,6 @@ and the drift land in the spread, as on hardware. They run one after another: ru
 one machine they competed for its cores in lockstep and the position in the sequence biased
 the result. The sweeps are lean (no evidence recorder, no server_info) to keep this fast; the
 restarts are the product's.
-
-Not in the CI suite: on an idle 2-core machine the "about 5%" pair measured B +1.8% ± 3.6%
-(within noise) where a loaded one measured +4.2% and +5.8%, so the pair's true difference is
-not yet pinned down, and five whole A/Bs take minutes. The verdict's statistics are tested in
-tests/test_bench_verdict.py and the A/B job in tests/test_jobs_ab.py.
 """
 
 from __future__ import annotations
@@ -28,8 +16,6 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-
-import pytest
 
 from console.bench.engines import NativeEngine
 from console.bench.sweep import run_sweep
@@ -40,15 +26,18 @@ from console.server.lifecycle import LifecycleOptions, ServerLifecycle
 from console.server.records import LaunchRecord
 from console.store.db import RunStore
 
-# A light TP8 NVFP4 model (40 GB, not the demo's 1.5 TB reference host) at 64 in / 32 out,
-# one level, several prompts per stream (a steady state with replaced requests). The real
-# difference is measured at 16 streams on a half-speed clock, so the simulator and the client
-# need little CPU and a busy machine does not add its own noise; the identical pairs at 4
-# streams on a 4x clock (the same statistics in a fifth of the time: noise there only widens
-# the intervals, it cannot make identical profiles differ).
-REAL_SPEC = SweepPreset(concurrency=[16], input_len=64, output_len=32,
-                        prompts_per_concurrency=4)
-SAME_SPEC = REAL_SPEC.model_copy(update={"concurrency": [4], "prompts_per_concurrency": 3})
+# A light TP8 NVFP4 model (40 GB, not the demo's 1.5 TB reference host) at 64 in / 64 out,
+# one level, 8 prompts per stream (a steady state with replaced requests), on a half-speed
+# clock so the simulator and the client need little CPU and a busy machine adds little noise
+# of its own.
+# The pair about 5 % apart: A = CUTLASS MoE with PyTorch sampling (+1.5 ms per decode step),
+# B = the Triton-kernel MoE; the model puts B's decode step 5-7 % faster at 4-16 running
+# requests (console/sim/model.py). Measured at 8 streams: B +5 to +6 %.
+FIVE_PERCENT_SPEC = SweepPreset(concurrency=[8], input_len=64, output_len=64,
+                                prompts_per_concurrency=8)
+# Identical pairs at 4 streams on a 2x clock: the same statistics in a fraction of the time
+# (noise there only widens the intervals, it cannot make identical profiles differ).
+SAME_SPEC = SweepPreset(concurrency=[4], input_len=64, output_len=32, prompts_per_concurrency=4)
 LIGHT: dict[str, FlagValue] = {
     "tp-size": 8, "quantization": "modelopt_fp4", "mem-fraction-static": 0.85,
     "sim-startup-seconds": 0,
@@ -56,7 +45,9 @@ LIGHT: dict[str, FlagValue] = {
 SLOWER: dict[str, FlagValue] = {"moe-runner-backend": "cutlass", "sampling-backend": "pytorch",
                                 "sim-speed": 0.5}
 FASTER: dict[str, FlagValue] = {"moe-runner-backend": "triton_kernel", "sim-speed": 0.5}
-SAME: dict[str, FlagValue] = {"moe-runner-backend": "cutlass", "sim-speed": 4.0}
+SAME: dict[str, FlagValue] = {"moe-runner-backend": "cutlass", "sim-speed": 2.0}
+# Over 5 identical A/Bs a false "real" may appear no more often than a 95 % confidence level
+# allows: at most 1 of 5 (2 or more in 5 at a true 5 % rate has a 2.3 % chance).
 FALSE_ALARMS_ALLOWED = 1
 
 
@@ -79,7 +70,7 @@ def _lean_sweep(spec: SweepPreset, store: RunStore):  # type: ignore[no-untyped-
     return sweep
 
 
-async def _ab(root: Path, name: str, flags_a: dict[str, FlagValue],
+async def interleaved_ab(root: Path, name: str, flags_a: dict[str, FlagValue],
               flags_b: dict[str, FlagValue], spec: SweepPreset, repeats: int) -> ABResult:
     """One interleaved A/B on a host of its own (own run dir, port, lease)."""
     home = root / name
@@ -107,40 +98,9 @@ async def _ab(root: Path, name: str, flags_a: dict[str, FlagValue],
         await transport.close()
 
 
-def _check_measured(result: ABResult, repeats: int) -> None:
+def check_measured(result: ABResult, repeats: int) -> None:
     steps = result.steps_a + result.steps_b
     assert len(steps) == 2 * repeats and all(s.status == "ok" for s in steps)
     assert all(s.metrics and s.metrics.steady and s.metrics.steady.reached for s in steps)
 
 
-# Whole A/Bs (restarts and sweeps): minutes on a loaded 2-core machine, not seconds, so these
-# two get more than the suite's 180 s hang guard.
-@pytest.mark.timeout(900)
-async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
-    result = await _ab(tmp_path, "diff", SLOWER, FASTER, REAL_SPEC, repeats=3)
-    _check_measured(result, 3)
-    verdict = result.verdict
-    print(verdict.sentence)
-    assert verdict.knee_word == "real", verdict.sentence
-    assert verdict.knee_delta_pct is not None and verdict.knee_delta_pct > 0
-    assert verdict.sentence.startswith("B +")
-    assert verdict.points[0].word == "better"
-
-
-@pytest.mark.timeout(900)
-async def test_identical_profiles_are_within_noise(tmp_path: Path) -> None:
-    sentences = []
-    for trial in range(5):
-        # 2 repeats (4 restarts): the false-alarm rate of the interval holds at any repeats,
-        # and the restarts are what this test's time is made of.
-        result = await _ab(tmp_path, f"same{trial}", SAME, SAME, SAME_SPEC, repeats=2)
-        _check_measured(result, 2)
-        sentences.append(result.verdict.sentence)
-        print(result.verdict.sentence)
-    false_alarms = sum(s.endswith(": real") for s in sentences)
-    assert false_alarms <= FALSE_ALARMS_ALLOWED, sentences
-    assert all(s.endswith((": real", ": within noise")) for s in sentences), sentences
-
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-s", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]))
