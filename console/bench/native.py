@@ -40,6 +40,15 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, e.g. under taskset or a cgroup cpuset), not
+    the machine's count: more workers than that only take turns on the same cores."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def workers_for(concurrency: int, streams_per_worker: int, max_workers: int) -> int:
     return max(1, min(max_workers, math.ceil(concurrency / streams_per_worker)))
 
@@ -62,7 +71,7 @@ class WorkerPool:
         max_workers: int | None = None,
     ) -> None:
         self.streams_per_worker = streams_per_worker
-        self.max_workers = max_workers or max(1, os.cpu_count() or 1)
+        self.max_workers = max_workers or usable_cpus()
         self._workers: list[_Worker] = []
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._listener: Listener | None = None

@@ -31,9 +31,12 @@ def _take_events(buffer: bytes) -> tuple[list[bytes], bytes]:
         if cut < 0:
             return payloads, buffer
         event, buffer = buffer[:cut], buffer[cut + 2 :]
-        payload = b"\n".join(
-            line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:")
-        )
+        if event.startswith(b"data: ") and b"\n" not in event:
+            payload = event[6:].lstrip()  # the usual one-line event, without the split
+        else:
+            payload = b"\n".join(
+                line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:")
+            )
         if payload:
             payloads.append(payload)
 

@@ -1,9 +1,10 @@
-"""The load-generating worker: one process, one event loop, one aiohttp session.
+"""The load-generating worker: one process, one event loop.
 
-aiohttp directly (no connection-pool cap: `TCPConnector(limit=0)`), one keep-alive connection
-per in-flight stream, HTTP/1.1. Each chunk is stamped with `perf_counter_ns()` the moment
-`iter_any()` hands it over, then fed to an incremental parser (console.bench.sse) that keeps
-only arrival times and token counts: no stream bytes outlive their event.
+Plain http:// (the server's own port or an SSH forward's): console.bench.h1, one keep-alive
+connection per in-flight stream, HTTP/1.1, each chunk stamped with `perf_counter_ns()` inside
+the loop's read callback and fed to an incremental parser (console.bench.sse) that keeps only
+arrival times and token counts: no stream bytes outlive their event. Anything else (https://):
+aiohttp (`TCPConnector(limit=0)`), the chunk stamped the moment `iter_any()` hands it over.
 Closed loop: `share` long-lived coroutines, each sending requests back to back.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from console.bench.h1 import H1Client, HttpError, client_for
 from console.bench.metrics import RequestRecord
 from console.bench.sse import StreamParser
 from console.bench.workload import PATHS, Workload, request_body
@@ -81,6 +83,21 @@ async def _send(
         req.record.end_ns = clock()
 
 
+async def _send_h1(client: H1Client, request: bytes, req: _Request, job: Job) -> None:
+    """`_send` on console.bench.h1: the chunk is stamped inside the loop's read callback."""
+    try:
+        async with asyncio.timeout(job.timeout_s):
+            status, body = await client.post(request, req.parser.feed)
+        if status != 200:
+            req.record.error = f"HTTP {status}: {body.decode('utf-8', 'replace').strip()}"
+    except TimeoutError:
+        req.record.error = f"timed out after {job.timeout_s:g} s"
+    except (OSError, HttpError) as exc:
+        req.record.error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        req.record.end_ns = time.perf_counter_ns()
+
+
 @dataclass
 class Health:
     """How busy this worker was during a job."""
@@ -99,10 +116,19 @@ async def _lag_probe(samples: list[float], period: float = 0.01) -> None:
 
 
 async def run_job(
-    job: Job, session: aiohttp.ClientSession, stop: Any = None, health: Health | None = None
+    job: Job,
+    session: aiohttp.ClientSession,
+    stop: Any = None,
+    health: Health | None = None,
+    clients: dict[str, H1Client] | None = None,
 ) -> list[RequestRecord]:
-    """Drive `job.streams` closed-loop streams; return every request's record."""
-    url = job.base_url.rstrip("/") + PATHS[job.workload.endpoint]
+    """Drive `job.streams` closed-loop streams; return every request's record.
+    Plain http:// goes through console.bench.h1 (`clients` keeps its keep-alive connections
+    from one job to the next, e.g. the warmup's); anything else through `session`."""
+    path = PATHS[job.workload.endpoint]
+    url = job.base_url.rstrip("/") + path
+    h1 = client_for(clients if clients is not None else {}, job.base_url) \
+        if H1Client.supports(job.base_url) else None
     rng = random.Random(job.seed)
     remaining = [job.prompts]
     bodies = []  # pre-build bodies so generating prompts never delays a stream
@@ -126,7 +152,10 @@ async def run_job(
             req = _Request(now, requested, job.workload.endpoint)
             requests.append(req)
             in_flight.add(req)
-            await _send(session, url, body, req, job)
+            if h1 is not None:
+                await _send_h1(h1, h1.request_bytes(path, body, job.headers), req, job)
+            else:
+                await _send(session, url, body, req, job)
             in_flight.discard(req)
             if stop is not None and stop.is_set():
                 return
@@ -160,6 +189,8 @@ async def run_job(
     finally:
         gc.unfreeze()
         probe.cancel()
+        if h1 is not None and clients is None:
+            h1.close()
         if health is not None:
             wall = time.perf_counter() - wall0
             health.cpu_fraction = (time.process_time() - cpu0) / wall if wall > 0 else 0.0
@@ -209,6 +240,7 @@ def worker_main(conn: Any) -> None:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGUSR1, stop.set)
         session: aiohttp.ClientSession | None = None
+        clients: dict[str, H1Client] = {}  # keep-alive connections live across jobs
         try:
             while True:
                 job = await loop.run_in_executor(None, conn.recv)
@@ -221,12 +253,14 @@ def worker_main(conn: Any) -> None:
                     session = new_session(job.timeout_s)
                 try:
                     health = Health()
-                    records = await run_job(job, session, stop, health)
+                    records = await run_job(job, session, stop, health, clients)
                     payload = [r.to_tuple() for r in records]
                     conn.send(("ok", payload, (health.cpu_fraction, health.loop_lag_p99_ms)))
                 except Exception as exc:  # report, keep serving
                     conn.send(("error", f"{type(exc).__name__}: {exc}"))
         finally:
+            for client in clients.values():
+                client.close()
             if session is not None:
                 await session.close()
 
