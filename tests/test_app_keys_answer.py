@@ -3,6 +3,7 @@ key, `m`/`v` act on the GPU panel whatever has the focus, the footer fits by pri
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from console.app.bindings import ACTIONS
@@ -14,6 +15,15 @@ from widgets.log_view import LogView
 async def _settle(pilot: Any) -> None:
     await pilot.pause()
     await pilot.pause(0.05)
+
+
+async def _until(pilot: Any, ready: Any, what: str, timeout: float = 60.0) -> None:
+    """Pause until `ready()`: a loaded machine composes the footer later than an idle one."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not ready():
+        assert loop.time() < deadline, f"{what} never happened"
+        await pilot.pause(0.05)
 
 
 def _toasts(app: Any) -> list[str]:
@@ -93,6 +103,8 @@ async def test_footer_fits_by_priority(app_factory: Any) -> None:
         async with app.run_test(size=(width, 40)) as pilot:
             await _settle(pilot)
             footer = app.screen.query_one("PlateauFooter")
+            await _until(pilot, lambda: footer.query("FooterKey"), "the footer's keys")  # noqa: B023
+            await _settle(pilot)
             keys = list(footer.query("FooterKey"))
             used = sum(key_cells(k.key_display, k.description, compact=footer.compact)
                        for k in keys)

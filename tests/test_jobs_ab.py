@@ -49,7 +49,7 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
         return await inner(name, profile, record, pass_)
 
     # Not interleaved over SSH (two restarts keep this test short); the interleaved order and
-    # the appending of passes to one run are measured by tests/bench/bench_ab_verdict_sim.py.
+    # the appending of passes to one run are measured by tests/test_ab_verdict_sim.py.
     result = await run_ab(life, a, b, sweep, on_progress=progress.append, repeats=2,
                           interleave=False, store=store)
     assert seen_backends == ["triton", "cutlass"]

@@ -316,3 +316,21 @@ async def test_liveness_status_asks_no_http(server_env: ServerEnv, local_transpo
     text = log.read_text()
     assert requests() == before + 1 and text.count("GET /server_info") >= 1  # /ready only
     await life.stop()
+
+
+async def test_profile_log_dir_holds_the_launch_logs(server_env: ServerEnv,
+                                                     local_transport) -> None:
+    """`profiles.*.log_dir` (config.example.toml): per-launch logs go there, `~` being the
+    host's home; current.log in the run dir still points at the newest."""
+    life = server_env.lifecycle(local_transport)
+    chosen = f"~/logs-{server_env.port}"
+    profile = server_env.profile().model_copy(update={"log_dir": chosen})
+    record = await life.start("a", profile)
+    try:
+        expected = Path(os.path.expanduser(chosen))
+        assert record.log_path is not None and Path(record.log_path).parent == expected
+        assert "fired up" in Path(record.log_path).read_text()
+        assert os.path.realpath(server_env.root / "run" / "current.log") == record.log_path
+        assert expected.stat().st_mode & 0o777 == 0o700
+    finally:
+        await life.stop()

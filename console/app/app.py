@@ -285,6 +285,10 @@ class PlateauApp(App[int]):
         return effective_keys(dict(self.config.keymap))
 
     def on_host_changed(self, message: HostChanged) -> None:
+        if not self.is_running:
+            # Shutting down: Textual prunes the screens' widgets while they are still
+            # attached, and live sessions keep reporting until they are closed.
+            return
         state = self.sessions[message.host].state
         try:
             screen: Any = self.screen
@@ -311,7 +315,7 @@ class PlateauApp(App[int]):
                     render(self.active_state, aspects)
                 except NoMatches:
                     # Only a screen being torn down may lack its widgets; else it is a bug.
-                    if screen.is_attached:
+                    if screen.is_attached and self.is_running:
                         raise
 
     def _session_started(self, host: str) -> None:

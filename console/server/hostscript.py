@@ -173,7 +173,9 @@ def cmd_probe(a):
 
 def cmd_prepare(a):
     run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
-    logs = os.path.join(run_dir, "logs")
+    # A profile's log_dir (its `~` is this host's home), else <run_dir>/logs.
+    logs = os.path.abspath(os.path.expanduser(a.get("log_dir") or os.path.join(run_dir, "logs")))
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
     os.makedirs(logs, mode=0o700, exist_ok=True)
     for d in (run_dir, logs):  # logs carry what the server prints (its args, the API key)
         if os.stat(d).st_uid == os.getuid():

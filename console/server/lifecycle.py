@@ -567,7 +567,8 @@ class ServerLifecycle:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         safe_name = _SAFE_NAME.sub("_", name)[:60] or "profile"
         prepared = await self._script(
-            "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name}
+            "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name,
+                        "log_dir": profile.log_dir or ""},
         )
         log_path = prepared["log_path"]
         secrets = await self._key_file(run, profile, key, prepared["run_dir"], stamp)

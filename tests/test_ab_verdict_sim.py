@@ -1,0 +1,50 @@
+"""The A/B verdict end to end on the simulator (issue 16's "done when"): two profiles about 5 %
+apart come out "real", B better, at 3 repeats; identical profiles come out "within noise" in
+5 A/Bs, with no more false alarms than the confidence level allows.
+
+Each A/B is interleaved (A B A B A B, a restart each) on a host of its own; see
+tests/support/ab_sim.py. tests/bench/bench_ab_verdict_sim.py repeats these many times and
+prints the detection and false-alarm rates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.ab_sim import (
+    FALSE_ALARMS_ALLOWED,
+    FASTER,
+    FIVE_PERCENT_SPEC,
+    SAME,
+    SAME_SPEC,
+    SLOWER,
+    check_measured,
+    interleaved_ab,
+)
+
+
+# Whole A/Bs (restarts and sweeps): minutes on a loaded 2-core machine, not seconds.
+@pytest.mark.timeout(900)
+async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
+    result = await interleaved_ab(tmp_path, "diff", SLOWER, FASTER, FIVE_PERCENT_SPEC, repeats=3)
+    check_measured(result, 3)
+    verdict = result.verdict
+    print(verdict.sentence)
+    assert verdict.knee_word == "real", verdict.sentence
+    assert verdict.knee_delta_pct is not None and 2.0 < verdict.knee_delta_pct < 10.0
+    assert verdict.sentence.startswith("B +")
+    assert verdict.points[0].word == "better"
+
+
+@pytest.mark.timeout(900)
+async def test_identical_profiles_are_within_noise(tmp_path: Path) -> None:
+    sentences = []
+    for trial in range(5):
+        result = await interleaved_ab(tmp_path, f"same{trial}", SAME, SAME, SAME_SPEC, repeats=3)
+        check_measured(result, 3)
+        sentences.append(result.verdict.sentence)
+        print(result.verdict.sentence)
+    false_alarms = sum(s.endswith(": real") for s in sentences)
+    assert false_alarms <= FALSE_ALARMS_ALLOWED, sentences
+    assert all(s.endswith((": real", ": within noise")) for s in sentences), sentences
