@@ -19,6 +19,7 @@ import heapq
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,12 +57,18 @@ class Req:
     finish_time: float | None = None
     last_token_time: float | None = None
     waiter: asyncio.Future[None] | None = None
+    # Set by a parked streaming handler (console.sim.streams): writes new tokens from the
+    # engine's wakeup; True when the handler need not wake for them.
+    sink: Callable[[], bool] | None = None
 
     @property
     def prefill_need(self) -> int:
         return self.input_len + len(self.output_ids)
 
     def notify(self) -> None:
+        sink = self.sink
+        if sink is not None and sink():
+            return
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -120,6 +127,10 @@ class BaseEngine:
         self._ordinal = itertools.count()
         self.prefix = cfg.rank_prefix
         self.decode_steps = 0
+        self._batch: dict[Req, None] | None = None  # requests with news in this wakeup
+        # Admitted by the prefill step in progress: out of the queue, not yet running (a drain
+        # or a flush that looked only at those two saw nothing in flight).
+        self.prefilling: list[Req] = []
 
     def new_req(self, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
         ordinal = next(self._ordinal)
@@ -152,12 +163,16 @@ class BaseEngine:
         self.stats.num_aborted_total += 1
 
     def abort_all(self) -> None:
-        for req in [*self.waiting, *self.running]:
+        for req in self.requests():
             self.abort(req)
+
+    def requests(self) -> list[Req]:
+        """Every request the scheduler holds: queued, being prefilled, running."""
+        return [*self.waiting, *self.prefilling, *self.running]
 
     @property
     def in_flight(self) -> int:
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.prefilling) + len(self.running)
 
     def _finish(self, req: Req, reason: dict[str, Any], now: float) -> None:
         req.finished = True
@@ -165,7 +180,14 @@ class BaseEngine:
         req.finish_time = now
         if self.record:
             self.stats.e2e.append(now - req.created)
-        req.notify()
+        self._notify(req)
+
+    def _notify(self, req: Req) -> None:
+        """Tell `req`'s handler (or stream sink) it has news; inside a batch, once per batch."""
+        if self._batch is None:
+            req.notify()
+        else:
+            self._batch[req] = None
 
     def _emit(self, req: Req, now: float) -> bool:
         """Append one output token; return True when the request finished."""
@@ -188,7 +210,7 @@ class BaseEngine:
         if len(req.output_ids) >= req.max_new:
             self._finish(req, {"type": "length", "length": req.max_new}, now)
             return True
-        req.notify()
+        self._notify(req)
         return False
 
     async def run(self) -> None:  # pragma: no cover - overridden
@@ -368,7 +390,11 @@ class Engine(BaseEngine):
         self.last_step_kind = "prefill"
         t_end = start + duration / self.speed
         self._log_prefill(done, partial, new_tokens)
-        await asyncio.sleep(max(0.0, t_end - loop.time()))
+        self.prefilling = done
+        try:
+            await asyncio.sleep(max(0.0, t_end - loop.time()))
+        finally:
+            self.prefilling = []
         self.stats.busy_s += duration / self.speed
         self.stats.prefill_busy_s += duration / self.speed
         self.noise.advance(duration)
@@ -475,6 +501,11 @@ class IdealEngine(BaseEngine):
         self.stats.prompt_tokens_total += req.input_len
         self.running.append(req)
         heapq.heappush(self._heap, (req.created + self.ttft, next(self._seq), req))
+        # A burst of arrivals keeps the loop busy with handlers before the engine's timer
+        # gets its turn: tokens that fell due meanwhile leave from here, not after the burst.
+        now = time.monotonic()
+        if self._heap[0][0] <= now:
+            self._emit_due(now)
         self._wake.set()
 
     def abort(self, req: Req) -> None:
@@ -484,6 +515,30 @@ class IdealEngine(BaseEngine):
             self.stats.num_aborted_total += 1
             if req in self.running:
                 self.running.remove(req)
+
+    def _emit_due(self, now: float) -> None:
+        """Every token due by `now` first, then each stream told once: its sink writes all it
+        got in one event (console/sim/streams.py), in this same wakeup."""
+        heap = self._heap
+        finished: list[Req] = []
+        batch: dict[Req, None] = {}
+        self._batch = batch
+        try:
+            while heap and heap[0][0] <= now:
+                due, _, req = heapq.heappop(heap)
+                if req.finished:
+                    continue
+                if self._emit(req, now):
+                    finished.append(req)
+                else:
+                    heapq.heappush(heap, (due + self.itl, next(self._seq), req))
+        finally:
+            self._batch = None
+        if finished:
+            done = set(finished)
+            self.running = [r for r in self.running if r not in done]
+        for req in batch:
+            req.notify()
 
     async def run(self) -> None:
         heap = self._heap
@@ -501,14 +556,7 @@ class IdealEngine(BaseEngine):
                 with contextlib.suppress(TimeoutError):
                     await aio.wait_for(self._wake.wait(), due - now)
                 continue
-            while heap and heap[0][0] <= now:
-                due, _, req = heapq.heappop(heap)
-                if req.finished:
-                    continue
-                if self._emit(req, now):
-                    self.running.remove(req)
-                else:
-                    heapq.heappush(heap, (due + self.itl, next(self._seq), req))
+            self._emit_due(now)
             await asyncio.sleep(0)
 
 

@@ -23,6 +23,7 @@ from aiohttp import web
 from console.sim import gpu_state
 from console.sim.config import SimConfig, rank_prefix
 from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
+from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
 from console.sim.model import KV_DTYPE_TORCH, decode_graph_ladder
 from console.sim.server import SimState, build_app
@@ -42,6 +43,9 @@ class Runner:
         engine_cls: type[BaseEngine] = IdealEngine if cfg.sim.ideal else Engine
         self.engine = engine_cls(cfg, self.log, record_latencies=metrics_on)
         self.state = SimState(cfg=cfg, log=self.log, engine=self.engine)
+        if cfg.sim.ideal:
+            self.state.lateness = Lateness((cfg.sim.ideal_ttft_ms or 0.0) / 1000.0,
+                                           (cfg.sim.ideal_itl_ms or 0.0) / 1000.0)
         if metrics_on:
             from console.sim.metrics import Metrics
 
@@ -363,7 +367,7 @@ class Runner:
     async def _drain(self) -> None:
         next_log = time.monotonic()
         while True:
-            remaining = [r for r in [*self.engine.waiting, *self.engine.running]
+            remaining = [r for r in self.engine.requests()
                          if not r.rid.startswith("HEALTH_CHECK")]
             if not remaining:
                 break

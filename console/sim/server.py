@@ -23,7 +23,9 @@ from aiohttp import web
 from console.sim import protocol as P
 from console.sim.config import SimConfig
 from console.sim.engine import BaseEngine, Req
+from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
+from console.sim.streams import NativeStream
 from console.sim.tokens import EOS_TOKEN_ID
 
 VERSION = "0.5.23"
@@ -44,6 +46,7 @@ class SimState:
     first_request_seen: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Any = None  # console.sim.metrics.Metrics when --enable-metrics
     flush_pending: bool = False  # a /flush_cache?timeout=S is waiting for idle
+    lateness: Lateness | None = None  # ideal mode: the sim's own write-vs-due lateness
 
 
 STATE: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
@@ -283,6 +286,17 @@ async def metrics(request: web.Request) -> web.Response:
                                             "charset=utf-8"})
 
 
+async def sim_lateness(request: web.Request) -> web.Response:
+    """Sim-only (no SGLang route): console.sim.lateness says what it measures."""
+    lateness = request.app[STATE].lateness
+    if lateness is None:
+        return _error("lateness is measured in ideal-timing mode only", 404)
+    body = lateness.summary()
+    if request.query.get("reset"):
+        lateness.reset()
+    return _json(body)
+
+
 async def simple_ok(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.path == "/pause_generation":
@@ -388,31 +402,21 @@ async def generate(request: web.Request) -> web.StreamResponse:
             state.engine.abort(req)
         return _json(P.native_result(req))
     incremental = bool(state.cfg.server_args.get("incremental_streaming_output"))
-    response = await _sse_response(request)
-    sent = 0
-    text_acc = ""
-    ids_acc = ""
+    stream = NativeStream(req, incremental, state.lateness)
+    response = await _sse_response(request)  # headers leave here (aiohttp sends them at once)
+    chunked = response.headers.get("Transfer-Encoding", "").lower() == "chunked"
+    stream.attach(request.transport, chunked)
     async with _streaming(state, req):
-        while True:
-            if len(req.output_ids) == sent and not req.finished:
-                await req.wait()
-            n = len(req.output_ids)
-            if n > sent:
-                new_text = P.json_text_of(req.output_ids, sent)
-                new_ids = ",".join(map(str, req.output_ids[sent:n]))
-                if incremental:
-                    text_acc, ids_acc = new_text, new_ids
-                else:
-                    text_acc += new_text
-                    ids_acc = f"{ids_acc},{new_ids}" if ids_acc else new_ids
-                sent = n
-            final = req.finished
-            chunk = (f'{{"text":"{text_acc}","output_ids":[{ids_acc}],'
-                     f'"meta_info":{P.meta_info(req, final)}}}')
-            await response.write(P.sse(chunk))
-            if final:
-                break
-        await response.write(P.DONE)
+        while not stream.done:
+            if not stream.has_news():
+                req.sink = stream.push  # the engine writes from here on (console/sim/streams.py)
+                try:
+                    await req.wait()
+                finally:
+                    req.sink = None
+                continue
+            await response.write(stream.event())
+            stream.written()
     return response
 
 
@@ -459,6 +463,7 @@ async def openai(request: web.Request) -> web.StreamResponse:
     head = (f'{{"id":"{oid}","object":"{"chat.completion.chunk" if chat else "text_completion"}",'
             f'"created":{created},"model":{json.dumps(model)},"choices":[')
     response = await _sse_response(request)
+    lateness = state.lateness
     sent = 0
     async with _streaming(state, req):
         if chat:
@@ -474,7 +479,7 @@ async def openai(request: web.Request) -> web.StreamResponse:
             if req.finished and ids and ids[-1] == EOS_TOKEN_ID:
                 n -= 1  # the EOS token is not text
             delta = P.json_text_of(ids[:n], sent) if n > sent else ""
-            sent = max(sent, n)
+            before, sent = sent, max(sent, n)
             reason, matched = P.openai_finish(req) if req.finished else (None, None)
             fr = "null" if reason is None else f'"{reason}"'
             ms = "null" if matched is None else json.dumps(matched)
@@ -487,6 +492,8 @@ async def openai(request: web.Request) -> web.StreamResponse:
                 choice = (f'{{"index":0,"text":"{delta}","logprobs":null,"finish_reason":{fr},'
                           f'"matched_stop":{ms}}}')
             await response.write(P.sse(f'{head}{choice}],"usage":{use}}}'))
+            if lateness is not None and sent > before:
+                lateness.wrote(req.created, before, time.monotonic())
             if req.finished:
                 break
         if include_usage:
@@ -519,6 +526,7 @@ def build_app(state: SimState) -> web.Application:
     r.add_put("/generate", generate)
     r.add_post("/v1/completions", openai)
     r.add_post("/v1/chat/completions", openai)
+    r.add_get("/_sim/lateness", sim_lateness)
     for path in ("/freeze_gc", "/pause_generation", "/continue_generation", "/abort_request",
                  "/start_profile", "/stop_profile"):
         r.add_post(path, simple_ok)
