@@ -8,7 +8,6 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +80,7 @@ from console.session.profiles import ProfileSaveError, save_profile
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, utc_now
+from console.startup_gc import resume_gc
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
@@ -206,8 +206,9 @@ class PlateauApp(App[int]):
         if self.tick_seconds:
             self.set_interval(self.tick_seconds, self._tick)
         # Everything built at start-up lives for the whole run: move it out of the collector's
-        # sight so full collections (tens of ms with a large log) stop stalling the UI.
-        self.call_after_refresh(gc.freeze)
+        # sight so full collections (tens of ms with a large log) stop stalling the UI; and
+        # collect again if the command paused collection for its start-up.
+        self.call_after_refresh(resume_gc)
         # Not DEFAULT_MODE: on Python 3.12+ Textual 8.2 composes the default mode's screen
         # before it is on the stack, and an Input in it then crashes the app.
         await self.switch_mode(self.start_screen)
