@@ -48,3 +48,26 @@ def test_help_still_lists_every_command() -> None:
         assert name in text
     code, modules = _modules_after("--help")
     assert code == 0 and "console.commands.ab" in modules
+
+
+DEMO_PROBE = """
+import json, sys
+import console.cli, console.commands.demo
+from console.app.launch import Launch, run_console
+from console.jobs.target import demo_profile, temp_demo
+from console.server.guard import owner_guard
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_demo_first_frame_imports_no_load_generator_ssh_or_http() -> None:
+    """What `plateau demo` imports before its first frame: the app, not the sweep and A/B
+    machinery (load engines, aiohttp workers), SSH, HTTP or Prometheus (issue 19 item 5);
+    those come when a sweep, an SSH host or the server's HTTP first needs them."""
+    done = subprocess.run([sys.executable, "-c", DEMO_PROBE], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=True)
+    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "console.app.app" in modules and "textual" in modules  # the probe imported the app
+    for heavy in ("aiohttp", "asyncssh", "httpx", "prometheus_client", "console.bench.engines",
+                  "console.jobs.sweep", "console.jobs.ab", "console.host.ssh"):
+        assert heavy not in modules, heavy

@@ -100,13 +100,21 @@ class LogView(Vertical):
     ) -> None:
         super().__init__(id=id)
         self.store = LogStore(max_lines=max_lines, max_chars=max_chars)
-        self.catalogue = catalogue if catalogue is not None else default_catalogue()
+        self._catalogue = catalogue
         self.search_pattern: re.Pattern[str] | None = None
         self.message_text = ""
         self._input_mode: str | None = None
         self._selected_row_id: int | None = None
         self.probes = ProbeRate()
         self.store.set_filter(LogFilter(hide_own=True))
+
+    @property
+    def catalogue(self) -> Catalogue:
+        """The catalogue that explains events in the detail pane, loaded when first needed
+        (not while the console draws its first frame)."""
+        if self._catalogue is None:
+            self._catalogue = default_catalogue()
+        return self._catalogue
 
     def compose(self) -> ComposeResult:
         yield LogLines(self.store, id="log-lines")

@@ -8,7 +8,6 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,13 +54,12 @@ from console.app.theming import (
     fallback_theme,
     load_themes,
 )
-from console.bench.abplan import restart_guess, step_durations
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
 from console.gpu.processes import GpuProcessRow, process_rows, send_signal
 from console.host.transport import Transport
-from console.jobs.ab import ABRequest
+from console.jobs.ab_models import ABRequest
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -82,6 +80,7 @@ from console.session.profiles import ProfileSaveError, save_profile
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, utc_now
+from console.startup_gc import resume_gc
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
@@ -197,13 +196,28 @@ class PlateauApp(App[int]):
         if level != "info" and self.is_running:
             self.notify(message, title=source, severity=_severity(level), markup=False)
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         for record in self.app_events:
             if record.level != "info":
                 self.notify(
                     record.message, title=record.source, severity=_severity(record.level),
                     markup=False,
                 )
+        if self.tick_seconds:
+            self.set_interval(self.tick_seconds, self._tick)
+        # Everything built at start-up lives for the whole run: move it out of the collector's
+        # sight so full collections (tens of ms with a large log) stop stalling the UI; and
+        # collect again if the command paused collection for its start-up.
+        self.call_after_refresh(resume_gc)
+        # Not DEFAULT_MODE: on Python 3.12+ Textual 8.2 composes the default mode's screen
+        # before it is on the stack, and an Input in it then crashes the app.
+        await self.switch_mode(self.start_screen)
+        # The hosts' sessions (connect, GPU agent, log follower, server launch) start once
+        # the first frame with the layout is on the terminal, not competing with it for the
+        # CPU: their data fills the frame in (issue 19 item 5).
+        self.call_after_refresh(self._start_pumps)
+
+    def _start_pumps(self) -> None:
         for session in self.sessions.values():
             self.run_worker(
                 self._pump(session),
@@ -212,18 +226,11 @@ class PlateauApp(App[int]):
                 exit_on_error=False,
                 description=f"events of host {session.host.name}",
             )
-        if self.tick_seconds:
-            self.set_interval(self.tick_seconds, self._tick)
-        # Everything built at start-up lives for the whole run: move it out of the collector's
-        # sight so full collections (tens of ms with a large log) stop stalling the UI.
-        self.call_after_refresh(gc.freeze)
-        # Not DEFAULT_MODE: on Python 3.12+ Textual 8.2 composes the default mode's screen
-        # before it is on the stack, and an Input in it then crashes the app.
-        self.switch_mode(self.start_screen)
 
     async def _pump(self, session: Session) -> None:
         await session.start()
         name = session.host.name
+        self._session_started(name)
         events_rev = session.state.revision.get("events", 0)
         async for event in session.events():
             aspects = _aspects_of(event)
@@ -292,20 +299,34 @@ class PlateauApp(App[int]):
             self._notify_new(state)
         if "host-key" in message.aspects:
             self.ask_host_key(message.host)
-        if message.host == self.active_host or isinstance(screen, EventsScreen):
+        self._render_screen(screen, message.host, message.aspects)
+        if message.host == self.active_host and {"server", "sweep", "connection"} & set(
+            message.aspects
+        ):
+            self.refresh_bindings()
+
+    def _render_screen(self, screen: Any, host: str, aspects: tuple[str, ...] | None) -> None:
+        """Show `host`'s news on the current screen (`aspects` None: its whole state)."""
+        if host == self.active_host or isinstance(screen, EventsScreen):
             render = getattr(screen, "render_host", None)
             # A screen not mounted yet has no widgets to update: its on_mount renders the
             # whole state once they exist (a loaded machine delivered host events first).
             if callable(render) and screen.is_mounted:
                 try:
-                    render(self.active_state, message.aspects)
+                    render(self.active_state, aspects)
                 except NoMatches:
                     # Only a screen being torn down may lack its widgets; else it is a bug.
                     if screen.is_attached and self.is_running:
                         raise
-        if message.host == self.active_host and {"server", "sweep", "connection"} & set(
-            message.aspects
-        ):
+
+    def _session_started(self, host: str) -> None:
+        """The screen was drawn before the session started: show what its start brought."""
+        try:
+            screen: Any = self.screen
+        except ScreenStackError:
+            return
+        self._render_screen(screen, host, None)
+        if host == self.active_host:
             self.refresh_bindings()
 
     def _notify_new(self, state: HostState) -> None:
@@ -610,6 +631,8 @@ class PlateauApp(App[int]):
         names_of_presets = list(self.config.sweeps) or ["default"]
         if "quick" in names_of_presets:  # the demo's fast preset first
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
+        from console.bench.abplan import restart_guess, step_durations  # imports the engines
+
         presets = {name: self.config.sweep(name) for name in names_of_presets}
         stored = views_data.step_times(self.store_path, session.host.name)
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from console.config import load_config
+from console.startup_gc import gc_paused
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,6 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    with gc_paused():  # start-up without collections (the app resumes them at its first frame)
+        return await _console(args)
+
+
+async def _console(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, run_console  # Textual only when the console runs
 
     loaded = load_config(args.config)

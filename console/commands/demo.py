@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from console.commands import argtypes
+from console.startup_gc import gc_paused
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    with gc_paused():  # start-up without collections (the app resumes them at its first frame)
+        return await _demo(args)
+
+
+async def _demo(args: argparse.Namespace) -> int:
     from console.app.launch import Launch, run_console
     from console.config import LoadedConfig, load_config
     from console.demo import DEMO_HOST

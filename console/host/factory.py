@@ -9,9 +9,7 @@ from pathlib import Path
 
 from console.config_models import HostConfig
 from console.errors import UsageError
-from console.host.hostkeys import ACCEPT_ENV
 from console.host.local import LocalTransport
-from console.host.ssh import SshTransport
 from console.host.transport import Transport
 
 # What asyncssh's get_fingerprint("sha256") gives: "SHA256:" + 43 unpadded base64 characters.
@@ -23,6 +21,8 @@ def accept_fingerprint_from_env(environ: Mapping[str, str] | None = None) -> str
 
     Only an exact SHA256 fingerprint is taken: there is deliberately no value meaning "any
     key", so the variable cannot turn into blanket trust."""
+    from console.host.hostkeys import ACCEPT_ENV  # asyncssh: only SSH hosts pay for it
+
     value = (os.environ if environ is None else environ).get(ACCEPT_ENV, "").strip()
     if not value:
         return None
@@ -44,6 +44,8 @@ def transport_for(
     key once and saves it to known_hosts; a changed key is refused regardless."""
     if host.local:
         return LocalTransport(host.name, run_dir=host.run_dir)
+    from console.host.ssh import SshTransport  # asyncssh: only SSH hosts pay for it
+
     if accept_fingerprint is None:
         accept_fingerprint = accept_fingerprint_from_env()
     known_hosts = Path(host.known_hosts_file).expanduser() if host.known_hosts_file else None

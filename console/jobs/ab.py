@@ -18,14 +18,15 @@ Public API (used by `plateau ab` and the console's A/B dialog through the sessio
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from console.bench.abplan import Pass, order_text, plan_passes
-from console.bench.compare import Comparison, compare_runs
+from console.bench.compare import compare_runs
 from console.bench.models import StepResult, SweepEvent
-from console.bench.verdict import Verdict, differing_flags, judge
+from console.bench.verdict import differing_flags, judge
 from console.config_models import ServerProfile, SweepPreset
+from console.jobs.ab_models import ABProgress, ABRequest, ABResult, ABStage
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
 from console.server.events import EventSink, LifecycleDone, LifecycleEvent, Phase, ignore_events
@@ -33,26 +34,6 @@ from console.server.lease import host_lease
 from console.server.lifecycle import LifecycleError, ServerLifecycle
 from console.server.records import LaunchRecord
 from console.store.db import RunStore
-
-ABStage = Literal["validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"]
-
-
-@dataclass(frozen=True)
-class ABRequest:
-    """What the operator asked for: the profiles, the preset, and how to repeat."""
-
-    a: str
-    b: str
-    preset: str = "default"
-    repeats: int = 3
-    interleave: bool = False
-    concurrency: tuple[int, ...] | None = None  # overrides the preset's levels
-
-    def spec(self, preset: SweepPreset) -> SweepPreset:
-        """The preset with this request's levels (repeats are per pass, see run_ab)."""
-        if not self.concurrency:
-            return preset
-        return preset.model_copy(update={"concurrency": list(self.concurrency)})
 
 
 @dataclass(frozen=True)
@@ -74,46 +55,6 @@ class PassResult:
 
 SweepFn = Callable[[str, ServerProfile, LaunchRecord, SidePass], Awaitable[PassResult]]
 """(profile name, profile, launch record, the pass) -> the pass's stored run and steps."""
-
-
-@dataclass(frozen=True)
-class ABProgress:
-    stage: ABStage
-    message: str = ""
-    profile: str | None = None  # the profile being restarted into or swept
-
-
-@dataclass(frozen=True)
-class ABResult:
-    name_a: str
-    name_b: str
-    record_a: LaunchRecord
-    record_b: LaunchRecord
-    steps_a: tuple[StepResult, ...]
-    steps_b: tuple[StepResult, ...]
-    comparison: Comparison
-    verdict: Verdict
-    flags: tuple[tuple[str, str, str], ...] = ()  # (flag, A, B) where they differ
-    repeats: int = 1
-    interleave: bool = False
-    run_a: int | None = None
-    run_b: int | None = None
-    pair_id: int | None = None
-    metric: str = "total tok/s"
-    restart_timings: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @property
-    def note(self) -> str:
-        """The verdict in one sentence (the knee), as the console's status line says it."""
-        return self.verdict.sentence
-
-    def series(self) -> dict[str, list[tuple[int, float]]]:
-        """Per label, (concurrency, mean metric) points for the overlay chart."""
-        out: dict[str, list[tuple[int, float]]] = {}
-        for point in self.verdict.points:
-            out.setdefault(self.name_a, []).append((point.concurrency, point.mean_a))
-            out.setdefault(self.name_b, []).append((point.concurrency, point.mean_b))
-        return out
 
 
 def delta_table(result: ABResult) -> list[tuple[str, ...]]:

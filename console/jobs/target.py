@@ -17,10 +17,10 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from console.bench.sweep import LogTail
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.demo import DEMO_HOST, demo_config, free_port
 from console.errors import UsageError
@@ -31,6 +31,9 @@ from console.server.events import EventSink, ignore_events
 from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.models import RunMeta
+
+if TYPE_CHECKING:  # the sweep module imports the load engines: not for `plateau demo`
+    from console.bench.sweep import LogTail
 
 LOG_TAIL_BYTES = 16384
 LOG_TAIL_LINES = 20

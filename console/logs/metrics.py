@@ -11,8 +11,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 _SUMMED = (
     "sglang:num_running_reqs",
     "sglang:num_queue_reqs",
@@ -59,6 +57,8 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     """Parse a Prometheus text exposition; raises ValueError on malformed input."""
     # name -> (dp_rank, other labels) -> max over the remaining rank labels (TP/PP/EP).
     per_group: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+    from prometheus_client.parser import text_string_to_metric_families  # on first scrape
+
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             name = sample.name

@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict
 
 from console.config_models import HostConfig, ServerProfile
@@ -50,6 +50,17 @@ from console.server.records import LaunchRecord, display_command, redact_argv
 from console.server.startup import READY_LINE, diagnose, step_fraction, step_of
 from console.server.validate import ValidationReport, check_safety, validate_profile
 from console.text import sanitize
+
+if TYPE_CHECKING:
+    import httpx
+
+
+def _httpx() -> ModuleType:
+    """httpx, imported when the first HTTP request is made (its import, with click, pygments
+    and email, was a tenth of `plateau demo`'s start-up; the first frame needs no HTTP)."""
+    import httpx
+
+    return httpx
 
 GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
@@ -199,7 +210,7 @@ class ServerLifecycle:
         forward = await self.transport.forward_port(port)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         try:
-            async with httpx.AsyncClient(
+            async with _httpx().AsyncClient(
                 base_url=f"http://127.0.0.1:{forward.local_port}",
                 timeout=self.options.http_timeout_s,
                 headers=headers,
@@ -271,7 +282,7 @@ class ServerLifecycle:
                 info = await client.get("/server_info")
                 version = info.json().get("version") if info.status_code == 200 else None
                 return "ready", (sanitize(str(version)) if version else None)
-        except (httpx.HTTPError, OSError, PlateauError, ValueError):
+        except (_httpx().HTTPError, OSError, PlateauError, ValueError):
             return "down", None
 
     async def _ready_code(self, client: httpx.AsyncClient) -> int:
@@ -605,7 +616,7 @@ class ServerLifecycle:
                 await asyncio.shield(self._cleanup(process, profile))
             if isinstance(exc, LifecycleError | asyncio.CancelledError):
                 raise
-            if isinstance(exc, PlateauError | OSError | httpx.HTTPError):
+            if isinstance(exc, PlateauError | OSError | _httpx().HTTPError):
                 run.fail(Phase.LAUNCH, str(exc))
             raise
         finally:
@@ -751,7 +762,7 @@ class ServerLifecycle:
                     info = await client.get("/server_info")
                     if info.status_code == 200:
                         version = sanitize(str(info.json().get("version") or "")) or None
-                except (httpx.HTTPError, ValueError):
+                except (_httpx().HTTPError, ValueError):
                     pass
                 run.finish(Phase.READY, f"sglang {version or 'unknown version'}")
                 return version
@@ -779,7 +790,7 @@ class ServerLifecycle:
     async def _try_ready(self, client: httpx.AsyncClient) -> int | None:
         try:
             return await self._ready_code(client)
-        except (httpx.HTTPError, OSError):
+        except (_httpx().HTTPError, OSError):
             return None
 
 

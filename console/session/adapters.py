@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from console.bench.models import (
     StepFailed,
@@ -23,14 +22,10 @@ from console.bench.models import (
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.gpu.models import GpuHeader, GpuSample
-from console.host.factory import transport_for
 from console.host.transport import Transport
 from console.jobs import server as server_jobs
-from console.jobs import sweep as sweep_jobs
-from console.jobs.ab import ABProgress, ABRequest, ABResult, delta_table, profile_sweep
-from console.jobs.ab import run_ab as run_ab_job
+from console.jobs.ab_models import ABProgress, ABRequest, ABResult
 from console.jobs.server import GpuMemoryProbe
-from console.jobs.target import on_host
 from console.logs.follower import FollowBatch, LogFollower
 from console.logs.metrics import MetricsSnapshot, parse_metrics
 from console.logs.server_stats import StatsAggregator
@@ -53,12 +48,16 @@ from console.session.events import (
 )
 from console.store.db import RunStore
 
+if TYPE_CHECKING:
+    import httpx
+
 Emit = Callable[[SessionEvent], None]
 
 # -- transport ------------------------------------------------------------------------------
 
 
 def open_transport(host: HostConfig, *, accept_fingerprint: str | None = None) -> Transport:
+    from console.host.factory import transport_for
     """LocalTransport for `local = true` hosts, SshTransport otherwise (not yet connected).
     `accept_fingerprint` accepts exactly that unknown host key and saves it to known_hosts."""
     return transport_for(host, accept_fingerprint=accept_fingerprint)
@@ -302,6 +301,11 @@ async def run_sweep(
     """console.jobs' sweep of the preset against the host's server of `profile`."""
     if profile is None or profile not in config.profiles:
         raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
+    # The sweep and A/B machinery (engines, load workers, SSH targets) is imported when a job
+    # first runs, not when the console starts (issue 19 item 5).
+    from console.jobs import sweep as sweep_jobs
+    from console.jobs.target import on_host
+
     store = RunStore(store_path)
     try:
         async with on_host(transport, host, profile, config.profiles[profile]) as target:
@@ -330,6 +334,9 @@ async def run_ab(
 ) -> ABResult:
     """console.jobs.ab: the request's repeats of A and B (interleaved or not) -> an ABResult
     with its verdict, each side stored as one run and the pair with its verdict."""
+    from console.jobs.ab import profile_sweep
+    from console.jobs.ab import run_ab as run_ab_job
+
     a, b, preset = request.a, request.b, request.preset
     for name in (a, b):
         if name not in config.profiles:
@@ -362,4 +369,6 @@ async def run_ab(
 
 
 def delta_rows(result: ABResult) -> Sequence[tuple[str, ...]]:
+    from console.jobs.ab import delta_table
+
     return delta_table(result)

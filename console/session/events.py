@@ -12,7 +12,7 @@ from typing import Literal
 
 from console.bench.models import StepResult
 from console.gpu.models import GpuHeader, GpuSample
-from console.jobs.ab import ABResult
+from console.jobs.ab_models import ABResult
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats as StatsSnapshot
 

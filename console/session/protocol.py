@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from console.config_models import HostConfig, ServerProfile
-from console.jobs.ab import ABRequest
+from console.jobs.ab_models import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import SessionEvent

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from console.config_models import HostConfig, ServerProfile
-from console.jobs.ab import ABRequest
+from console.jobs.ab_models import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent

@@ -14,15 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Protocol
 
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
-from console.jobs.ab import ABProgress, ABRequest
+from console.jobs.ab_models import ABProgress, ABRequest
 from console.logs.server_stats import StatsAggregator
 from console.server.discovery import FlagDiscovery
 from console.server.flags import FlagSchema
@@ -43,6 +41,9 @@ from console.session.events import (
 )
 from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
+
+if TYPE_CHECKING:  # the HTTP client comes with the first scrape, after the first frame
+    import httpx
 
 STATS_PERIOD_S = 0.5
 _NOTICE_LEVEL = {

@@ -1,25 +1,147 @@
-"""Time from `plateau demo` start to the first frame, and on to live data and a ready server.
+"""Start-up of `plateau demo`: keypress to the first frame with the layout in place, in a real
+terminal (tmux), against a bare Textual app measured the same way in the same run.
 
-Runs `python -m console.cli demo`-equivalent in a fresh subprocess (imports included), headless:
-t0 is the interpreter start; "first frame" is when the app's auto-pilot gets control (the
-screen is composed, mounted and painted once). The peer, in the same run, is a bare Textual
-App with one Static, started the same way.
+In the terminal (the figure an operator feels, issue 19 item 5): a private tmux server runs a
+clean bash at 160x48 in the repository; the command line is typed, and t0 is taken as Enter is
+sent. The pane is then read (`tmux capture-pane`) every few ms until the frame holds the
+layout: for the demo, the header (`host demo`), every dashboard panel's title (GPUs, Server,
+Log, Sweep) and the footer's keys; for the peer, a bare `App` with one Static, its own text.
+Data may still be filling in: the later milestones (the GPU table's first sample, the server
+ready) are printed as well, and the CPU time the app's process had used when its frame
+appeared (/proc; on a loaded machine this moves less than wall time). Then `q` quits and the
+next run starts; runs of the two apps are interleaved after one warm-up run of each (not
+counted: it writes the bytecode of this checkout, as pip does at install), and the median of
+--runs is reported. XDG dirs point at a temp dir: a new user, no config, no history.
 
-    .venv/bin/python tests/bench/bench_app_startup.py [--runs 3]
+Headless (--headless; the figure this benchmark used to print): interpreter start to the
+moment the app's auto-pilot gets control (composed, mounted, one refresh), no terminal I/O, no
+`plateau` CLI start-up; the same two apps. It reads lower than the terminal figure because a
+terminal frame also needs the CLI, the driver, and the write to the pane.
+
+    .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless]
+        [--compare-baseline REV]  (also `plateau demo` as of git REV, interleaved)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PLATEAU = Path(sys.executable).with_name("plateau")
 
-DEMO = r"""
+BARE_APP = r"""
+from textual.app import App
+from textual.widgets import Static
+class Bare(App):
+    BINDINGS = [("q", "quit", "Quit")]
+    def compose(self):
+        yield Static("bare textual app: first frame")
+Bare().run()
+"""
+DEMO_LAYOUT = ("host demo", "━ GPUs ━", "─ Server ─", "─ Log ─", "─ Sweep ─", "q Quit")
+BARE_LAYOUT = ("bare textual app: first frame",)
+DEMO_LATER = {"GPU data": ("kW",), "server ready": ("READY",)}
+PROMPT = "plateau-bench$ "
+
+
+class Pane:
+    """One private tmux server with one pane running a clean bash."""
+
+    def __init__(self, home: Path, size: tuple[int, int]) -> None:
+        self.socket = f"plateau-bench-{os.getpid()}"
+        env = {"XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+               "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache"),
+               "TEXTUAL_ANIMATIONS": "none",
+               # An installed plateau has its bytecode compiled (pip does it); this checkout's
+               # is written by the warm-up run, never recompiled per run.
+               "PYTHONDONTWRITEBYTECODE": ""}
+        args = ["new-session", "-d", "-s", "bench", "-x", str(size[0]), "-y", str(size[1]),
+                "-c", str(ROOT)]
+        for key, value in env.items():
+            args += ["-e", f"{key}={value}"]
+        self.tmux(*args, "bash --norc --noprofile")
+        self.tmux("send-keys", "-t", "bench", "-l", f"PS1='{PROMPT}'")
+        self.tmux("send-keys", "-t", "bench", "Enter")
+        self.wait_for((PROMPT.strip(),), timeout=10)
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "bench")
+
+    def wait_for(self, markers: tuple[str, ...], *, timeout: float,
+                 poll: float = 0.005) -> float:
+        """Seconds (perf_counter) when every marker is on the screen."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            text = self.screen()
+            now = time.perf_counter()
+            if all(marker in text for marker in markers):
+                return now
+            if now > deadline:
+                raise SystemExit(f"timed out waiting for {markers!r}; screen:\n{text}")
+            time.sleep(poll)
+
+    def prompt_back(self, timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            lines = [line for line in self.screen().splitlines() if line.strip()]
+            if lines and lines[-1].rstrip() == PROMPT.strip():
+                return
+            time.sleep(0.1)
+        raise SystemExit(f"the shell prompt did not come back within {timeout:.0f} s")
+
+    def app_cpu(self) -> float:
+        """CPU seconds (user + system) the pane's foreground command has used so far: the
+        shell's child (the app; not the processes it starts, e.g. the simulated server)."""
+        shell = int(self.tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").strip())
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        total = 0.0
+        for pid in children:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True,
+                       check=False)
+
+
+def terminal_run(pane: Pane, command: str, layout: tuple[str, ...],
+                 later: dict[str, tuple[str, ...]]) -> dict[str, float]:
+    pane.tmux("send-keys", "-t", "bench", "clear", "Enter")
+    pane.prompt_back(10)
+    pane.tmux("send-keys", "-t", "bench", "-l", command)
+    pane.wait_for((command[-30:],), timeout=10)
+    t0 = time.perf_counter()
+    pane.tmux("send-keys", "-t", "bench", "Enter")
+    marks = {"first frame": pane.wait_for(layout, timeout=60) - t0}
+    marks["cpu to first frame"] = pane.app_cpu()
+    for name, markers in later.items():
+        marks[name] = pane.wait_for(markers, timeout=120, poll=0.02) - t0
+    pane.tmux("send-keys", "-t", "bench", "q")
+    pane.prompt_back(90)  # the demo stops its simulated server on the way out
+    return marks
+
+
+# -- headless (the previous figure) ------------------------------------------------------------
+
+HEADLESS_DEMO = r"""
 import time; t0 = time.perf_counter()
 import asyncio, json, os
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
@@ -35,14 +157,7 @@ async def main():
     sessions, active = build_sessions(launch)
     app = _make_app(launch, sessions, active)
     async def pilot(p):
-        marks["first_frame"] = time.perf_counter() - t0
-        state = app.active_state
-        while state.gpu_sample is None:
-            await asyncio.sleep(0.02)
-        marks["gpu_data"] = time.perf_counter() - t0
-        while state.server_state != "ready":
-            await asyncio.sleep(0.02)
-        marks["server_ready"] = time.perf_counter() - t0
+        marks["first frame"] = time.perf_counter() - t0
         app.exit()
     try:
         await app.run_async(headless=True, size=(160, 48), auto_pilot=pilot)
@@ -52,7 +167,7 @@ asyncio.run(main())
 print(json.dumps(marks))
 """
 
-PEER = r"""
+HEADLESS_BARE = r"""
 import time; t0 = time.perf_counter()
 import asyncio, json
 from textual.app import App
@@ -62,38 +177,90 @@ class Bare(App):
         yield Static("hello")
 marks = {}
 async def pilot(p):
-    marks["first_frame"] = time.perf_counter() - t0
+    marks["first frame"] = time.perf_counter() - t0
     p.app.exit()
 asyncio.run(Bare().run_async(headless=True, size=(160, 48), auto_pilot=pilot))
 print(json.dumps(marks))
 """
 
 
-def run(code: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-        check=True,
-    )
+def headless_run(code: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(row[key] for row in rows)
+
+
+def _spread(rows: list[dict[str, float]], key: str) -> str:
+    values = sorted(row[key] for row in rows)
+    return f"({values[0] * 1000:.0f}-{values[-1] * 1000:.0f})"
+
+
+def extract(rev: str, into: Path) -> Path:
+    """console/, widgets/ and themes/ as of git `rev`, importable from the returned dir."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "console",
+                              "widgets", "themes"], capture_output=True, check=True).stdout
+    tree = into / "baseline"
+    tree.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--headless", action="store_true",
+                        help="also the headless figure (interpreter start to auto-pilot)")
+    parser.add_argument("--compare-baseline", metavar="REV",
+                        help="also `plateau demo` as of git REV, interleaved in the same run")
     args = parser.parse_args()
-    demo = [run(DEMO) for _ in range(args.runs)]
-    peer = [run(PEER) for _ in range(args.runs)]
-
-    def med(rows: list[dict[str, float]], key: str) -> float:
-        return statistics.median(r[key] for r in rows)
-
-    first, bare = med(demo, "first_frame"), med(peer, "first_frame")
-    print(f"runs: {args.runs} (median), headless 160x48")
-    print(f"plateau demo -> first frame:   {first * 1000:7.0f} ms")
-    print(f"bare Textual app (peer):       {bare * 1000:7.0f} ms   (demo x{first / bare:.2f})")
-    print(f"plateau demo -> GPU data:      {med(demo, 'gpu_data') * 1000:7.0f} ms")
-    print(f"plateau demo -> server ready:  {med(demo, 'server_ready') * 1000:7.0f} ms "
-          "(simulated startup 2 s)")
+    if shutil.which("tmux") is None:
+        raise SystemExit("tmux is not installed (apt-get install -y tmux)")
+    rows: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as home_name:
+        home = Path(home_name)
+        bare_app = home / "bare_app.py"
+        bare_app.write_text(BARE_APP)
+        apps = {"plateau demo": (f"{PLATEAU} demo --seed 1", DEMO_LAYOUT, DEMO_LATER)}
+        if args.compare_baseline:
+            tree = extract(args.compare_baseline, home)
+            apps[f"demo@{args.compare_baseline}"] = (
+                # In the tree: `-m` puts the current directory first on sys.path.
+                f"(cd {tree} && {sys.executable} -m console.cli demo --seed 1)",
+                DEMO_LAYOUT, DEMO_LATER)
+        apps["bare Textual app"] = (f"{sys.executable} {bare_app}", BARE_LAYOUT, {})
+        pane = Pane(home, (160, 48))
+        try:
+            for command, layout, _ in apps.values():  # warm-up: bytecode, disk cache
+                terminal_run(pane, command, layout, {})
+            for _ in range(args.runs):
+                for name, (command, layout, later) in apps.items():
+                    rows.setdefault(name, []).append(terminal_run(pane, command, layout, later))
+        finally:
+            pane.close()
+    peer = _median(rows["bare Textual app"], "first frame")
+    peer_cpu = _median(rows["bare Textual app"], "cpu to first frame")
+    print(f"terminal: tmux 160x48, keypress (Enter) to the first frame with the layout; median "
+          f"of {args.runs} (min-max), interleaved; load {os.getloadavg()[0]:.2f} on "
+          f"{os.cpu_count()} CPUs")
+    for name, runs in rows.items():
+        first, cpu = _median(runs, "first frame"), _median(runs, "cpu to first frame")
+        print(f"  {name:<24} first frame {first * 1000:6.0f} ms {_spread(runs, 'first frame'):<13}"
+              f" x{first / peer:.2f} peer;  app CPU by then {cpu * 1000:5.0f} ms "
+              f"x{cpu / peer_cpu:.2f} peer")
+        for later in DEMO_LATER if name != "bare Textual app" else ():
+            print(f"  {'':<24} {later:<11} {_median(runs, later) * 1000:6.0f} ms "
+                  f"{_spread(runs, later)}")
+    if args.headless:
+        pairs = [(headless_run(HEADLESS_DEMO), headless_run(HEADLESS_BARE))
+                 for _ in range(args.runs)]
+        hd = _median([r[0] for r in pairs], "first frame")
+        hb = _median([r[1] for r in pairs], "first frame")
+        print("headless: interpreter start to the app's auto-pilot (no terminal, no CLI)")
+        print(f"  demo app {hd * 1000:6.0f} ms, bare app {hb * 1000:6.0f} ms, x{hd / hb:.2f}")
 
 
 if __name__ == "__main__":

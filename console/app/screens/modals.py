@@ -12,9 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from console.bench.abplan import estimate
 from console.config_models import SweepPreset
-from console.jobs.ab import ABRequest
+from console.jobs.ab_models import ABRequest
 from console.session.events import HostKeyUnknown
 from console.text import sanitize
 from widgets.help_panel import HelpPanel, HelpRow, Thresholds
@@ -144,6 +143,8 @@ class ABPicker(ModalScreen[ABRequest | None]):
         return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels))
 
     def _estimate(self, request: ABRequest) -> str:
+        from console.bench.abplan import estimate  # the planner imports the load engines
+
         spec = request.spec(self.presets[request.preset])
         restarts = [self.restart_s(request.a), self.restart_s(request.b)]
         known = [r for r in restarts if r is not None]
