@@ -106,6 +106,25 @@ async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) 
     assert step.metrics.output_tokens == 48
 
 
+@pytest.mark.sshd
+@pytest.mark.parametrize("relay", ["python", "openssh"])
+async def test_a_sweeps_load_forward_relays_in_a_child_process(
+    ideal_sim, ssh_transport, relay: str
+) -> None:
+    spec = QUICK.model_copy(update={"concurrency": [2]})
+    forward = await ssh_transport.load_forward_port(ideal_sim.port, relay=relay)
+    child = forward._process
+    try:
+        outcome = await run_sweep(spec, f"http://127.0.0.1:{forward.local_port}",
+                                  engine=NativeEngine())
+    finally:
+        await forward.close()
+    (step,) = outcome.steps
+    assert step.status == "ok", step.error
+    assert step.metrics is not None and step.metrics.output_tokens == 48
+    assert child.pid != os.getpid() and child.returncode == 0  # relayed there, now gone
+
+
 async def test_server_gone_stops_the_sweep_and_says_so_once(ideal_sim, bench_db) -> None:
     spec = QUICK.model_copy(update={"concurrency": [1, 2, 4, 8], "request_timeout_s": 5})
     events: list[SweepEvent] = []

@@ -27,7 +27,7 @@ from console.errors import HostKeyError, TransportError
 from console.host import scripts
 from console.host.hostkeys import VerifyingClient, match_known_hosts
 from console.host.process_ops import ProcessOps
-from console.host.transport import CommandResult, ConnectionEvent
+from console.host.transport import CommandResult, ConnectionEvent, PortForward
 from console.text import sanitize
 
 MAX_SESSIONS = 8  # OpenSSH allows 10 per connection; keep headroom for an SFTP or a human.
@@ -434,6 +434,27 @@ class SshTransport(ProcessOps):
     async def forward_port(self, remote_port: int) -> SshPortForward:
         await self.connection()
         return await SshPortForward(self, remote_port).start()
+
+    async def load_forward_port(self, remote_port: int, relay: str = "python") -> PortForward:
+        """A forward for a sweep's load: relayed by a child process with its own connection
+        (console/host/forward_proc.py), off this process's event loop."""
+        from console.host.forward_proc import ProcessPortForward
+
+        await self.connection()  # the host key is checked (and learnt) here first
+        return await ProcessPortForward.start(self.options(), remote_port, relay)
+
+    def options(self) -> dict[str, object]:
+        """This transport's constructor arguments, as JSON values (no secrets among them)."""
+        return {
+            "host_name": self._host_name, "address": self._address, "port": self._port,
+            "username": self._username, "identity_files": list(self._identity_files),
+            "known_hosts": str(self._known_hosts), "policy": self._policy,
+            "accept_fingerprint": self._accept_fingerprint, "jump_host": self._jump_host,
+            "use_ssh_config": self._use_ssh_config, "connect_timeout": self._connect_timeout,
+            "keepalive_interval": self._keepalive_interval,
+            "max_reconnect_delay": self._max_reconnect_delay,
+            "reconnect_attempts": self._reconnect_attempts, "run_dir": self._program_root,
+        }  # fmt: skip
 
 
 def _text(value: object) -> str:

@@ -144,12 +144,13 @@ async def sweep(
     """Run `spec` against `target`, holding the host's lease; each step is stored as it ends,
     with its diagnosis evidence (`store.load_evidence(run_id)`). `run_id`, `repeat_base` and
     `finish` append to an existing run (an A/B side's repeats; console.bench.sweep)."""
-    async with _holding(target, f"sweep {label}", wait, on_wait):
+    async with _holding(target, f"sweep {label}", wait, on_wait), \
+            load_url(target, spec) as url:
         engine = await make_engine(spec, target, options)
         recorder = await evidence_recorder(target, store, api_key_headers(target, options))
         return await run_sweep(
             spec,
-            target.base_url,
+            url,
             engine=engine,
             store=store,
             meta=target.meta.model_copy(update={"label": label}),
@@ -160,6 +161,24 @@ async def sweep(
             repeat_base=repeat_base,
             finish=finish,
         )
+
+
+@contextlib.asynccontextmanager
+async def load_url(target: Target, spec: SweepPreset) -> AsyncIterator[str]:
+    """Where the native engine sends its load: a host reached over SSH gets a forward of its
+    own, relayed by a child process (console/host/forward_proc.py), so thousands of streamed
+    events a second never queue on this process's event loop (the UI's); otherwise the
+    target's URL (issue 19 item 1)."""
+    opener = getattr(target.transport, "load_forward_port", None)
+    port = target.host_port
+    if spec.engine != "native" or opener is None or not port:
+        yield target.base_url
+        return
+    forward = await opener(port)
+    try:
+        yield f"http://127.0.0.1:{forward.local_port}"
+    finally:
+        await forward.close()
 
 
 async def evidence_recorder(
