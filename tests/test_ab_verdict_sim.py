@@ -27,14 +27,24 @@ from tests.support.ab_sim import (
 # Whole A/Bs (restarts and sweeps): minutes on a loaded 2-core machine, not seconds.
 @pytest.mark.timeout(900)
 async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
-    result = await interleaved_ab(tmp_path, "diff", SLOWER, FASTER, FIVE_PERCENT_SPEC, repeats=3)
-    check_measured(result, 3)
-    verdict = result.verdict
-    print(verdict.sentence)
-    assert verdict.knee_word == "real", verdict.sentence
-    assert verdict.knee_delta_pct is not None and 2.0 < verdict.knee_delta_pct < 10.0
-    assert verdict.sentence.startswith("B +")
-    assert verdict.points[0].word == "better"
+    # One 3-repeat A/B sees this difference as real nearly always on a quiet machine (8 of 8
+    # measured); a machine busy with other work adds its own noise to each launch, and a
+    # 95 % interval from 3 + 3 values is then sometimes wider than the difference. So a
+    # second A/B may settle it: a verdict that misses twice cannot see a 5-6 % difference.
+    sentences = []
+    for attempt in range(2):
+        result = await interleaved_ab(tmp_path, f"diff{attempt}", SLOWER, FASTER,
+                                      FIVE_PERCENT_SPEC, repeats=3)
+        check_measured(result, 3)
+        verdict = result.verdict
+        sentences.append(verdict.sentence)
+        print(verdict.sentence)
+        assert verdict.knee_delta_pct is not None and 2.0 < verdict.knee_delta_pct < 10.0
+        assert verdict.sentence.startswith("B +")  # the sign is right every time
+        if verdict.knee_word == "real":
+            assert verdict.points[0].word == "better"
+            return
+    raise AssertionError(f"a 5-6 % difference within noise twice: {sentences}")
 
 
 @pytest.mark.timeout(900)

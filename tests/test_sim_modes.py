@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import http.client
-import itertools
 import json
 import socket
+import statistics
 import time
 
 import httpx
@@ -29,15 +29,18 @@ def test_seed_makes_outputs_deterministic(sim_factory) -> None:
 
 
 def _ideal_timing_problem(arrivals: list[float], start: float) -> str | None:
-    """What is wrong with one streamed request's timing (80 ms TTFT, 20 ms ITL), or None."""
+    """What is wrong with one streamed request's timing (80 ms TTFT, 20 ms ITL), or None.
+
+    Token k is due 80 + 20 k ms after the request. None may come early, whatever the load
+    (the sim paces by its clock, not by how fast it runs); lateness is what a loaded machine
+    adds, so only its median is bounded, and the test takes the best of several requests."""
     if len(arrivals) != 10:
         return f"{len(arrivals)} chunks"
-    ttft = arrivals[0] - start
-    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    if not 0.075 <= ttft <= 0.11:
-        return f"ttft {ttft:.4f}"
-    if abs(sum(gaps) / len(gaps) - 0.020) >= 0.003 or not all(0.012 <= g <= 0.03 for g in gaps):
-        return f"gaps {[round(g, 4) for g in gaps]}"
+    offsets = [t - start - (0.080 + 0.020 * k) for k, t in enumerate(arrivals)]
+    if min(offsets) < -0.003:
+        return f"early by {-min(offsets) * 1000:.1f} ms: {[round(o, 4) for o in offsets]}"
+    if statistics.median(offsets) > 0.015:
+        return f"late (median {statistics.median(offsets) * 1000:.1f} ms)"
     return None
 
 
@@ -45,12 +48,12 @@ def test_ideal_timing_mode_is_exact(sim_factory) -> None:
     sim = sim_factory("--sim-ideal-ttft-ms", "80", "--sim-ideal-itl-ms", "20")
     body = {"input_ids": [9] * 10, "stream": True,
             "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}}
-    # Best of three: a loaded machine may delay one request's client or server by a scheduler
+    # Best of five: a loaded machine may delay one request's client or server by a scheduler
     # slice, but a sim whose pacing is wrong is wrong every time.
     problems: list[str] = []
     with httpx.Client(timeout=10) as client:
         client.get(f"{sim.base_url}/ready")  # warm the connection
-        for _ in range(3):
+        for _ in range(5):
             arrivals: list[float] = []
             start = time.perf_counter()
             with client.stream("POST", f"{sim.base_url}/generate", json=body) as resp:
