@@ -22,6 +22,10 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   ladder from cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`) runs eagerly: every
   kernel is launched from Python and every all-reduce waits for the slowest rank's launch
   [sglang#33483, PR #21005]. `--disable-cuda-graph` makes every step eager.
+- Prefill scheduling (console/sim/engine.py): prefill runs first and a chunked prompt
+  continues in the next round (scheduler.py `get_next_batch_to_run`), so decode waits for all
+  chunks unless `--enable-mixed-chunk` lets the running batch decode inside each chunk
+  (`mix_with_running`); a mixed step adds the decode requests' compute to the chunk's.
 - KV pool: `max_total_num_tokens` from `--mem-fraction-static`, `--kv-cache-dtype`,
   `--max-total-tokens` (pool_configurator.py); the scheduler retracts when it is full.
 - Power cap: sustained draw above the board's limit lowers SM clocks (the GPU agent's sim
