@@ -57,40 +57,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _command_of(argv: list[str]) -> str | None:
-    """The subcommand a normalised argv runs, or None (help, version, an unknown word)."""
+_HELP = ("-h", "--help", "--version")
+
+
+def _first_word(argv: list[str]) -> int | None:
+    """Index of the first positional word (`--config` takes a value), or None."""
     index = 0
     while index < len(argv):
-        arg = argv[index]
-        if arg == "--config":
+        if argv[index] == "--config":
             index += 2
-            continue
-        if arg.startswith("-"):
-            if arg in ("-h", "--help", "--version"):
-                return None
+        elif argv[index].startswith("-"):
             index += 1
-            continue
-        return arg if arg in COMMANDS else None
+        else:
+            return index
     return None
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand a normalised argv runs, or None (help, version, an unknown word)."""
+    index = _first_word(argv)
+    if index is None or any(a in _HELP for a in argv[:index]):
+        return None
+    return argv[index] if argv[index] in COMMANDS else None
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:
     """Route `plateau [HOST]` to the `console` subcommand."""
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg == "--config":
-            index += 2
-            continue
-        if arg.startswith("-"):
-            index += 1
-            continue
-        if arg in COMMANDS:
-            return argv
-        return [*argv[:index], "console", *argv[index:]]
-    if any(a in ("-h", "--help", "--version") for a in argv):
+    index = _first_word(argv)
+    if index is None:
+        return argv if any(a in _HELP for a in argv) else [*argv, "console"]
+    if argv[index] in COMMANDS:
         return argv
-    return [*argv, "console"]
+    return [*argv[:index], "console", *argv[index:]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

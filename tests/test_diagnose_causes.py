@@ -109,6 +109,20 @@ async def _sweep(sim: SimProcess, case: Case, db: Path) -> Run:
     return Run(steps, diagnose(steps, evidence), sim)
 
 
+def _side_by_side(sim_factory: Any, tmp_path: Path, a_case: Case, b_case: Case
+                  ) -> tuple[Run, Run]:
+    """Sweep A and B at the same time: each sees the same load on this machine."""
+    a_sim = _start(sim_factory, a_case)
+    b_sim = _start(sim_factory, b_case)
+
+    async def both() -> tuple[Run, Run]:
+        a, b = await asyncio.gather(_sweep(a_sim, a_case, tmp_path / "a.db"),
+                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
+        return a, b
+
+    return asyncio.run(both())
+
+
 def _ab(sim_factory: Any, tmp_path: Path, case: Case, expected: str,
         suggestion: dict[str, Any]) -> tuple[Run, Run]:
     """Sweep A; check the top cause; sweep B = A + the top cause's suggestion. B is started
@@ -116,15 +130,7 @@ def _ab(sim_factory: Any, tmp_path: Path, case: Case, expected: str,
     diagnosis suggested exactly that."""
     b_expected = _applied(case, Cause(id=expected, title="", confidence=1, evidence=[],
                                       suggest=Suggestion(**suggestion)))
-    a_sim = _start(sim_factory, case)
-    b_sim = _start(sim_factory, b_expected)
-
-    async def both() -> tuple[Run, Run]:  # A and B side by side: each sees the same load
-        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
-                                    _sweep(b_sim, b_expected, tmp_path / "b.db"))
-        return a, b
-
-    a, b = asyncio.run(both())
+    a, b = _side_by_side(sim_factory, tmp_path, case, b_expected)
     print(expected, [(c.id, c.confidence) for c in a.diagnosis.causes])
     assert a.top().id == expected, a.diagnosis.causes
     assert _applied(case, a.top()) == b_expected, a.top().suggest
@@ -232,15 +238,7 @@ def test_power_cap(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"sim-power-limit-w": 300}, {"input_len": 32, "output_len": 64,
                                              "concurrency": [4, 16]}, gpu=True)
     b_case = Case({"sim-power-limit-w": 600}, case.spec, gpu=True)  # the host-side fix
-    b_sim = _start(sim_factory, b_case)
-    a_sim = _start(sim_factory, case)
-
-    async def both() -> tuple[Run, Run]:
-        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
-                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
-        return a, b
-
-    a, b = asyncio.run(both())
+    a, b = _side_by_side(sim_factory, tmp_path, case, b_case)
     print([(c.id, c.confidence) for c in a.diagnosis.causes])
     assert a.top().id == "power-cap"
     seen = _values(a.top(), "GPU telemetry")
@@ -254,15 +252,7 @@ def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"tp-size": 8, "sim-weights-gb": 400, "sim-ambient-c": 60},
                 {**SHORT, "concurrency": [4, 16]}, gpu=True)
     b_case = Case({"tp-size": 8, "sim-weights-gb": 400}, case.spec, gpu=True)  # cooler air
-    b_sim = _start(sim_factory, b_case)
-    a_sim = _start(sim_factory, case)
-
-    async def both() -> tuple[Run, Run]:
-        a, b = await asyncio.gather(_sweep(a_sim, case, tmp_path / "a.db"),
-                                    _sweep(b_sim, b_case, tmp_path / "b.db"))
-        return a, b
-
-    a, b = asyncio.run(both())
+    a, b = _side_by_side(sim_factory, tmp_path, case, b_case)
     print([(c.id, c.confidence) for c in a.diagnosis.causes])
     assert a.top().id == "thermal"
     seen = _values(a.top(), "GPU telemetry")
