@@ -114,9 +114,7 @@ class LogFollower:
                 timeout = self.idle_flush
                 if self.assembler.has_open:  # wake exactly when the open event is due
                     timeout = max(0.01, self._last_line_at + self.idle_flush - self._clock())
-                try:
-                    await aio.wait_for(self._wake.wait(), timeout=timeout)
-                except TimeoutError:
+                if not await aio.wait_event(self._wake, timeout):
                     self._flush_if_idle()
                     if not self._events and not self._notices:
                         continue

@@ -5,16 +5,15 @@ Each step is either a prefill batch (FCFS admission under --max-running-requests
 Prefill goes first whenever there is something to admit or a chunked prompt to continue, as in
 SGLang's `Scheduler.get_next_batch_to_run` ("Run prefill first if possible"); with
 --enable-mixed-chunk the running requests decode inside that prefill step (`mix_with_running`).
-After
-a step every affected request gets its new token appended and its waiter (if its HTTP handler
-is waiting) resolved, so streaming handlers coalesce whatever arrived since their last write.
+After a step every affected request gets its new token appended and its waiter (if its HTTP
+handler is waiting) resolved, so streaming handlers coalesce whatever arrived since their last
+write.
 Ideal-timing mode (`IdealEngine`) bypasses the model: fixed TTFT and inter-token interval.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import time
@@ -553,8 +552,7 @@ class IdealEngine(BaseEngine):
             due = heap[0][0]
             if due > now:
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await aio.wait_for(self._wake.wait(), due - now)
+                await aio.wait_event(self._wake, due - now)
                 continue
             self._emit_due(now)
             await asyncio.sleep(0)
