@@ -92,17 +92,27 @@ def bounded_text_chunks(
 
 
 def _joined(lines: Iterator[str], chunk_chars: int) -> Iterator[str]:
-    """`lines` as text chunks of about `chunk_chars` (one line more at most)."""
+    """`lines` as text chunks of about `chunk_chars` (one line more at most); holds no line
+    but in the chunk it yields (these lines may be MAX_LINE_BYTES each)."""
     group: list[str] = []
     size = 0
     for line in lines:
         group.append(line)
         size += len(line) + 1
+        del line
         if size >= chunk_chars:
-            yield "\n".join(group) + "\n"
-            group, size = [], 0
+            yield _take(group)
+            size = 0
     if group:
-        yield "\n".join(group) + "\n"
+        yield _take(group)
+
+
+def _take(group: list[str]) -> str:
+    """The lines of `group`, each ending in a newline, as one text; empties `group`."""
+    group.append("")
+    text = "\n".join(group)
+    group.clear()
+    return text
 
 
 class _Prepended:

@@ -27,16 +27,16 @@ Row = tuple[Any, ...]
 without a timestamp."""
 
 
-# uvicorn's default access format (`INFO:` padded to 10 columns), printable ASCII only: the
-# assembler reads such a line as an access event with the same method, path and status
+# uvicorn's default access format (`INFO:` padded to 10 columns), printable ASCII, no ranks:
+# the assembler reads such a line as an access event with the same method, path and status
 # (line_format.ACCESS accepts more: those lines take the general path). The client is not kept.
-# No quote in the client or path, none and no `=` in the reason phrase, and no client or path
-# ending in `api-key`: then redact_secrets cannot change the line's shape, method, status or
-# probe path (its patterns need `key=` before a quote, or `--api-key` before a space), so
-# these lines need no secret check.
+# No quote in the client or path, and neither ending in `api-key`: then redact_secrets cannot
+# change the line's shape, method, status or path (its patterns need `key=` right before a
+# quote, or `--api-key` before a space, and reach forward only, so in the reason phrase at the
+# end they change nothing the scan reads); these lines need no secret check.
 _TOKEN = r"[!#-&(-~]+(?<!api-key)"
 _ACCESS = (rf'INFO:     {_TOKEN} - "([A-Z]+) ({_TOKEN}) HTTP/[0-9.]+" ([0-9]{{3}})'
-           r"(?: [ !#-&(-<>-~]*|)")
+           r"(?: [ -~]*|)")
 
 
 def _marked(shape: str, groups: tuple[str, ...]) -> str:
@@ -58,7 +58,7 @@ PREFILL_MARK, P_USE, P_RUN, P_QUEUE, P_INPUT = range(8, 13)
 A_METHOD, A_PATH, A_STATUS = range(13, 16)
 RAW = 16
 WIDTH = RAW + 1
-assert ROWS.groups == WIDTH  # noqa: S101 - the layout above follows the shapes' groups
+assert ROWS.groups == WIDTH  # the layout above follows the shapes' groups
 
 
 def batch_row(values: ScanValues, timestamp: str | None) -> Row:
@@ -67,6 +67,7 @@ def batch_row(values: ScanValues, timestamp: str | None) -> Row:
     decode, running, queue, usage, graph, rate, accept = values
     row: list[Any] = [""] * WIDTH
     row[TS] = timestamp
+    fields: tuple[tuple[int, object], ...]
     if decode:
         row[DECODE_MARK] = "D"
         fields = ((D_RUN, running), (D_QUEUE, queue), (D_USE, usage), (D_GRAPH, graph),
