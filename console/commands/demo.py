@@ -66,7 +66,7 @@ async def _console(args: argparse.Namespace, config: PlateauConfig, guard: Owner
     from console.config import LoadedConfig, load_config
     from console.demo import demo_profile
     from console.demo_user import demo_with_user
-    from console.store.db import default_db_path
+    from console.store.paths import default_db_path
 
     # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
     config, profiles_dir, notes = demo_with_user(config, load_config(args.config))

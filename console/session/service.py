@@ -20,11 +20,6 @@ from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
-from console.jobs.ab_models import ABProgress, ABRequest
-from console.logs.server_stats import StatsAggregator
-from console.server.discovery import FlagDiscovery
-from console.server.flags import FlagSchema
-from console.server.records import LaunchRecord
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -42,8 +37,14 @@ from console.session.events import (
 from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
 
-if TYPE_CHECKING:  # the HTTP client comes with the first scrape, after the first frame
+if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
     import httpx
+
+    from console.jobs.ab_models import ABProgress, ABRequest
+    from console.logs.server_stats import StatsAggregator
+    from console.server.discovery import FlagDiscovery
+    from console.server.flags import FlagSchema
+    from console.server.records import LaunchRecord
 
 STATS_PERIOD_S = 0.5
 _NOTICE_LEVEL = {
