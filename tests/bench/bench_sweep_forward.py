@@ -72,12 +72,15 @@ def _tree_cpu_s(pids: list[int]) -> float:
 
 async def _baseline_relay(rev: str, tmp: Path, options: dict[str, object], port: int
                           ) -> tuple[asyncio.subprocess.Process, int]:
-    """The load forward's child as it was at REV (`git archive`), started the same way."""
-    tree = tmp / f"base-{rev}"
-    tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    """The load forward's child as it was at REV (`git archive`; or REV is a directory holding
+    such a tree, where there is no git), started the same way."""
+    tree = Path(rev)
+    if not tree.is_dir():
+        tree = tmp / "base"
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "console.host.forward_child", cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)}, stdin=asyncio.subprocess.PIPE,
@@ -169,7 +172,8 @@ async def main() -> None:
     parser.add_argument("--relays", type=int, default=0,
                         help="also run load-fwd-xN: the load forward with N relay processes")
     parser.add_argument("--baseline", default="",
-                        help="a git revision whose load-forward child runs as load-fwd@base")
+                        help="a git revision (or a directory with its tree) whose load-forward "
+                        "child runs as load-fwd@base")
     args = parser.parse_args()
     if "direct" not in args.paths:
         args.paths.append("direct")
