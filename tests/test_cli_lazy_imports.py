@@ -54,7 +54,7 @@ DEMO_PROBE = """
 import json, sys
 import console.cli, console.commands.demo
 from console.app.launch import Launch, run_console
-from console.jobs.target import demo_profile, temp_demo
+from console.demo import demo_profile, temp_demo
 from console.server.guard import owner_guard
 print(json.dumps(sorted(sys.modules)))
 """

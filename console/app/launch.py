@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,8 @@ class Launch:
     """`--record FILE`: every session event goes to this recording as well."""
     profiles_dir: Path | None = None
     """Where the flags editor saves (None: beside the config file, or the config dir)."""
+    server_gate: Callable[[], Awaitable[None]] | None = None
+    """Awaited before the active host's session starts a server (the demo's owner guard)."""
 
 
 def _with_saved_profiles(launch: Launch) -> None:
@@ -79,6 +81,7 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
             host,
             config,
             launch_profile=launch.launch_profile if host.name == active else None,
+            server_gate=launch.server_gate if host.name == active else None,
             store_path=launch.store_path,
         )
         for host in config.hosts
