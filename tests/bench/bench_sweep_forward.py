@@ -83,8 +83,9 @@ async def _baseline_relay(rev: str, tmp: Path, options: dict[str, object], port:
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "console.host.forward_child", cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)}, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(tree), os.environ.get("PYTHONPATH")]))},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, start_new_session=True)
     assert process.stdin is not None and process.stdout is not None
     request = {"options": options, "port": port, "relay": "python"}
     process.stdin.write(json.dumps(request).encode() + b"\n")
