@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 from console.config_models import HostConfig, PlateauConfig, ServerProfile, SweepPreset
@@ -104,3 +105,15 @@ def demo_config(
         },
     )
 
+
+def temp_demo(
+    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None
+) -> tuple[PlateauConfig, Path]:
+    """A demo config whose run dir (logs, GPU state, history) is `run_dir` or a new temp dir."""
+    directory = run_dir or Path(tempfile.mkdtemp(prefix="plateau-demo-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return demo_config(directory, startup_seconds=startup_seconds, seed=seed), directory
+
+
+def demo_profile(config: PlateauConfig) -> str:
+    return config.host(DEMO_HOST).profile or next(iter(config.profiles))

@@ -8,8 +8,9 @@ from typing import Any
 
 from textual.message import Message
 
-from console.app.app import ConfirmScreen, PlateauApp
+from console.app.app import PlateauApp
 from console.app.messages import ActiveHostChanged, CommandSent
+from console.app.screens.modals import ConfirmScreen
 from console.app.theming import THEME_DIR
 from console.session.events import Problem
 from tests.support.app_fixtures import app_config, demo_events, fixed_clock

@@ -115,7 +115,7 @@ async def test_footer_fits_by_priority(app_factory: Any) -> None:
 
 
 async def test_saving_over_an_existing_profile_asks(app_factory: Any) -> None:
-    from console.app.app import ConfirmScreen
+    from console.app.screens.modals import ConfirmScreen
     from widgets.flags_editor import FlagsEditorResult
 
     app = app_factory()

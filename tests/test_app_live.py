@@ -14,9 +14,8 @@ import pytest
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Select
 
-from console.app.app import ConfirmScreen
 from console.app.messages import CommandSent
-from console.app.screens.modals import ABPicker
+from console.app.screens.modals import ABPicker, ConfirmScreen
 from console.app.screens.views import CompareScreen
 from console.app.screenshot import export_text
 from console.config_models import HostConfig

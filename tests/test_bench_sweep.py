@@ -113,7 +113,7 @@ async def test_a_sweeps_load_forward_relays_in_a_child_process(
 ) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2]})
     forward = await ssh_transport.load_forward_port(ideal_sim.port, relay=relay)
-    child = forward._process
+    child = forward._processes[0]
     try:
         outcome = await run_sweep(spec, f"http://127.0.0.1:{forward.local_port}",
                                   engine=NativeEngine())

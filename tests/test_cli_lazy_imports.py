@@ -7,6 +7,7 @@ of it. Checked in a fresh interpreter (this one has imported everything already)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,22 +53,55 @@ def test_help_still_lists_every_command() -> None:
 
 DEMO_PROBE = """
 import json, sys
-import console.cli, console.commands.demo
-from console.app.launch import Launch, run_console
-from console.jobs.target import demo_profile, temp_demo
-from console.server.guard import owner_guard
-print(json.dumps(sorted(sys.modules)))
+import textual.app
+from console.app.app import PlateauApp
+from console.cli import main
+
+run_async = textual.app.App.run_async
+async def headless(self, **kw):
+    return await run_async(self, headless=True, size=(160, 48), **kw)
+textual.app.App.run_async = headless
+seen = []
+def first_frame(self):  # what the first frame with the layout needed; then quit
+    seen.extend(sorted(sys.modules))
+    self.exit()
+PlateauApp._start_pumps = first_frame
+code = main(["demo", "--seed", "1"])
+print(json.dumps({"code": code, "modules": seen}))
 """
 
+# Deferred until a screen, a key, a job or the session's work first needs them.
+NOT_BEFORE_THE_FIRST_FRAME = (
+    # the sweep and A/B machinery, SSH, HTTP, Prometheus
+    "aiohttp", "asyncssh", "httpx", "prometheus_client", "console.bench.engines",
+    "console.jobs.sweep", "console.jobs.ab", "console.host.ssh",
+    # the other screens and dialogs, and what fills them (stored runs, comparisons, diagnoses)
+    "console.app.screens.views", "console.app.screens.modals", "console.app.views_data",
+    "console.app.screens.gpu_processes", "widgets.flags_editor", "console.diagnose",
+    "console.store.db", "console.bench.report",
+    # the session's work: lifecycle, GPU agent, log follower, flag discovery
+    "console.jobs.server", "console.jobs.target", "console.server.lifecycle",
+    "console.gpu.collector", "console.logs.follower", "console.server.discovery",
+    # recording, replay, snapshots
+    "console.session.recording", "console.session.replay", "console.app.screenshot",
+)
 
-def test_demo_first_frame_imports_no_load_generator_ssh_or_http() -> None:
-    """What `plateau demo` imports before its first frame: the app, not the sweep and A/B
-    machinery (load engines, aiohttp workers), SSH, HTTP or Prometheus (issue 19 item 5);
-    those come when a sweep, an SSH host or the server's HTTP first needs them."""
+
+def test_demo_first_frame_imports_only_what_it_shows(tmp_path: Path) -> None:
+    """What `plateau demo` has imported at its first frame (the real command, headless, up to
+    the frame with the layout): the app and the dashboard, not the sweep and A/B machinery,
+    SSH, HTTP, the other screens or the session's work (issue 19 item 5); those come when a
+    screen, a job, an SSH host or the server's HTTP first needs them."""
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
+    env.pop("PLATEAU_DB", None)
     done = subprocess.run([sys.executable, "-c", DEMO_PROBE], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=True)
-    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "console.app.app" in modules and "textual" in modules  # the probe imported the app
-    for heavy in ("aiohttp", "asyncssh", "httpx", "prometheus_client", "console.bench.engines",
-                  "console.jobs.sweep", "console.jobs.ab", "console.host.ssh"):
-        assert heavy not in modules, heavy
+                          text=True, timeout=120, check=True, env=env)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    modules = {name.split(".")[0] for name in result["modules"]} | set(result["modules"])
+    assert result["code"] == 0
+    assert "console.app.screens.dashboard" in modules  # the probe saw the first frame
+    for deferred in NOT_BEFORE_THE_FIRST_FRAME:
+        assert deferred not in modules, deferred
+    assert not list(tmp_path.glob("plateau-demo-*"))  # the guard removed the temp run dir

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from console.config import load_config
+from console.demo import temp_demo
 from console.demo_user import demo_with_user
-from console.jobs.target import temp_demo
 from console.session.profiles import save_profile
 
 USER_CONFIG = """\

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from console.app.app import ConfirmScreen
 from console.app.screens.gpu_processes import ProcessPicker
+from console.app.screens.modals import ConfirmScreen
 from console.gpu.models import GpuHeader, GpuProcess, GpuSample
 from console.gpu.processes import (
     GpuProcessRow,

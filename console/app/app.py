@@ -9,16 +9,16 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
 from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from console.app import views_data
 from console.app.bindings import (
     ACTIONS,
     BY_ID,
@@ -31,22 +31,6 @@ from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import DashboardScreen, progress_line
-from console.app.screens.gpu_processes import ProcessPicker
-from console.app.screens.modals import (
-    ABPicker,
-    ConfirmScreen,
-    HelpScreen,
-    HostKeyScreen,
-    HostPicker,
-)
-from console.app.screens.views import (
-    CompareScreen,
-    ConfigScreen,
-    EventsScreen,
-    HistoryScreen,
-    TopologyScreen,
-    WhyScreen,
-)
 from console.app.theming import (
     DEFAULT_THEME,
     THEME_DIR,
@@ -57,7 +41,6 @@ from console.app.theming import (
 from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
-from console.gpu.processes import GpuProcessRow, process_rows, send_signal
 from console.host.transport import Transport
 from console.jobs.ab_models import ABRequest
 from console.session import adapters
@@ -76,15 +59,17 @@ from console.session.events import (
     SweepProgress,
     TopologyUpdate,
 )
-from console.session.profiles import ProfileSaveError, save_profile
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, utc_now
 from console.startup_gc import resume_gc
-from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
 from widgets.log_view import LogView
+
+if TYPE_CHECKING:
+    from console.gpu.processes import GpuProcessRow
+    from widgets.flags_editor import FlagsEditorResult
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
 
@@ -104,19 +89,49 @@ _ASPECTS: dict[type, tuple[str, ...]] = {
 }
 
 
+def _mode_screen(make: Callable[[], Screen[Any]]) -> Callable[[], Screen[Any]]:
+    """A mode's screen, made when the mode is first shown, counted as styled: Textual re-parses
+    every stylesheet and restyles the app twice for a new mode's screen (`_init_mode`, then
+    `switch_mode`) when its count of CSS updates is behind the app's. A new screen without CSS
+    of its own is styled as its widgets mount; a pending theme change still restyles it (issue
+    19 item 5: two of the three stylesheet parses before the first frame)."""
+
+    def made() -> Screen[Any]:
+        screen = make()
+        if hasattr(screen, "_css_update_count"):
+            screen._css_update_count = screen.app._css_update_count
+        return screen
+
+    return made
+
+
+def _view_screen(name: str) -> Callable[[], Screen[Any]]:
+    """A table screen of console.app.screens.views, imported when first shown: the first frame
+    (the dashboard) does not pay for those screens, their widgets and what fills them
+    (stored runs, comparisons, diagnoses)."""
+
+    def make() -> Screen[Any]:
+        from console.app.screens import views
+
+        screen: Screen[Any] = getattr(views, name)()
+        return screen
+
+    return _mode_screen(make)
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
     BINDINGS: ClassVar = app_bindings()
     COMMANDS = App.COMMANDS | {PaletteProvider}
     MODES: ClassVar = {
-        "dashboard": DashboardScreen,
-        "history": HistoryScreen,
-        "compare": CompareScreen,
-        "topology": TopologyScreen,
-        "events": EventsScreen,
-        "config": ConfigScreen,
-        "why": WhyScreen,
+        "dashboard": _mode_screen(DashboardScreen),
+        "history": _view_screen("HistoryScreen"),
+        "compare": _view_screen("CompareScreen"),
+        "topology": _view_screen("TopologyScreen"),
+        "events": _view_screen("EventsScreen"),
+        "config": _view_screen("ConfigScreen"),
+        "why": _view_screen("WhyScreen"),
     }
 
     def __init__(
@@ -307,7 +322,7 @@ class PlateauApp(App[int]):
 
     def _render_screen(self, screen: Any, host: str, aspects: tuple[str, ...] | None) -> None:
         """Show `host`'s news on the current screen (`aspects` None: its whole state)."""
-        if host == self.active_host or isinstance(screen, EventsScreen):
+        if host == self.active_host or getattr(screen, "shows_every_host", False):
             render = getattr(screen, "render_host", None)
             # A screen not mounted yet has no widgets to update: its on_mount renders the
             # whole state once they exist (a loaded machine delivered host events first).
@@ -424,6 +439,8 @@ class PlateauApp(App[int]):
             if ok:
                 self._send(session, "restart", profile)
 
+        from console.app.screens.modals import ConfirmScreen
+
         self.push_screen(ConfirmScreen(question), confirmed)
 
     # -- GPU processes ---------------------------------------------------------------------------
@@ -432,6 +449,10 @@ class PlateauApp(App[int]):
         """List the host's GPU processes; one of the operator's own can be sent SIGTERM after
         a confirmation. Another user's are listed but not choosable; a simulated host (the
         demo) refuses outright."""
+        from console.app.screens.gpu_processes import ProcessPicker
+        from console.app.screens.modals import ConfirmScreen
+        from console.gpu.processes import process_rows
+
         session = self.active_session
         state = session.state
         simulated = bool(session.host.sim_state_file)
@@ -461,6 +482,8 @@ class PlateauApp(App[int]):
         self.push_screen(ProcessPicker(session.host.name, rows), picked)
 
     async def _signal_gpu_process(self, session: Session, row: GpuProcessRow) -> None:
+        from console.gpu.processes import send_signal
+
         # The host's own connection (HostSession.transport): the signal goes as the operator.
         transport = getattr(session, "transport", None)
         if not isinstance(transport, Transport):
@@ -482,6 +505,8 @@ class PlateauApp(App[int]):
         key = session.state.host_key if session is not None else None
         if session is None or key is None:
             return
+        from console.app.screens.modals import HostKeyScreen
+
         if any(isinstance(s, HostKeyScreen) and s.key.host == name for s in self.screen_stack):
             return
 
@@ -545,6 +570,9 @@ class PlateauApp(App[int]):
         )
 
     async def _edit_flags(self, session: Session, name: str) -> None:
+        from console.app.screens.modals import ConfirmScreen
+        from widgets.flags_editor import FlagsEditor
+
         try:
             schema = await session.flag_schema(name)
             record = await session.server_record()
@@ -582,6 +610,8 @@ class PlateauApp(App[int]):
 
     async def _save_edited(self, result: FlagsEditorResult) -> None:
         """Save as profile; replacing an existing one asks first."""
+        from console.app.screens.modals import ConfirmScreen
+
         if result.name in self.config.profiles:
             where = ("saved in profiles.d" if (self.profiles_dir / f"{result.name}.toml").exists()
                      else "from the config file, whose copy wins at the next start")
@@ -595,6 +625,8 @@ class PlateauApp(App[int]):
         """Add a profile to every session's list for this run; with `persist`, also write
         `<config dir>/profiles.d/<name>.toml` (never secrets)."""
         if persist:
+            from console.session.profiles import ProfileSaveError, save_profile
+
             try:
                 path, skipped = save_profile(self.profiles_dir, name, profile)
             except ProfileSaveError as exc:
@@ -631,6 +663,8 @@ class PlateauApp(App[int]):
         names_of_presets = list(self.config.sweeps) or ["default"]
         if "quick" in names_of_presets:  # the demo's fast preset first
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
+        from console.app import views_data
+        from console.app.screens.modals import ABPicker
         from console.bench.abplan import restart_guess, step_durations  # imports the engines
 
         presets = {name: self.config.sweep(name) for name in names_of_presets}
@@ -750,6 +784,8 @@ class PlateauApp(App[int]):
     def action_pick_host(self) -> None:
         if self._refuse("hosts"):
             return
+        from console.app.screens.modals import HostPicker
+
         hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
 
         def picked(name: str | None) -> None:
@@ -778,6 +814,8 @@ class PlateauApp(App[int]):
         self.notify(f"theme: {self.theme}", markup=False, timeout=2)
 
     def action_help(self) -> None:
+        from console.app.screens.modals import HelpScreen
+
         keys = self.effective_keys()
         rows = [HelpRow(spec.id, keys[spec.id], spec.help) for spec in ACTIONS]
         ui = self.config.ui

@@ -100,5 +100,11 @@ class PlateauFooter(Footer):
         plan = self._plan()
         self._composed = plan
         for key, display, description, action, disabled, tooltip in plan or ():
-            yield FooterKey(key, display, description, action, disabled=disabled,
-                            tooltip=tooltip).data_bind(compact=Footer.compact)
+            footer_key = FooterKey(key, display, description, action, disabled=disabled,
+                                   tooltip=tooltip)
+            # Born as compact as the footer: a FooterKey starts compact and the binding then
+            # sets the footer's value, each change restyling the key (two per key, ~15 keys,
+            # before the first frame).
+            footer_key.set_reactive(FooterKey.compact, self.compact)
+            footer_key.set_class(self.compact, "-compact", update=False)
+            yield footer_key.data_bind(compact=Footer.compact)

@@ -7,22 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 
 from console import aio
 from console.app.app import SCREENS, PlateauApp
-from console.app.screenshot import export_svg, export_text
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig
 from console.errors import PlateauError, UsageError
-from console.session.recording import Recorder, Recording
-from console.session.replay import ReplaySession
 from console.session.service import HostSession
-from console.store.db import default_db_path
+from console.store.paths import default_db_path
+
+if TYPE_CHECKING:  # a recording, a replay and a snapshot's export: not the console's start-up
+    from console.session.recording import Recorder, Recording
+    from console.session.replay import ReplaySession
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Launch:
     """`--record FILE`: every session event goes to this recording as well."""
     profiles_dir: Path | None = None
     """Where the flags editor saves (None: beside the config file, or the config dir)."""
+    server_gate: Callable[[], Awaitable[None]] | None = None
+    """Awaited before the active host's session starts a server (the demo's owner guard)."""
 
 
 def _with_saved_profiles(launch: Launch) -> None:
@@ -79,6 +83,7 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
             host,
             config,
             launch_profile=launch.launch_profile if host.name == active else None,
+            server_gate=launch.server_gate if host.name == active else None,
             store_path=launch.store_path,
         )
         for host in config.hosts
@@ -127,6 +132,8 @@ def record_sessions(path: Path | None, sessions: list[HostSession]) -> Recorder 
     """Every event of `sessions` also goes to the recording at `path` (None: no recording)."""
     if path is None:
         return None
+    from console.session.recording import Recorder
+
     recorder = Recorder(path, [session.host for session in sessions])
     for session in sessions:
         session.observer = recorder.write
@@ -138,6 +145,8 @@ def replay_app(
     theme: str | None = None,
 ) -> tuple[PlateauApp, list[ReplaySession]]:
     """The console on a recording: one ReplaySession per recorded host, played at `speed`."""
+    from console.session.replay import ReplaySession
+
     if not recording.hosts:
         raise UsageError("the recording names no host")
     # The recording carries no launch profiles (a replay launches nothing).
@@ -187,6 +196,8 @@ async def take_snapshot(launch: Launch, spec: SnapshotSpec) -> str:
     app = _make_app(launch, sessions, active)
     app.tick_seconds = None  # no clock-driven redraws mid-capture
     outcome: dict[str, object] = {}
+
+    from console.app.screenshot import export_svg, export_text
 
     async def pilot_body(pilot: Pilot[object]) -> None:
         try:

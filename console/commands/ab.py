@@ -16,13 +16,12 @@ from console.bench.abplan import estimate, restart_guess, step_durations
 from console.bench.report import verdict_report
 from console.commands.sweep import _int_list, _progress
 from console.config_models import HostConfig, PlateauConfig
-from console.demo import DEMO_HOST
+from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
 from console.jobs.server import lifecycle_for
-from console.jobs.target import temp_demo
 from console.server.lifecycle import ServerLifecycle
 from console.store.db import RunStore
 from console.store.export import _finite

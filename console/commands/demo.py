@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console.commands import argtypes
 from console.startup_gc import gc_paused
+
+if TYPE_CHECKING:
+    from console.config_models import PlateauConfig
+    from console.server.guard import OwnerGuard
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,16 +42,32 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from console.app.launch import Launch, run_console
-    from console.config import LoadedConfig, load_config
-    from console.demo import DEMO_HOST
-    from console.demo_user import demo_with_user
+    from console.demo import DEMO_HOST, temp_demo
     from console.host.local import LocalTransport
-    from console.jobs.target import demo_profile, temp_demo
-    from console.server.guard import owner_guard
-    from console.store.db import default_db_path
+    from console.server.guard import OwnerGuard
 
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
+    # The server and the temp run dir die with this process, however it ends (SIGKILL, the
+    # terminal closing): a host-side guard holds a pipe from us. Spawned first, awaited only
+    # before the session starts the server: its start-up overlaps ours (issue 19 item 5).
+    # Its transport keeps the guard's program in the run dir (as the session's does).
+    host = config.host(DEMO_HOST)
+    temporary = args.run_dir is None and not args.keep_server
+    guard = await OwnerGuard.spawn(LocalTransport(DEMO_HOST, run_dir=host.run_dir), host,
+                                   stop_server=not args.keep_server, remove_run_dir=temporary)
+    try:
+        return await _console(args, config, guard)
+    finally:
+        await guard.close()
+
+
+async def _console(args: argparse.Namespace, config: PlateauConfig, guard: OwnerGuard) -> int:
+    from console.app.launch import Launch, run_console
+    from console.config import LoadedConfig, load_config
+    from console.demo import demo_profile
+    from console.demo_user import demo_with_user
+    from console.store.paths import default_db_path
+
     # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
     config, profiles_dir, notes = demo_with_user(config, load_config(args.config))
     loaded = LoadedConfig(config, None)
@@ -60,11 +81,6 @@ async def _demo(args: argparse.Namespace) -> int:
         record=args.record,
         profiles_dir=profiles_dir,
         profile_notes=tuple(notes),
+        server_gate=guard.ready,
     )
-    # The server and the temp run dir die with this process, however it ends (SIGKILL, the
-    # terminal closing): a host-side guard holds a pipe from us.
-    guard = LocalTransport(DEMO_HOST)
-    temporary = args.run_dir is None and not args.keep_server
-    async with owner_guard(guard, config.host(DEMO_HOST), stop_server=not args.keep_server,
-                           remove_run_dir=temporary):
-        return await run_console(launch)
+    return await run_console(launch)

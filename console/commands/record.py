@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from console.config import load_config
-    from console.jobs.target import demo_profile, temp_demo
+    from console.demo import demo_profile, temp_demo
     from console.session.recording import Recorder
     from console.session.service import HostSession
 

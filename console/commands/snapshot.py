@@ -62,7 +62,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     if args.demo:
         from console.config import LoadedConfig
-        from console.jobs.target import demo_profile, temp_demo
+        from console.demo import demo_profile, temp_demo
 
         config, run_dir = temp_demo(args.seed, startup_seconds=2.0)
         loaded = LoadedConfig(config, None)

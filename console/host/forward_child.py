@@ -64,17 +64,19 @@ async def _serve() -> int:
             relay[0].terminate()
             await stop_child(relay[0])
         return 0
-    return await _python_relay(reader, options, int(request["port"]))
+    return await _python_relay(reader, options, int(request["port"]),
+                               int(request.get("listen_port") or 0),
+                               bool(request.get("reuse_port")))
 
 
 async def _python_relay(reader: asyncio.StreamReader, options: dict[str, Any],
-                        remote_port: int) -> int:
+                        remote_port: int, listen_port: int, reuse_port: bool) -> int:
     if options.get("known_hosts"):
         options["known_hosts"] = Path(options["known_hosts"])
     transport = SshTransport(**options)
     try:
         await transport.connect()
-        forward = await transport.forward_port(remote_port)
+        forward = await transport.forward_port(remote_port, listen_port, reuse_port)
     except Exception as exc:  # one line to the parent, never a traceback
         _answer({"error": f"{type(exc).__name__}: {exc}"[:300]})
         await transport.close()

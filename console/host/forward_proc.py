@@ -29,50 +29,74 @@ START_TIMEOUT_S = 60.0
 
 
 class ProcessPortForward:
-    """A `PortForward` whose relay runs in a child process."""
+    """A `PortForward` whose relay runs in child processes: one, or several listening on the
+    same port (SO_REUSEPORT: the kernel spreads the load's connections over them)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, local_port: int) -> None:
-        self._process = process
+    def __init__(self, processes: list[asyncio.subprocess.Process], local_port: int) -> None:
+        self._processes = processes
         self._port = local_port
 
     @property
     def local_port(self) -> int:
         return self._port
 
+    @property
+    def pids(self) -> list[int]:
+        """The relay processes (for measuring their CPU)."""
+        return [process.pid for process in self._processes]
+
     @classmethod
     async def start(cls, options: dict[str, Any], remote_port: int,
-                    relay: str = "python") -> ProcessPortForward:
+                    relay: str = "python", relays: int = 1) -> ProcessPortForward:
         """`relay`: "python" (asyncssh, the default) or "openssh" (`ssh -N -L`; falls back to
-        python where there is no ssh or it fails). Measured by tests/bench/bench_sweep_forward.py:
-        OpenSSH costs far less CPU per byte (C=1024: +33 points of TTFT error over direct
-        against +1272 here) but adds a ~40 ms ITL tail at C=64-256 (+37 points of ITL p99
-        against +4), like Nagle's algorithm against delayed ACKs on the SSH connection."""
-        root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "console.host.forward_child",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env,
-            start_new_session=True,  # a Ctrl-C in the terminal reaches the console only
-        )  # fmt: skip
-        assert process.stdin is not None and process.stdout is not None
-        request = {"options": options, "port": remote_port, "relay": relay}
-        process.stdin.write(json.dumps(request).encode() + b"\n")
+        python where there is no ssh or it fails). `relays`: how many python relay processes,
+        each with its own SSH connection (one runs out of CPU first at C >= 256; several only
+        pay where there are cores to spare). Measured by tests/bench/bench_sweep_forward.py."""
+        shared = relays > 1 and relay == "python"
+        first, port = await _start_child(options, remote_port, relay, 0, shared)
+        processes = [first]
         try:
-            await process.stdin.drain()
-            line = await aio.wait_for(process.stdout.readline(), START_TIMEOUT_S)
-            answer = json.loads(line or b"{}")
-        except (TimeoutError, ValueError, OSError) as exc:
-            answer = {"error": f"no answer ({type(exc).__name__})"}
-        if not isinstance(answer, dict) or not isinstance(answer.get("port"), int):
-            await stop_child(process)
-            why = answer.get("error") if isinstance(answer, dict) else None
-            raise TransportError(f"load port forward did not start: {why or 'no answer'}")
-        return cls(process, answer["port"])
+            for _ in range(relays - 1 if shared else 0):
+                process, _ = await _start_child(options, remote_port, relay, port, True)
+                processes.append(process)
+        except BaseException:
+            for process in processes:
+                await stop_child(process)
+            raise
+        return cls(processes, port)
 
     async def close(self) -> None:
-        await stop_child(self._process)
+        for process in self._processes:
+            await stop_child(process)
+
+
+async def _start_child(options: dict[str, Any], remote_port: int, relay: str,
+                       listen_port: int, reuse_port: bool
+                       ) -> tuple[asyncio.subprocess.Process, int]:
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.host.forward_child",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=env,
+        start_new_session=True,  # a Ctrl-C in the terminal reaches the console only
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    request = {"options": options, "port": remote_port, "relay": relay,
+               "listen_port": listen_port, "reuse_port": reuse_port}
+    process.stdin.write(json.dumps(request).encode() + b"\n")
+    try:
+        await process.stdin.drain()
+        line = await aio.wait_for(process.stdout.readline(), START_TIMEOUT_S)
+        answer = json.loads(line or b"{}")
+    except (TimeoutError, ValueError, OSError) as exc:
+        answer = {"error": f"no answer ({type(exc).__name__})"}
+    if not isinstance(answer, dict) or not isinstance(answer.get("port"), int):
+        await stop_child(process)
+        why = answer.get("error") if isinstance(answer, dict) else None
+        raise TransportError(f"load port forward did not start: {why or 'no answer'}")
+    return process, answer["port"]
 
 
 async def stop_child(process: asyncio.subprocess.Process) -> None:
@@ -107,3 +131,4 @@ def openssh_argv(ssh: str, options: dict[str, Any], local_port: int,
     if options.get("jump_host"):
         argv += ["-J", str(options["jump_host"])]
     return [*argv, "--", str(options["address"])]
+

@@ -16,17 +16,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import asyncssh
 
 from console import aio
 from console.errors import HostKeyError, TransportError
 from console.host import scripts
+from console.host.ciphers import encryption_preference
 from console.host.hostkeys import VerifyingClient, match_known_hosts
 from console.host.process_ops import ProcessOps
+from console.host.relay import LocalSide, RemoteSide
 from console.host.transport import CommandResult, ConnectionEvent, PortForward
 from console.text import sanitize
 
@@ -79,16 +82,22 @@ class SshLineStream:
 
 class SshPortForward:
     """A local listener; each accepted socket gets a direct-tcpip channel on the *current*
-    connection, so the forward keeps working across reconnects."""
+    connection, so the forward keeps working across reconnects. The bytes are relayed by
+    protocols wired to each other (console/host/relay.py), not by coroutines."""
 
     def __init__(self, transport: SshTransport, remote_port: int) -> None:
         self._transport = transport
         self._remote_port = remote_port
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._sides: weakref.WeakSet[LocalSide] = weakref.WeakSet()  # the open sockets
 
-    async def start(self) -> SshPortForward:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+    async def start(self, listen_port: int = 0, reuse_port: bool = False) -> SshPortForward:
+        """`reuse_port`: several processes may listen on the same port (SO_REUSEPORT; the
+        kernel spreads the connections over them and only lets this user's sockets join)."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_side, "127.0.0.1", listen_port, reuse_port=reuse_port or None)
         return self
 
     @property
@@ -96,56 +105,26 @@ class SshPortForward:
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            await self._relay(reader, writer)
-        except asyncio.CancelledError:
-            pass  # the forward is closing; the socket is closed below
-        finally:
-            writer.close()
-            if task is not None:
-                self._tasks.discard(task)
+    def _new_side(self) -> LocalSide:
+        side = LocalSide(self._open_channel, self._tasks)
+        self._sides.add(side)
+        return side
 
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            connection = await self._transport.connection()
-            remote_reader, remote_writer = await connection.open_connection(
-                "127.0.0.1", self._remote_port, encoding=None
-            )
-        except (asyncssh.Error, OSError, TransportError):
-            return
-        try:
-            await asyncio.gather(_pipe(reader, remote_writer), _pipe(remote_reader, writer))
-        finally:
-            remote_writer.close()
+    async def _open_channel(self, remote: RemoteSide) -> object:
+        connection = await self._transport.connection()
+        return await connection.create_connection(
+            lambda: remote, "127.0.0.1", self._remote_port, encoding=None)
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
             for task in list(self._tasks):
                 task.cancel()
+            for side in list(self._sides):
+                side.close()
+            self._sides.clear()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
-
-
-async def _pipe(reader: asyncio.StreamReader | asyncssh.SSHReader[bytes], writer: object) -> None:
-    try:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                break
-            writer.write(data)  # type: ignore[attr-defined]
-            drain = getattr(writer, "drain", None)
-            if drain is not None:
-                await drain()
-    except (OSError, asyncssh.Error, asyncio.CancelledError):
-        pass
-    finally:
-        with contextlib.suppress(OSError, asyncssh.Error):
-            writer.write_eof()  # type: ignore[attr-defined]
 
 
 class SshTransport(ProcessOps):
@@ -310,6 +289,9 @@ class SshTransport(ProcessOps):
         }
         if not self._use_ssh_config:
             options["config"] = None
+        ciphers = encryption_preference(self._use_ssh_config)
+        if ciphers is not None:
+            options["encryption_algs"] = ciphers
         if self._username:
             options["username"] = self._username
         if self._identity_files:
@@ -431,17 +413,22 @@ class SshTransport(ProcessOps):
         except scripts.CommandTooLong as exc:
             raise TransportError(f"{self._host_name}: {exc}") from None
 
-    async def forward_port(self, remote_port: int) -> SshPortForward:
+    async def forward_port(self, remote_port: int, listen_port: int = 0,
+                           reuse_port: bool = False) -> SshPortForward:
         await self.connection()
-        return await SshPortForward(self, remote_port).start()
+        return await SshPortForward(self, remote_port).start(listen_port, reuse_port)
 
-    async def load_forward_port(self, remote_port: int, relay: str = "python") -> PortForward:
-        """A forward for a sweep's load: relayed by a child process with its own connection
-        (console/host/forward_proc.py), off this process's event loop."""
+    async def load_forward_port(self, remote_port: int, relay: str = "python",
+                                relays: int = 1) -> PortForward:
+        """A forward for a sweep's load: relayed by child processes with their own
+        connections (console/host/forward_proc.py), off this process's event loop.
+        One relay is the default: on 16 cores four were no more accurate up to C=1024
+        (bench_sweep_forward.py); one relay's ~55 µs per token fills a core only near
+        18k streamed tokens a second."""
         from console.host.forward_proc import ProcessPortForward
 
         await self.connection()  # the host key is checked (and learnt) here first
-        return await ProcessPortForward.start(self.options(), remote_port, relay)
+        return await ProcessPortForward.start(self.options(), remote_port, relay, relays)
 
     def options(self) -> dict[str, object]:
         """This transport's constructor arguments, as JSON values (no secrets among them)."""

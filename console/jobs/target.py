@@ -13,7 +13,6 @@ CLI commands and the console's session.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING
 import platformdirs
 
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
-from console.demo import DEMO_HOST, demo_config, free_port
+from console.demo import DEMO_HOST, demo_config, free_port, temp_demo
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.host.transport import Transport
@@ -65,15 +64,6 @@ class Target:
 # -- the demo host ------------------------------------------------------------------------
 
 
-def temp_demo(
-    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None
-) -> tuple[PlateauConfig, Path]:
-    """A demo config whose run dir (logs, GPU state, history) is `run_dir` or a new temp dir."""
-    directory = run_dir or Path(tempfile.mkdtemp(prefix="plateau-demo-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return demo_config(directory, startup_seconds=startup_seconds, seed=seed), directory
-
-
 def standing_demo_dir() -> Path:
     """A fixed place, so `server start`, `status` and `stop` in separate invocations agree."""
     return Path(platformdirs.user_state_dir("plateau")) / "demo-server"
@@ -90,10 +80,6 @@ def standing_demo() -> PlateauConfig:
         port = free_port()
         port_file.write_text(f"{port}\n")
     return demo_config(run_dir, port=port, startup_seconds=2.0)
-
-
-def demo_profile(config: PlateauConfig) -> str:
-    return config.host(DEMO_HOST).profile or next(iter(config.profiles))
 
 
 @contextlib.asynccontextmanager

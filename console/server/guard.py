@@ -6,40 +6,82 @@ its own cleanup never runs; PR_SET_PDEATHSIG would not reach the server (a grand
 own session). So a small host-side guard is started first: it holds a pipe from the owner
 (its stdout) and, when the owner goes (pipe closed, or a signal), stops the server that the
 run dir's launch record proves Plateau started and removes the run dir.
+
+The guard must be guarding before the server is launched, not before anything else: `plateau
+demo` spawns it first thing and waits for it (`OwnerGuard.ready`) only where its session
+launches the server, so the guard's start-up overlaps the console's (issue 19 item 5).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from console.config_models import HostConfig
 from console.errors import PlateauError
-from console.host.transport import Transport
+from console.host.transport import LineStream, Transport
 from console.server.hostscript import stream_host_script
 
 
-@asynccontextmanager
+class OwnerGuard:
+    """A guard being started: `ready()` once it guards, `close()` to have it clean up now.
+
+    Made inside a running loop; its process is spawned at the loop's next turn (`spawn()`
+    yields once so that it is), and nothing here waits for it until `ready()`."""
+
+    def __init__(
+        self, transport: Transport, host: HostConfig, *, stop_server: bool, remove_run_dir: bool
+    ) -> None:
+        self._host_name = host.name
+        self._stream: LineStream | None = None
+        args = {"run_dir": host.run_dir, "stop_server": stop_server, "remove": remove_run_dir}
+        self._started = asyncio.ensure_future(self._start(transport, host.python, args))
+
+    @classmethod
+    async def spawn(
+        cls, transport: Transport, host: HostConfig, *, stop_server: bool, remove_run_dir: bool
+    ) -> OwnerGuard:
+        """Start the guard of `host.run_dir`: its first step (installing the host script) is
+        under way when this returns; the rest goes on whenever the loop turns."""
+        guard = cls(transport, host, stop_server=stop_server, remove_run_dir=remove_run_dir)
+        await asyncio.sleep(0)
+        return guard
+
+    async def _start(self, transport: Transport, python: str, args: dict[str, object]) -> None:
+        self._stream = await stream_host_script(transport, python, "guard", args)
+        async for line in self._stream:
+            if '"guarding"' in line and json.loads(line).get("state") == "guarding":
+                return
+        raise PlateauError(f"{self._host_name}: the cleanup guard did not start "
+                           f"(exit {self._stream.exit_status})")
+
+    async def ready(self) -> None:
+        """Return once the guard holds our pipe; raise if it never will. Nothing the guard is
+        to clean up after may start before this returned."""
+        await asyncio.shield(self._started)
+
+    async def close(self) -> None:
+        """The guard cleans up now, as it would after our death. (A guard process whose start
+        is cut short here still sees its pipe from us close, and cleans up then.)"""
+        if not self._started.done():
+            self._started.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._started  # retrieved: a guard that never started is no news now
+        if self._stream is not None:
+            await self._stream.close()
+
+
+@contextlib.asynccontextmanager
 async def owner_guard(
     transport: Transport, host: HostConfig, *, stop_server: bool, remove_run_dir: bool
 ) -> AsyncIterator[None]:
     """Guard `host.run_dir` for the duration; on exit (or the owner's death) clean up."""
-    stream = await stream_host_script(
-        transport, host.python, "guard",
-        {"run_dir": host.run_dir, "stop_server": stop_server, "remove": remove_run_dir},
-    )
+    guard = await OwnerGuard.spawn(transport, host, stop_server=stop_server,
+                                   remove_run_dir=remove_run_dir)
     try:
-        async for line in stream:
-            if '"guarding"' in line and json.loads(line).get("state") == "guarding":
-                break
-        else:
-            raise PlateauError(f"{host.name}: the cleanup guard did not start "
-                               f"(exit {stream.exit_status})")
-    except BaseException:
-        await stream.close()
-        raise
-    try:
+        await guard.ready()
         yield
     finally:
-        await stream.close()  # the guard cleans up now, as it would after our death
+        await guard.close()

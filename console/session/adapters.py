@@ -3,6 +3,8 @@
 Each function is the one place the session touches another area's API and turns that area's
 typed output into session events, so when that API moves only this file changes. Work that
 holds the host (sweeps, A/B, start/stop/restart) is console.jobs', shared with the CLI.
+The other areas are imported by the functions that use them, when the session first does:
+the console's first frame needs none of them (issue 19 item 5).
 """
 
 from __future__ import annotations
@@ -11,32 +13,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.bench.models import (
-    StepFailed,
-    StepFinished,
-    StepStarted,
-    SweepEvent,
-    SweepFinished,
-    SweepStarted,
-)
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
-from console.gpu.collector import AgentOptions, GpuCollector
-from console.gpu.models import GpuHeader, GpuSample
 from console.host.transport import Transport
-from console.jobs import server as server_jobs
-from console.jobs.ab_models import ABProgress, ABRequest, ABResult
-from console.jobs.server import GpuMemoryProbe
-from console.logs.follower import FollowBatch, LogFollower
-from console.logs.metrics import MetricsSnapshot, parse_metrics
-from console.logs.server_stats import StatsAggregator
-from console.server import events as lev
-from console.server.discovery import FlagDiscovery
-from console.server.flags import FlagSchema
-from console.server.lease import host_lease
-from console.server.lifecycle import ServerLifecycle
-from console.server.profile_edit import flags_from_argv
-from console.server.records import LaunchRecord
-from console.server.records import display_command as records_display_command
 from console.session.events import (
     Problem,
     ServerStateName,
@@ -46,10 +24,22 @@ from console.session.events import (
     SweepPointDone,
     SweepProgress,
 )
-from console.store.db import RunStore
 
 if TYPE_CHECKING:
     import httpx
+
+    from console.bench.models import SweepEvent
+    from console.gpu.models import GpuHeader, GpuSample
+    from console.jobs.ab_models import ABProgress, ABRequest, ABResult
+    from console.jobs.server import GpuMemoryProbe
+    from console.logs.follower import FollowBatch
+    from console.logs.metrics import MetricsSnapshot
+    from console.logs.server_stats import StatsAggregator
+    from console.server import events as lev
+    from console.server.discovery import FlagDiscovery
+    from console.server.flags import FlagSchema
+    from console.server.lifecycle import ServerLifecycle
+    from console.server.records import LaunchRecord
 
 Emit = Callable[[SessionEvent], None]
 
@@ -80,6 +70,8 @@ async def gpu_events(
     """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples.
 
     The simulated backend is used for hosts whose config names a sim state file (the demo)."""
+    from console.gpu.collector import AgentOptions, GpuCollector
+
     options = AgentOptions(
         backend="sim" if host.sim_state_file else "auto",
         interval=config.ui.gpu_interval_s,
@@ -99,6 +91,8 @@ async def follow_log(
 ) -> AsyncIterator[FollowBatch]:
     """console.logs' follower on `<run_dir>/current.log`: FollowBatch(events, notices), batched
     every ~150 ms, resuming at the exact byte after a dropped connection."""
+    from console.logs.follower import LogFollower
+
     follower = LogFollower(
         transport,
         current_log_path(host),
@@ -114,6 +108,8 @@ async def follow_log(
 
 def stats_aggregator() -> StatsAggregator:
     """Rolling server stats (console.logs.server_stats) fed from log batches."""
+    from console.logs.server_stats import StatsAggregator
+
     return StatsAggregator()
 
 
@@ -124,6 +120,8 @@ def flag_discovery(
     transport: Transport, host: HostConfig, cache_dir: Path | None = None
 ) -> FlagDiscovery:
     """console.server's flag discovery (cached per host, SGLang version and launch command)."""
+    from console.server.discovery import FlagDiscovery
+
     return FlagDiscovery(transport, host, cache_dir=cache_dir)
 
 
@@ -133,6 +131,8 @@ def lifecycle(
     gpu_probe: GpuMemoryProbe | None = None,
     discovery: FlagDiscovery | None = None,
 ) -> ServerLifecycle:
+    from console.jobs import server as server_jobs
+
     return server_jobs.lifecycle_for(transport, host, gpu_probe=gpu_probe, discovery=discovery)
 
 
@@ -182,6 +182,8 @@ def lifecycle_sink(host: str, emit: Emit, profile: str | None = None) -> lev.Eve
     """Lifecycle events (phases, failures) -> session events, so restarts show progress.
     `profile` names what is being launched, so the header shows it as soon as it is ready."""
 
+    from console.server import events as lev
+
     def sink(event: lev.LifecycleEvent) -> None:
         if isinstance(event, lev.PhaseStarted):
             stopping = event.phase in (lev.Phase.STOP, lev.Phase.VERIFY_STOPPED)
@@ -209,6 +211,8 @@ async def restart_server(
     transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
     gpu_probe: GpuMemoryProbe | None = None, discovery: FlagDiscovery | None = None,
 ) -> None:
+    from console.jobs import server as server_jobs
+
     life = lifecycle(transport, host, gpu_probe, discovery)
     await server_jobs.restart(life, config, profile, lifecycle_sink(host.name, emit, profile))
 
@@ -217,16 +221,22 @@ async def start_server(
     transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
     discovery: FlagDiscovery | None = None,
 ) -> None:
+    from console.jobs import server as server_jobs
+
     life = lifecycle(transport, host, discovery=discovery)
     await server_jobs.start(life, config, profile, lifecycle_sink(host.name, emit, profile))
 
 
 async def stop_server(transport: Transport, host: HostConfig, emit: Emit) -> None:
+    from console.jobs import server as server_jobs
+
     await server_jobs.stop(lifecycle(transport, host), lifecycle_sink(host.name, emit))
 
 
 def host_busy(host: str) -> str | None:
     """What holds the host's lease in this process (a sweep, a restart, an A/B), or None."""
+    from console.server.lease import host_lease
+
     holder = host_lease(host).holder
     return holder.purpose if holder is not None else None
 
@@ -246,11 +256,15 @@ def running_flags(record: LaunchRecord | None, schema: FlagSchema) -> dict[str, 
     """Flags of the running server (its launch record's argv), for the editor's diff."""
     if record is None:
         return None
+    from console.server.profile_edit import flags_from_argv
+
     return flags_from_argv(record.argv, schema)
 
 
 def display_command(profile: ServerProfile) -> str:
     """`env A=1 prog args` as the lifecycle shows it before launching (secrets redacted)."""
+    from console.server.records import display_command as records_display_command
+
     return records_display_command(profile.argv(), profile.env)
 
 
@@ -260,6 +274,8 @@ def metrics_enabled(record: LaunchRecord | None) -> bool:
 
 async def scrape_metrics(client: httpx.AsyncClient) -> MetricsSnapshot:
     """GET /metrics through the lifecycle's client; a console.logs MetricsSnapshot."""
+    from console.logs.metrics import parse_metrics
+
     response = await client.get("/metrics")
     if response.status_code != 200:
         raise RuntimeError(f"/metrics answered HTTP {response.status_code}")
@@ -271,6 +287,14 @@ async def scrape_metrics(client: httpx.AsyncClient) -> MetricsSnapshot:
 
 def sweep_event_sink(host: str, emit: Emit) -> Callable[[SweepEvent], None]:
     """console.bench sweep events -> session sweep events."""
+    from console.bench.models import (
+        StepFailed,
+        StepFinished,
+        StepStarted,
+        SweepFinished,
+        SweepStarted,
+    )
+
     run_id = "-"
 
     def on_event(event: SweepEvent) -> None:
@@ -305,6 +329,7 @@ async def run_sweep(
     # first runs, not when the console starts (issue 19 item 5).
     from console.jobs import sweep as sweep_jobs
     from console.jobs.target import on_host
+    from console.store.db import RunStore
 
     store = RunStore(store_path)
     try:
@@ -336,6 +361,7 @@ async def run_ab(
     with its verdict, each side stored as one run and the pair with its verdict."""
     from console.jobs.ab import profile_sweep
     from console.jobs.ab import run_ab as run_ab_job
+    from console.store.db import RunStore
 
     a, b, preset = request.a, request.b, request.preset
     for name in (a, b):

@@ -20,11 +20,6 @@ from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
-from console.jobs.ab_models import ABProgress, ABRequest
-from console.logs.server_stats import StatsAggregator
-from console.server.discovery import FlagDiscovery
-from console.server.flags import FlagSchema
-from console.server.records import LaunchRecord
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -42,8 +37,14 @@ from console.session.events import (
 from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
 
-if TYPE_CHECKING:  # the HTTP client comes with the first scrape, after the first frame
+if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
     import httpx
+
+    from console.jobs.ab_models import ABProgress, ABRequest
+    from console.logs.server_stats import StatsAggregator
+    from console.server.discovery import FlagDiscovery
+    from console.server.flags import FlagSchema
+    from console.server.records import LaunchRecord
 
 STATS_PERIOD_S = 0.5
 _NOTICE_LEVEL = {
@@ -73,6 +74,7 @@ class HostSession(EventFeed):
         clock: Clock = utc_now,
         transport_factory: TransportFactory = adapters.open_transport,
         launch_profile: str | None = None,
+        server_gate: Callable[[], Awaitable[None]] | None = None,
         store_path: Path | None = None,
         flag_cache_dir: Path | None = None,
     ) -> None:
@@ -96,6 +98,9 @@ class HostSession(EventFeed):
         self._dropped: list[Transport] = []  # transports given up on (host key refused)
         self._host_key_reported: tuple[str, str] | None = None
         self.launch_profile = launch_profile
+        # Awaited before this session starts a server (launch, restart, A/B): the demo's
+        # owner guard must hold before any server it is to clean up after exists.
+        self.server_gate = server_gate
         self.store_path = store_path
 
     # -- events -------------------------------------------------------------------------------
@@ -148,12 +153,17 @@ class HostSession(EventFeed):
     async def _launch(self, transport: Transport, profile: str) -> None:
         """Start the server (the demo does this); a running one is reported, not replaced."""
         try:
+            await self._pass_server_gate()
             await adapters.start_server(
                 transport, self.host, self.config, profile, self.emit, self.discovery
             )
         except Exception as exc:
             if self.state.server_state != "failed":
                 self._problem("server", f"launch failed: {_describe(exc)}")
+
+    async def _pass_server_gate(self) -> None:
+        if self.server_gate is not None:
+            await self.server_gate()
 
     async def stop_server(self) -> None:
         """Stop the host's server (the demo does this on exit). A running sweep or A/B holds
@@ -440,6 +450,7 @@ class HostSession(EventFeed):
 
     async def _restart(self, transport: Transport, profile: str) -> None:
         try:
+            await self._pass_server_gate()
             await adapters.restart_server(
                 transport, self.host, self.config, profile, self.emit, self._gpu_memory,
                 self.discovery,
@@ -551,6 +562,7 @@ class HostSession(EventFeed):
         progress_stage = ABUpdate(self.host.name, "validate", a, b, preset, "starting")
         self.emit(progress_stage)
         try:
+            await self._pass_server_gate()
             result = await adapters.run_ab(
                 transport, self.host, self.config, request, self.emit, progress,
                 self.store_path, self._gpu_memory, self.discovery,

@@ -15,15 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from console.bench.models import StepResult
 from console.errors import StoreError
 from console.redact import redact_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
+from console.store.paths import default_db_path
 from console.text import redact_secrets
-
-ENV_VAR = "PLATEAU_DB"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -86,14 +83,6 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("steps", "steady_reached", "INTEGER"),  # 1 / 0; NULL: measured before steady state existed
 )
 SCHEMA_VERSION = 2
-
-
-def default_db_path() -> Path:
-    """$PLATEAU_DB, else `history.sqlite3` in the platformdirs user data dir."""
-    from_env = os.environ.get(ENV_VAR)
-    if from_env:
-        return Path(from_env).expanduser()
-    return Path(platformdirs.user_data_dir("plateau")) / "history.sqlite3"
 
 
 def _writer_id() -> str:

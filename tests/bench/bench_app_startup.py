@@ -147,7 +147,7 @@ import asyncio, json, os
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 from console.app.launch import Launch, _make_app, build_sessions, _shutdown
 from console.config import LoadedConfig
-from console.jobs.target import demo_profile, temp_demo
+from console.demo import demo_profile, temp_demo
 marks = {}
 async def main():
     config, run_dir = temp_demo(1, startup_seconds=2.0)

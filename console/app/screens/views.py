@@ -68,6 +68,8 @@ class HostScreen(Screen[None]):
 
 class EventsScreen(HostScreen):
     TITLE_TEXT = "Event log — all hosts (newest last)"
+    shows_every_host = True
+    """Every host's news is rendered here, not only the active host's (PlateauApp)."""
 
     def compose_body(self) -> ComposeResult:
         yield EventLogTable(id="event-table")
