@@ -58,7 +58,8 @@ PREFILL_MARK, P_USE, P_RUN, P_QUEUE, P_INPUT = range(8, 13)
 A_METHOD, A_PATH, A_STATUS = range(13, 16)
 RAW = 16
 WIDTH = RAW + 1
-assert ROWS.groups == WIDTH  # the layout above follows the shapes' groups
+# The layout follows the shapes' groups, in this order (LogScanner._tally unpacks rows so).
+assert ROWS.groups == WIDTH
 
 
 def batch_row(values: ScanValues, timestamp: str | None) -> Row:
