@@ -47,8 +47,11 @@ def _marked(shape: str, groups: tuple[str, ...]) -> str:
 
 _DECODE = _marked(DECODE_SHAPE, ("running", "usage", "accept_len", "graph", "rate", "queue"))
 _PREFILL = _marked(PREFILL_SHAPE, ("usage", "running", "queue", "rate"))
+# ` TP<n>` first: the ranks of most serving logs, read without trying each optional rank part
+# (RANKS alone accepts the same prefixes).
 ROWS = re.compile(
-    rf"\[({TIMESTAMP})(?:(?:{RANKS})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n|(.*)\n",
+    rf"\[({TIMESTAMP})(?:(?: TP\d+|{RANKS})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n"
+    r"|(.*)\n",
     re.ASCII,
 )
 
