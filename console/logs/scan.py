@@ -5,9 +5,10 @@ with the log (only counters, one record per catalogue id and capped lists)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +20,7 @@ from console.logs.models import LogEvent, Severity
 from console.logs.scan_rows import A_STATUS, Row, batch_row
 
 _MAX_OTHER = 1000
+_N = TypeVar("_N", int, float)
 _DEBUG = Severity.DEBUG
 _EXAMPLE_CHARS = 300
 _ELAPSED = re.compile(r"elapsed=([\d.]+) s")
@@ -172,6 +174,10 @@ class LogScanner:
         self._max_running: int | None = None
         self._max_queue: int | None = None
         self._max_usage: float | None = None
+        # Counts and usages repeat: their values by text (converting costs more than the
+        # rest of a row); bounded, see _convert.
+        self._ints: dict[str, int] = {}
+        self._floats: dict[str, float] = {}
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         counts = self._counts
@@ -330,6 +336,7 @@ class LogScanner:
         decode_lines, prefill_lines, not_rate = (
             self._decode_lines, self._prefill_lines, self._decode_not_rate)
         graph_off = self._graph_off is not None
+        ints, floats = self._ints, self._floats
         not_debug = 0
         line = seq - start + 1  # the 1-based line of rows[index] is line + index
         for index, (ts, decode, run, use, alen, graph, gen, queue, prefill, p_use, p_run, p_queue,
@@ -344,7 +351,10 @@ class LogScanner:
                     stamp, idle = gate.last_stamp, False
                 running = None
                 if run:
-                    running = int(run)
+                    try:
+                        running = ints[run]
+                    except KeyError:
+                        running = _convert(ints, run, int)
                     if max_running is None or running > max_running:
                         max_running = running
                 if not rate_ok:
@@ -358,7 +368,10 @@ class LogScanner:
                         gen_sum += rate
                         gen_n += 1
                 if alen:
-                    accept_sum += float(alen)
+                    try:
+                        accept_sum += floats[alen]
+                    except KeyError:
+                        accept_sum += _convert(floats, alen, float)
                     accept_n += 1
                 if graph == "True":
                     if graph_off:
@@ -372,7 +385,10 @@ class LogScanner:
                 running = None
                 use, queue = p_use, p_queue
                 if p_run:
-                    running = int(p_run)
+                    try:
+                        running = ints[p_run]
+                    except KeyError:
+                        running = _convert(ints, p_run, int)
                     if max_running is None or running > max_running:
                         max_running = running
                 if ts != stamp:
@@ -392,11 +408,17 @@ class LogScanner:
                         not_debug += 1
                 continue
             if queue:
-                queued = int(queue)
+                try:
+                    queued = ints[queue]
+                except KeyError:
+                    queued = _convert(ints, queue, int)
                 if max_queue is None or queued > max_queue:
                     max_queue = queued
             if use:
-                usage = float(use)
+                try:
+                    usage = floats[use]
+                except KeyError:
+                    usage = _convert(floats, use, float)
                 if max_usage is None or usage > max_usage:
                     max_usage = usage
         self._peak_gen, self._peak_input = peak, peak_input
@@ -523,6 +545,18 @@ class LogScanner:
         total = next((p.seconds for p in launch.phases if p.name == "total"), None)
         launch.startup_seconds = total
         return launch
+
+
+_CONVERTED_MAX = 4096
+
+
+def _convert(cache: dict[str, _N], text: str, convert: Callable[[str], _N]) -> _N:
+    """`convert(text)`, remembered in `cache` (cleared when full: memory stays bounded)."""
+    value = convert(text)
+    if len(cache) >= _CONVERTED_MAX:
+        cache.clear()
+    cache[text] = value
+    return value
 
 
 def _seconds_between(
