@@ -5,10 +5,10 @@ with the log (only counters, one record per catalogue id and capped lists)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
-from operator import itemgetter
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -17,30 +17,10 @@ from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import BATCH_PREFIXES, access_severity
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
-from console.logs.scan_rows import (
-    A_METHOD,
-    A_PATH,
-    A_STATUS,
-    D_ALEN,
-    D_GEN,
-    D_GRAPH,
-    D_QUEUE,
-    D_RUN,
-    D_USE,
-    DECODE_MARK,
-    P_INPUT,
-    P_QUEUE,
-    P_RUN,
-    P_USE,
-    PREFILL_MARK,
-    TS,
-    Row,
-    batch_row,
-)
+from console.logs.scan_rows import A_STATUS, Row, batch_row
 
 _MAX_OTHER = 1000
-_DECODE_FIELDS = itemgetter(TS, D_RUN, D_USE, D_ALEN, D_GRAPH, D_GEN, D_QUEUE)
-_PREFILL_FIELDS = itemgetter(TS, P_RUN, P_USE, P_QUEUE, P_INPUT)
+_N = TypeVar("_N", int, float)
 _DEBUG = Severity.DEBUG
 _EXAMPLE_CHARS = 300
 _ELAPSED = re.compile(r"elapsed=([\d.]+) s")
@@ -194,6 +174,10 @@ class LogScanner:
         self._max_running: int | None = None
         self._max_queue: int | None = None
         self._max_usage: float | None = None
+        # Counts and usages repeat: their values by text (converting costs more than the
+        # rest of a row); bounded, see _convert.
+        self._ints: dict[str, int] = {}
+        self._floats: dict[str, float] = {}
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         counts = self._counts
@@ -338,7 +322,7 @@ class LogScanner:
         whether the fast path read it or scan_values (batch_row).
 
         The state lives in locals for the loop (batch lines are most of a log) and goes back
-        to the attributes at the end.
+        to the attributes at the end; rows are unpacked in scan_rows' layout order.
         """
         gate = self._rate_gate
         stamp, idle = gate.last_stamp, gate.after_idle
@@ -351,12 +335,14 @@ class LogScanner:
         accept_sum, accept_n = self._accept_sum, self._accept_n
         decode_lines, prefill_lines, not_rate = (
             self._decode_lines, self._prefill_lines, self._decode_not_rate)
+        graph_off = self._graph_off is not None
+        ints, floats = self._ints, self._floats
         not_debug = 0
-        index = start
-        line = seq - start  # the 1-based line of rows[index] is line + index + 1
-        for row in islice(rows, start, end):
-            if row[DECODE_MARK]:
-                (ts, run, use, alen, graph, gen, queue) = _DECODE_FIELDS(row)
+        line = seq - start + 1  # the 1-based line of rows[index] is line + index
+        for index, (ts, decode, run, use, alen, graph, gen, queue, prefill, p_use, p_run, p_queue,
+                    p_rate, method, path, status, _raw) in enumerate(islice(rows, start, end),
+                                                                      start):
+            if decode:
                 decode_lines += 1
                 if ts == stamp and not idle:
                     rate_ok = True
@@ -365,7 +351,10 @@ class LogScanner:
                     stamp, idle = gate.last_stamp, False
                 running = None
                 if run:
-                    running = int(run)
+                    try:
+                        running = ints[run]
+                    except KeyError:
+                        running = _convert(ints, run, int)
                     if max_running is None or running > max_running:
                         max_running = running
                 if not rate_ok:
@@ -373,51 +362,63 @@ class LogScanner:
                 elif gen:
                     rate = float(gen)
                     if rate > peak_value or peak is None:
-                        peak = (rate, line + index + 1, ts)
+                        peak = (rate, line + index, ts)
                         peak_value = rate
                     if running:
                         gen_sum += rate
                         gen_n += 1
                 if alen:
-                    accept_sum += float(alen)
+                    try:
+                        accept_sum += floats[alen]
+                    except KeyError:
+                        accept_sum += _convert(floats, alen, float)
                     accept_n += 1
-                if graph == "False":
-                    self._graph_off_line(line + index + 1, ts)
-                elif graph == "True" and self._graph_off is not None:
-                    self._close_graph_off()
-            elif row[PREFILL_MARK]:
-                (ts, run, use, queue, rate_text) = _PREFILL_FIELDS(row)
+                if graph == "True":
+                    if graph_off:
+                        self._close_graph_off()
+                        graph_off = False
+                elif graph == "False":
+                    self._graph_off_line(line + index, ts)
+                    graph_off = True
+            elif prefill:
                 prefill_lines += 1
                 running = None
-                if run:
-                    running = int(run)
+                use, queue = p_use, p_queue
+                if p_run:
+                    try:
+                        running = ints[p_run]
+                    except KeyError:
+                        running = _convert(ints, p_run, int)
                     if max_running is None or running > max_running:
                         max_running = running
                 if ts != stamp:
                     gate.prefill(running, ts)
                     stamp, idle = gate.last_stamp, gate.after_idle
-                if rate_text:
-                    rate = float(rate_text)
+                if p_rate:
+                    rate = float(p_rate)
                     if peak_input is None or rate > peak_input:
                         peak_input = rate
             else:  # an access row
-                index += 1
-                status = row[A_STATUS]
                 if status >= "400":
-                    severity = access_severity(int(status), row[A_METHOD], row[A_PATH])
+                    severity = access_severity(int(status), method, path)
                     if severity is not _DEBUG:
-                        if _DEBUG not in counts and index - 1 - start > not_debug:
+                        if _DEBUG not in counts and index - start > not_debug:
                             counts[_DEBUG] = 0  # DEBUG rows came first: keep the key order
                         counts[severity] = counts.get(severity, 0) + 1
                         not_debug += 1
                 continue
-            index += 1
             if queue:
-                queued = int(queue)
+                try:
+                    queued = ints[queue]
+                except KeyError:
+                    queued = _convert(ints, queue, int)
                 if max_queue is None or queued > max_queue:
                     max_queue = queued
             if use:
-                usage = float(use)
+                try:
+                    usage = floats[use]
+                except KeyError:
+                    usage = _convert(floats, use, float)
                 if max_usage is None or usage > max_usage:
                     max_usage = usage
         self._peak_gen, self._peak_input = peak, peak_input
@@ -544,6 +545,18 @@ class LogScanner:
         total = next((p.seconds for p in launch.phases if p.name == "total"), None)
         launch.startup_seconds = total
         return launch
+
+
+_CONVERTED_MAX = 4096
+
+
+def _convert(cache: dict[str, _N], text: str, convert: Callable[[str], _N]) -> _N:
+    """`convert(text)`, remembered in `cache` (cleared when full: memory stays bounded)."""
+    value = convert(text)
+    if len(cache) >= _CONVERTED_MAX:
+        cache.clear()
+    cache[text] = value
+    return value
 
 
 def _seconds_between(

@@ -47,8 +47,11 @@ def _marked(shape: str, groups: tuple[str, ...]) -> str:
 
 _DECODE = _marked(DECODE_SHAPE, ("running", "usage", "accept_len", "graph", "rate", "queue"))
 _PREFILL = _marked(PREFILL_SHAPE, ("usage", "running", "queue", "rate"))
+# ` TP<n>` first: the ranks of most serving logs, read without trying each optional rank part
+# (RANKS alone accepts the same prefixes).
 ROWS = re.compile(
-    rf"\[({TIMESTAMP})(?:(?:{RANKS})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n|(.*)\n",
+    rf"\[({TIMESTAMP})(?:(?: TP\d+|{RANKS})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n"
+    r"|(.*)\n",
     re.ASCII,
 )
 
@@ -58,7 +61,8 @@ PREFILL_MARK, P_USE, P_RUN, P_QUEUE, P_INPUT = range(8, 13)
 A_METHOD, A_PATH, A_STATUS = range(13, 16)
 RAW = 16
 WIDTH = RAW + 1
-assert ROWS.groups == WIDTH  # the layout above follows the shapes' groups
+# The layout follows the shapes' groups, in this order (LogScanner._tally unpacks rows so).
+assert ROWS.groups == WIDTH
 
 
 def batch_row(values: ScanValues, timestamp: str | None) -> Row:
