@@ -42,7 +42,6 @@ from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
 from console.host.transport import Transport
-from console.jobs.ab_models import ABRequest
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -69,6 +68,7 @@ from widgets.log_view import LogView
 
 if TYPE_CHECKING:
     from console.gpu.processes import GpuProcessRow
+    from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
