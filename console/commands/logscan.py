@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from console.errors import UsageError
 from console.logs.assembler import EventAssembler
-from console.logs.bounded_lines import bounded_line_batches
+from console.logs.bounded_lines import bounded_text_chunks
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
@@ -63,8 +63,8 @@ def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
     """Read, parse and scan in chunks: memory holds one chunk's lines at a time."""
     scanner = LogScanner(source)
     pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source))
-    for lines in bounded_line_batches(handle):
-        pipeline.feed_lines(lines)
+    for text in bounded_text_chunks(handle):
+        pipeline.feed_text(text)
     return pipeline.finish()
 
 

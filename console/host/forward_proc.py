@@ -132,12 +132,3 @@ def openssh_argv(ssh: str, options: dict[str, Any], local_port: int,
         argv += ["-J", str(options["jump_host"])]
     return [*argv, "--", str(options["address"])]
 
-
-def default_relays() -> int:
-    """One relay process per four usable CPUs, one to four: the load's workers take one per
-    CPU and the simulated or real server and sshd need the rest (bench_sweep_forward.py)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus // 4))

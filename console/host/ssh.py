@@ -419,15 +419,16 @@ class SshTransport(ProcessOps):
         return await SshPortForward(self, remote_port).start(listen_port, reuse_port)
 
     async def load_forward_port(self, remote_port: int, relay: str = "python",
-                                relays: int | None = None) -> PortForward:
+                                relays: int = 1) -> PortForward:
         """A forward for a sweep's load: relayed by child processes with their own
         connections (console/host/forward_proc.py), off this process's event loop.
-        `relays` defaults to one per four CPUs this process may use (at most four)."""
-        from console.host.forward_proc import ProcessPortForward, default_relays
+        One relay is the default: on 16 cores four were no more accurate up to C=1024
+        (bench_sweep_forward.py); one relay's ~55 µs per token fills a core only near
+        18k streamed tokens a second."""
+        from console.host.forward_proc import ProcessPortForward
 
         await self.connection()  # the host key is checked (and learnt) here first
-        count = default_relays() if relays is None else relays
-        return await ProcessPortForward.start(self.options(), remote_port, relay, count)
+        return await ProcessPortForward.start(self.options(), remote_port, relay, relays)
 
     def options(self) -> dict[str, object]:
         """This transport's constructor arguments, as JSON values (no secrets among them)."""

@@ -178,16 +178,6 @@ class EventAssembler:
         self.next_seq = seq
         return out
 
-    def adopt(self, event: LogEvent) -> None:
-        """Open `event`, a one-line batch or access event the caller parsed itself (with no
-        event open before it), exactly as feeding its line would have: what follows may
-        continue it."""
-        assert self._open is None
-        self._open = event
-        self._cont = []
-        self._mode = _MODE_NONE
-        self.next_seq = event.seq + 1
-
     def feed(self, raw: str, offset: int | None = None) -> LogEvent | None:
         line = raw if len(raw) <= MAX_LINE_CHARS and raw.isprintable() else clean_line(raw)
         if "api" in line or "password" in line or "hf_token" in line:  # cheap pre-check

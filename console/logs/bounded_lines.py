@@ -58,17 +58,18 @@ def _finish(kept: bytearray, dropped: int) -> str:
     return text
 
 
-def bounded_line_batches(
+def bounded_text_chunks(
     handle: IO[bytes], *, max_bytes: int = MAX_LINE_BYTES, chunk_bytes: int = BATCH_BYTES
-) -> Iterator[list[str]]:
-    """The lines of `bounded_lines(handle)`, the same strings, in lists (one per chunk read).
+) -> Iterator[str]:
+    """The lines of `bounded_lines(handle)`, the same strings, as text: each chunk read is
+    its complete lines, each ending in `\n` (a last line without one gets one).
 
-    A chunk's complete lines are decoded in one call and split in C: a whole-log reader
-    (`logscan`) otherwise spends more time cutting and decoding line by line than parsing.
-    Splitting decoded text at `\n` gives the per-line decode's result because `\n` is never
-    part of a multi-byte sequence. While a buffer is short enough that no line in it can exceed
-    `max_bytes` this path holds; a longer one (a giant line) hands the rest of the stream,
-    buffer first, to `bounded_lines`, which cuts it.
+    A chunk's complete lines are decoded in one call: a whole-log reader (`logscan`) then
+    reads them with one regex call per chunk (scan_fast.py) instead of cutting, decoding and
+    matching line by line. Decoding many lines at once gives the per-line decode's result
+    because `\n` is never part of a multi-byte sequence. While a buffer is short enough that
+    no line in it can exceed `max_bytes` this path holds; a longer one (a giant line) hands
+    the rest of the stream, buffer first, to `bounded_lines`, which cuts it.
     """
     carry = b""
     while True:
@@ -78,23 +79,40 @@ def bounded_line_batches(
         buffer = carry + chunk if carry else chunk
         if len(buffer) > max_bytes:
             rest = cast(IO[bytes], _Prepended(buffer, handle))
-            batch: list[str] = []
-            for line in bounded_lines(rest, max_bytes=max_bytes):
-                batch.append(line)
-                if len(batch) >= 4096:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
+            yield from _joined(bounded_lines(rest, max_bytes=max_bytes), chunk_bytes)
             return
         end = buffer.rfind(b"\n")
         if end < 0:
             carry = buffer
             continue
         carry = buffer[end + 1 :]
-        yield buffer[:end].decode("utf-8", errors="replace").split("\n")
+        yield buffer[: end + 1].decode("utf-8", errors="replace")
     if carry:
-        yield [carry.decode("utf-8", errors="replace")]
+        yield carry.decode("utf-8", errors="replace") + "\n"
+
+
+def _joined(lines: Iterator[str], chunk_chars: int) -> Iterator[str]:
+    """`lines` as text chunks of about `chunk_chars` (one line more at most); holds no line
+    but in the chunk it yields (these lines may be MAX_LINE_BYTES each)."""
+    group: list[str] = []
+    size = 0
+    for line in lines:
+        group.append(line)
+        size += len(line) + 1
+        del line
+        if size >= chunk_chars:
+            yield _take(group)
+            size = 0
+    if group:
+        yield _take(group)
+
+
+def _take(group: list[str]) -> str:
+    """The lines of `group`, each ending in a newline, as one text; empties `group`."""
+    group.append("")
+    text = "\n".join(group)
+    group.clear()
+    return text
 
 
 class _Prepended:

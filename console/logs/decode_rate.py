@@ -30,22 +30,27 @@ def parse_timestamp(value: str) -> datetime | None:
 
 
 class DecodeRateGate:
-    """Feed every batch line in log order; `decode_is_rate` says whether a Decode line counts."""
+    """Feed every batch line in log order; `decode_is_rate` says whether a Decode line counts.
 
-    __slots__ = ("_after_idle", "_last_stamp", "_last_time")
+    `last_stamp` and `after_idle` are read-only for callers: a line stamped `last_stamp` is no
+    gap, so `prefill` changes nothing and `decode_is_rate` returns `not after_idle` (and
+    clears it); a hot loop may skip those calls (LogScanner._tally).
+    """
+
+    __slots__ = ("_last_time", "after_idle", "last_stamp")
 
     def __init__(self) -> None:
-        self._last_stamp: str | None = None
+        self.last_stamp: str | None = None
         self._last_time: datetime | None = None
-        self._after_idle = True  # the stream's first Decode line is not a rate either
+        self.after_idle = True  # the stream's first Decode line is not a rate either
 
     def _gap(self, timestamp: str | None) -> float:
         """Seconds since the previous batch line (0 when unknown or within the same second)."""
-        if timestamp is None or timestamp == self._last_stamp:
+        if timestamp is None or timestamp == self.last_stamp:
             return 0.0
         when = parse_timestamp(timestamp)
         previous = self._last_time
-        self._last_stamp, self._last_time = timestamp, when
+        self.last_stamp, self._last_time = timestamp, when
         if when is None or previous is None:
             return 0.0
         return (when - previous).total_seconds()
@@ -53,12 +58,12 @@ class DecodeRateGate:
     def prefill(self, running_reqs: int | None, timestamp: str | None) -> None:
         gap = self._gap(timestamp)
         if gap >= STALE_GAP_S or (gap >= IDLE_GAP_S and running_reqs == 0):
-            self._after_idle = True
+            self.after_idle = True
 
     def decode_is_rate(self, timestamp: str | None) -> bool:
         if self._gap(timestamp) >= STALE_GAP_S:
-            self._after_idle = True
-        if self._after_idle:
-            self._after_idle = False
+            self.after_idle = True
+        if self.after_idle:
+            self.after_idle = False
             return False
         return True

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from console.text import sanitize
 
 # Encoder disaggregation uses ` encode_server` / ` encode_dp_worker[N]` instead of ranks.
-PREFIX = re.compile(
-    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
-    r"((?: DP\d+)?(?: PP\d+)?(?: ATTN_CP\d+)?(?: MOE_DP\d+)?(?: TP\d+)?(?: EP\d+)?"
-    r"|(?: encode_server| encode_dp_worker\[\d+\]))\] ?",
-    re.ASCII,  # \d is [0-9]: faster, and a timestamp in other scripts' digits is not SGLang's
-)
+# `(?:x|)` rather than `(?:x)?`: the same matches, faster in `re`. The pieces are public for
+# the whole-log scan's regex (scan_rows.py). ASCII: \d is [0-9] (faster, and a timestamp in
+# other scripts' digits is not SGLang's).
+TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3}|)"
+RANKS = (r"(?: DP\d+|)(?: PP\d+|)(?: ATTN_CP\d+|)(?: MOE_DP\d+|)(?: TP\d+|)(?: EP\d+|)"
+         r"|(?: encode_server| encode_dp_worker\[\d+\])")
+PREFIX = re.compile(rf"\[({TIMESTAMP})({RANKS})\] ?", re.ASCII)
 UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
 

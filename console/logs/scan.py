@@ -5,18 +5,22 @@ with the log (only counters, one record per catalogue id and capped lists)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import islice
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from console.logs.batch_stats import ScanValues, scan_values
+from console.logs.batch_stats import scan_values
 from console.logs.catalogue import Catalogue, default_catalogue
-from console.logs.classify import BATCH_PREFIXES
+from console.logs.classify import BATCH_PREFIXES, access_severity
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
+from console.logs.scan_rows import A_STATUS, Row, batch_row
 
 _MAX_OTHER = 1000
+_N = TypeVar("_N", int, float)
 _DEBUG = Severity.DEBUG
 _EXAMPLE_CHARS = 300
 _ELAPSED = re.compile(r"elapsed=([\d.]+) s")
@@ -170,6 +174,10 @@ class LogScanner:
         self._max_running: int | None = None
         self._max_queue: int | None = None
         self._max_usage: float | None = None
+        # Counts and usages repeat: their values by text (converting costs more than the
+        # rest of a row); bounded, see _convert.
+        self._ints: dict[str, int] = {}
+        self._floats: dict[str, float] = {}
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         counts = self._counts
@@ -282,65 +290,144 @@ class LogScanner:
 
     # -- batches ----------------------------------------------------------------------------
 
-    def batch_line(self, values: ScanValues, seq: int, timestamp: str | None) -> None:
-        """A one-line batch event, given by what `scan_values` read from it: the same as
-        feeding the event (the whole-file scan's fast path, see scan_fast.py)."""
-        counts = self._counts
-        counts[_DEBUG] = counts.get(_DEBUG, 0) + 1
-        self._events += 1
-        self._lines += 1
-        if self._launches:
-            self._launches[-1].served = True
-        self._batch_values(values, seq, timestamp)
-
-    def access_line(self, severity: Severity) -> bool:
-        """A one-line access event, once a launch is open: the same as feeding the event.
-        False (nothing done) before the first launch: feed the event instead (it opens one)."""
-        if not self._launches:
-            return False
-        counts = self._counts
-        counts[severity] = counts.get(severity, 0) + 1
-        self._events += 1
-        self._lines += 1
-        self._launches[-1].served = True
-        return True
+    def standard_rows(self, rows: Sequence[Row], start: int, end: int, first_seq: int) -> int:
+        """Standard lines read by scan_rows.ROWS, `rows[start:end]`, the first at line
+        `first_seq`, each a whole event: the same as feeding their one-line events (the
+        whole-file scan's fast path, see scan_fast.py). Stops at an access line before any
+        launch (fed as an event, it opens one); returns the index it stopped at."""
+        launches = self._launches
+        if not launches:
+            end = next((i for i in range(start, end) if rows[i][A_STATUS]), end)
+        not_debug = self._tally(rows, start, end, first_seq)
+        done = end - start
+        if done:
+            if launches:
+                launches[-1].served = True
+            self._events += done
+            self._lines += done
+            if done > not_debug:
+                counts = self._counts
+                counts[_DEBUG] = counts.get(_DEBUG, 0) + done - not_debug
+        return end
 
     def _batch(self, event: LogEvent) -> None:
         values = scan_values(event.message)
         if values is not None:
-            self._batch_values(values, event.seq, event.timestamp)
+            self._tally((batch_row(values, event.timestamp),), 0, 1, event.seq)
 
-    def _batch_values(self, values: ScanValues, seq: int, timestamp: str | None) -> None:
-        decode, running, queue, usage, graph, rate, accept = values
-        if not decode:
-            self._rate_gate.prefill(running, timestamp)
-            self._prefill_lines += 1
-            if rate is not None and (self._peak_input is None or rate > self._peak_input):
-                self._peak_input = rate
-        else:
-            self._decode_lines += 1
-            if not self._rate_gate.decode_is_rate(timestamp):
-                rate = None  # the first line after idle: its window spans the idle spell
-                self._decode_not_rate += 1
-            if rate is not None:
-                if self._peak_gen is None or rate > self._peak_gen[0]:
-                    self._peak_gen = (rate, seq + 1, timestamp)
-                if running:
-                    self._gen_sum += rate
-                    self._gen_n += 1
-            if accept is not None:
-                self._accept_sum += accept
-                self._accept_n += 1
-            if graph is False:
-                self._graph_off_line(seq + 1, timestamp)
-            elif graph is True and self._graph_off is not None:
-                self._close_graph_off()
-        if running is not None and (self._max_running is None or running > self._max_running):
-            self._max_running = running
-        if queue is not None and (self._max_queue is None or queue > self._max_queue):
-            self._max_queue = queue
-        if usage is not None and (self._max_usage is None or usage > self._max_usage):
-            self._max_usage = usage
+    def _tally(self, rows: Sequence[Row], start: int, end: int, seq: int) -> int:
+        """Batch stats of the batch rows in `rows[start:end]` and the severity counts of its
+        access rows that are not DEBUG. Returns how many rows it counted at another severity
+        than DEBUG. The one place a batch line is accounted,
+        whether the fast path read it or scan_values (batch_row).
+
+        The state lives in locals for the loop (batch lines are most of a log) and goes back
+        to the attributes at the end; rows are unpacked in scan_rows' layout order.
+        """
+        gate = self._rate_gate
+        stamp, idle = gate.last_stamp, gate.after_idle
+        counts = self._counts
+        peak = self._peak_gen
+        peak_value = 0.0 if peak is None else peak[0]
+        peak_input = self._peak_input
+        max_running, max_queue, max_usage = self._max_running, self._max_queue, self._max_usage
+        gen_sum, gen_n = self._gen_sum, self._gen_n
+        accept_sum, accept_n = self._accept_sum, self._accept_n
+        decode_lines, prefill_lines, not_rate = (
+            self._decode_lines, self._prefill_lines, self._decode_not_rate)
+        graph_off = self._graph_off is not None
+        ints, floats = self._ints, self._floats
+        not_debug = 0
+        line = seq - start + 1  # the 1-based line of rows[index] is line + index
+        for index, (ts, decode, run, use, alen, graph, gen, queue, prefill, p_use, p_run, p_queue,
+                    p_rate, method, path, status, _raw) in enumerate(islice(rows, start, end),
+                                                                      start):
+            if decode:
+                decode_lines += 1
+                if ts == stamp and not idle:
+                    rate_ok = True
+                else:
+                    rate_ok = gate.decode_is_rate(ts)
+                    stamp, idle = gate.last_stamp, False
+                running = None
+                if run:
+                    try:
+                        running = ints[run]
+                    except KeyError:
+                        running = _convert(ints, run, int)
+                    if max_running is None or running > max_running:
+                        max_running = running
+                if not rate_ok:
+                    not_rate += 1  # the first line after idle: its window spans the idle spell
+                elif gen:
+                    rate = float(gen)
+                    if rate > peak_value or peak is None:
+                        peak = (rate, line + index, ts)
+                        peak_value = rate
+                    if running:
+                        gen_sum += rate
+                        gen_n += 1
+                if alen:
+                    try:
+                        accept_sum += floats[alen]
+                    except KeyError:
+                        accept_sum += _convert(floats, alen, float)
+                    accept_n += 1
+                if graph == "True":
+                    if graph_off:
+                        self._close_graph_off()
+                        graph_off = False
+                elif graph == "False":
+                    self._graph_off_line(line + index, ts)
+                    graph_off = True
+            elif prefill:
+                prefill_lines += 1
+                running = None
+                use, queue = p_use, p_queue
+                if p_run:
+                    try:
+                        running = ints[p_run]
+                    except KeyError:
+                        running = _convert(ints, p_run, int)
+                    if max_running is None or running > max_running:
+                        max_running = running
+                if ts != stamp:
+                    gate.prefill(running, ts)
+                    stamp, idle = gate.last_stamp, gate.after_idle
+                if p_rate:
+                    rate = float(p_rate)
+                    if peak_input is None or rate > peak_input:
+                        peak_input = rate
+            else:  # an access row
+                if status >= "400":
+                    severity = access_severity(int(status), method, path)
+                    if severity is not _DEBUG:
+                        if _DEBUG not in counts and index - start > not_debug:
+                            counts[_DEBUG] = 0  # DEBUG rows came first: keep the key order
+                        counts[severity] = counts.get(severity, 0) + 1
+                        not_debug += 1
+                continue
+            if queue:
+                try:
+                    queued = ints[queue]
+                except KeyError:
+                    queued = _convert(ints, queue, int)
+                if max_queue is None or queued > max_queue:
+                    max_queue = queued
+            if use:
+                try:
+                    usage = floats[use]
+                except KeyError:
+                    usage = _convert(floats, use, float)
+                if max_usage is None or usage > max_usage:
+                    max_usage = usage
+        self._peak_gen, self._peak_input = peak, peak_input
+        self._max_running, self._max_queue, self._max_usage = max_running, max_queue, max_usage
+        self._gen_sum, self._gen_n = gen_sum, gen_n
+        self._accept_sum, self._accept_n = accept_sum, accept_n
+        self._decode_lines, self._prefill_lines, self._decode_not_rate = (
+            decode_lines, prefill_lines, not_rate)
+        return not_debug
 
     def _graph_off_line(self, line: int, timestamp: str | None) -> None:
         period = self._graph_off
@@ -458,6 +545,18 @@ class LogScanner:
         total = next((p.seconds for p in launch.phases if p.name == "total"), None)
         launch.startup_seconds = total
         return launch
+
+
+_CONVERTED_MAX = 4096
+
+
+def _convert(cache: dict[str, _N], text: str, convert: Callable[[str], _N]) -> _N:
+    """`convert(text)`, remembered in `cache` (cleared when full: memory stays bounded)."""
+    value = convert(text)
+    if len(cache) >= _CONVERTED_MAX:
+        cache.clear()
+    cache[text] = value
+    return value
 
 
 def _seconds_between(

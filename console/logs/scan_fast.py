@@ -1,138 +1,112 @@
 """The whole-file scan's inner loop (`plateau logscan`): the bulk of a log without events.
 
 Most lines of a serving log are standard `Decode batch` / `Prefill batch` lines and uvicorn
-access lines. For those, one regex match over the whole line reads the prefix and every field
-the scan needs, and the scanner takes the values directly (LogScanner.batch_line/access_line):
-no cleaning, no LogEvent, no second parse. Everything else takes the assembler's general path
-line by line, so the result is the one feeding every line through EventAssembler.feed gives
+access lines. A chunk of text is read with one regex call (scan_rows.ROWS: a tuple per line),
+and the scanner walks the standard lines' tuples itself (LogScanner.standard_rows): no Python
+call, no cleaning, no LogEvent per line. Every other line takes the assembler's general path,
+so the result is the one feeding every line through EventAssembler.feed gives
 (tests/test_logs_scan_fastpath.py compares them):
 
 * a standard line closes whatever event was open, like any prefixed line;
-* it stays pending until the next line: if that line continues it (an indented line, say),
-  the pending line becomes the assembler's open event (`adopt`) and the general path goes on;
-* a line the regex matches is clean by construction for batch lines (printable ASCII digits
-  and fixed words, no secret-like text); access lines (free-form client and path) are checked
-  as the assembler checks them, and take the general path when in doubt.
+* a line that may continue the standard line before it (indented, a `Traceback`, or text the
+  assembler cleans first) takes that line with it to the general path, where the assembler
+  decides; so does a chunk's last line when standard (the next chunk may continue it);
+* a standard line is clean by construction: printable ASCII, nothing redact_secrets changes
+  (scan_rows.py says why).
 """
 
 from __future__ import annotations
 
-import re
+from operator import itemgetter
 
-from console.logs.assembler import EventAssembler
-from console.logs.batch_stats import DECODE_FAST, PREFILL_FAST
-from console.logs.classify import access_severity
-from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX
-from console.logs.models import LogEvent, Severity, new_event
+from console.logs.assembler import TRACEBACK, EventAssembler
 from console.logs.scan import LogScanner, ScanReport
+from console.logs.scan_rows import RAW, ROWS, TS, Row
 
-_ACCESS_HEAD = "INFO:     "
-
-
-def _body(pattern: re.Pattern[str]) -> str:
-    return pattern.pattern.removesuffix(r"\Z").removesuffix("$")
-
-
-# Group numbers: PREFIX's two (timestamp, ranks), then each alternative's outer group followed
-# by its own groups; `lastindex` is the outer group of the alternative that matched.
-_DECODE = PREFIX.groups + 1
-_PREFILL = _DECODE + 1 + DECODE_FAST.groups
-_ACCESS = _PREFILL + 1 + PREFILL_FAST.groups
-_STANDARD = re.compile(
-    f"{PREFIX.pattern}(?:({_body(DECODE_FAST)})|({_body(PREFILL_FAST)})"
-    f"|({re.escape(_ACCESS_HEAD)}{_body(ACCESS)}))\\Z",
-    re.ASCII,
-)
-_D_RUN, _D_USE, _D_ALEN, _D_GRAPH, _D_GEN, _D_QUEUE = (_DECODE + i for i in (2, 4, 5, 7, 8, 9))
-_P_USE, _P_RUN, _P_QUEUE, _P_GRAPH, _P_INPUT = (_PREFILL + i for i in (5, 6, 7, 9, 10))
-_A_METHOD, _A_PATH, _A_STATUS = (_ACCESS + i for i in (2, 3, 4))
-_DEBUG = Severity.DEBUG
+_stamps = itemgetter(TS)  # "" on the rows of lines the regex did not read
+_MAY_CONTINUE = (" ", "\t", TRACEBACK)
 
 
 class ScanPipeline:
-    """Feed a file's lines in order (lists of any size), then `finish()` for the report."""
+    """Feed a file's text in order (`feed_text`, chunks of whole lines), then `finish()`."""
 
     def __init__(self, scanner: LogScanner, assembler: EventAssembler) -> None:
         self.scanner = scanner
         self.assembler = assembler
-        self._pending: re.Match[str] | None = None  # the last line, if standard
-        self._pending_seq = 0
+        self._held = ""  # the previous chunk's last line, when standard
+        self._seq = assembler.next_seq  # the line number of the next row
 
-    def feed_lines(self, lines: list[str]) -> None:
-        assembler, scanner = self.assembler, self.scanner
-        match = _STANDARD.match
-        pending, pending_seq = self._pending, self._pending_seq
-        seq = assembler.next_seq if pending is None else pending_seq + 1
-        for raw in lines:
-            found = match(raw)
-            if found is not None and found.lastindex == _ACCESS and (
-                found.group(2) or len(raw) > MAX_LINE_CHARS or not raw.isprintable()
-                or "api" in raw or "password" in raw or "hf_token" in raw
-            ):
-                found = None  # ranks, or text the general path cleans: not the fast shape
-            if found is not None:
-                if pending is not None:
-                    self._commit(pending, pending_seq)
-                elif assembler.has_open:
-                    done = assembler.flush()
-                    if done is not None:
-                        scanner.feed((done,))
-                pending, pending_seq = found, seq
-                seq += 1
-                continue
-            if pending is not None:
-                assembler.adopt(self._event(pending, pending_seq))
-                pending = None
-            assembler.next_seq = seq
-            event = assembler.feed(raw)
-            seq += 1
-            if event is not None:
-                scanner.feed((event,))
-        self._pending, self._pending_seq = pending, pending_seq
-        if pending is None:
-            assembler.next_seq = seq
+    def feed_text(self, text: str) -> None:
+        """`text`: whole lines, each ending in `\\n`, none longer than MAX_LINE_CHARS (what
+        bounded_lines.bounded_text_chunks gives)."""
+        if self._held:
+            text = self._held + text
+            self._held = ""
+        rows = ROWS.findall(text)
+        count = len(rows)
+        if count and rows[-1][TS]:
+            self._held = text[text.rfind("\n", 0, len(text) - 1) + 1 :]
+            count -= 1
+        self._rows(rows, count, text)
 
     def finish(self) -> ScanReport:
-        if self._pending is not None:
-            self._commit(self._pending, self._pending_seq)
-            self._pending = None
+        if self._held:
+            text, self._held = self._held, ""
+            rows = ROWS.findall(text)
+            self._rows(rows, len(rows), text)
         last = self.assembler.flush()
         if last is not None:
             self.scanner.feed((last,))
         return self.scanner.report()
 
-    def _commit(self, found: re.Match[str], seq: int) -> None:
-        kind = found.lastindex
-        if kind == _DECODE:
-            run, use, alen, graph, gen, queue = found.group(
-                _D_RUN, _D_USE, _D_ALEN, _D_GRAPH, _D_GEN, _D_QUEUE)
-            self.scanner.batch_line(
-                (True, int(run), int(queue), float(use), graph == "True", float(gen),
-                 None if alen is None else float(alen)), seq, found.group(1))
-        elif kind == _PREFILL:
-            use, run, queue, graph, rate = found.group(_P_USE, _P_RUN, _P_QUEUE, _P_GRAPH,
-                                                       _P_INPUT)
-            self.scanner.batch_line(
-                (False, int(run), int(queue), float(use), graph == "True", float(rate), None),
-                seq, found.group(1))
-        elif not self.scanner.access_line(_access_severity(found)):
-            self.scanner.feed((self._event(found, seq),))
+    def _rows(self, rows: list[Row], count: int, text: str) -> None:
+        """The first `count` rows of `text`, in order."""
+        scanner = self.scanner
+        stamps = list(map(_stamps, rows))
+        lines: list[str] | None = None  # `text`'s lines, split when a standard one goes general
+        first = self._seq
+        index = 0
+        while index < count:
+            try:
+                other = stamps.index("", index, count)
+            except ValueError:
+                other = count
+            end = other
+            if index < other < count and _may_continue(rows[other][RAW]):
+                end = other - 1  # the assembler decides whether the line goes with the next
+            while index < end:
+                if self.assembler.has_open:
+                    self._close_open()
+                index = scanner.standard_rows(rows, index, end, first + index)
+                if index < end:  # a standard line the scanner takes as an event
+                    if lines is None:
+                        lines = text.split("\n")
+                    self._general(lines[index], first + index)
+                    index += 1
+            for general in range(index, min(other + 1, count)):
+                if stamps[general]:
+                    if lines is None:
+                        lines = text.split("\n")
+                    self._general(lines[general], first + general)
+                else:
+                    self._general(rows[general][RAW], first + general)
+            index = other + 1
+        self._seq = first + count
 
-    def _event(self, found: re.Match[str], seq: int) -> LogEvent:
-        """The event the assembler builds for this line (feed_lines' fast heads)."""
-        raw = found.string
-        source = self.assembler.source
-        if found.lastindex == _ACCESS:
-            return new_event(seq, "access", (raw,), raw[found.start(_ACCESS) + len(_ACCESS_HEAD):],
-                             _access_severity(found), found.group(1), "", "INFO", None, None,
-                             None, source)
-        message = raw[found.start(found.lastindex or 0):]
-        return new_event(seq, "sglang", (raw,), message, _DEBUG, found.group(1),
-                         found.group(2)[1:], None, None, None, None, source)
+    def _general(self, raw: str, seq: int) -> None:
+        assembler = self.assembler
+        assembler.next_seq = seq
+        event = assembler.feed(raw)
+        if event is not None:
+            self.scanner.feed((event,))
+
+    def _close_open(self) -> None:
+        done = self.assembler.flush()
+        if done is not None:
+            self.scanner.feed((done,))
 
 
-def _access_severity(found: re.Match[str]) -> Severity:
-    status = found.group(_A_STATUS)
-    if status < "400":
-        return _DEBUG
-    return access_severity(int(status), found.group(_A_METHOD), found.group(_A_PATH))
+def _may_continue(raw: str) -> bool:
+    """Whether the assembler might add this unprefixed line to a batch or access event before
+    it (indented lines, a traceback), or cleans it first (so its start may change)."""
+    return raw.startswith(_MAY_CONTINUE) or not raw.isprintable()

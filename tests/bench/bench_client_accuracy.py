@@ -3,7 +3,7 @@ same run.
 
     .venv/bin/python tests/bench/bench_client_accuracy.py [--concurrency 1,64,256,1024]
         [--repeats 3] [--ttft-ms 100] [--itl-ms 100] [--output-len 32] [--no-pin]
-        [--clients native,rust,python] [--native-workers N]
+        [--clients native,rust,python,native@N] [--native-workers N]
 
 Starts `python -m console.sim` in ideal-timing mode (every request: TTFT exactly A ms, then one
 token every B ms, no model, no noise), then at each concurrency, in rotating order, runs
@@ -121,11 +121,15 @@ def _clients(args: argparse.Namespace, transport: LocalTransport, url: str, toke
             transport, host_base_url=url, command=[sys.executable, str(shim)],
             tokenizer=str(tokenizer), workdir=str(tmp))  # fmt: skip
 
-    def native() -> Any:
-        return NativeEngine(max_workers=args.native_workers)
+    def native(streams: int) -> Callable[[], Any]:
+        return lambda: NativeEngine(max_workers=args.native_workers, streams_per_worker=streams)
 
-    every = {"native": (native, "native"), "rust": (external(RUST_SHIM_PATH), "bench-serving"),
+    every = {"native": (native(args.streams_per_worker), "native"),
+             "rust": (external(RUST_SHIM_PATH), "bench-serving"),
              "python": (external(SHIM_PATH), "bench-serving")}
+    for name in args.clients:  # native@N: the native engine with N streams per worker
+        if name.startswith("native@"):
+            every[name] = (native(int(name.split("@", 1)[1])), "native")
     return {name: every[name] for name in args.clients}
 
 
@@ -160,6 +164,9 @@ async def main() -> None:
                         default=["native", "rust", "python"])
     parser.add_argument("--native-workers", type=int, default=None,
                         help="max native worker processes (default: the CPUs it may run on)")
+    parser.add_argument("--streams-per-worker", type=int, default=128,
+                        help="native: concurrent streams per worker process (the engine's "
+                        "default 128)")
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the sim to CPU 0 and the clients to the rest")
     args = parser.parse_args()

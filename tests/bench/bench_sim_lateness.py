@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,6 +56,11 @@ def _get(url: str) -> Any:
 
 
 def _extract(ref: str, into: Path) -> str:
+    """The baseline's console/ into INTO: from git, or copied where REF is a directory holding
+    such a tree (the device machine has no git)."""
+    if Path(ref).is_dir():
+        shutil.copytree(Path(ref) / "console", into / "console")
+        return Path(ref).name
     short = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.strip()
     archive = subprocess.run(["git", "archive", ref, "console"], cwd=ROOT, check=True,
