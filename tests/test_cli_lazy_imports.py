@@ -72,16 +72,17 @@ print(json.dumps({"code": code, "modules": seen}))
 
 # Deferred until a screen, a key, a job or the session's work first needs them.
 NOT_BEFORE_THE_FIRST_FRAME = (
-    # the sweep and A/B machinery, SSH, HTTP, Prometheus
-    "aiohttp", "asyncssh", "httpx", "prometheus_client", "console.bench.engines",
-    "console.jobs.sweep", "console.jobs.ab", "console.host.ssh",
+    # the sweep and A/B machinery and the run models (console.bench, console.jobs), SSH,
+    # HTTP, Prometheus
+    "console.bench", "console.jobs", "aiohttp", "asyncssh", "httpx", "prometheus_client",
+    "console.host.ssh",
     # the other screens and dialogs, and what fills them (stored runs, comparisons, diagnoses)
     "console.app.screens.views", "console.app.screens.modals", "console.app.views_data",
     "console.app.screens.gpu_processes", "widgets.flags_editor", "console.diagnose",
-    "console.store.db", "console.bench.report",
+    "console.store.db",
     # the session's work: lifecycle, GPU agent, log follower, flag discovery
-    "console.jobs.server", "console.jobs.target", "console.server.lifecycle",
-    "console.gpu.collector", "console.logs.follower", "console.server.discovery",
+    "console.server.lifecycle", "console.gpu.collector", "console.logs.follower",
+    "console.server.discovery",
     # recording, replay, snapshots
     "console.session.recording", "console.session.replay", "console.app.screenshot",
 )

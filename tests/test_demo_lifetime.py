@@ -140,3 +140,14 @@ async def test_no_server_starts_when_the_guard_does_not(tmp_path: Path) -> None:
     finally:
         await session.close()
         await guard.close()
+
+
+async def test_a_guard_closed_while_starting_still_cleans_up(tmp_path: Path) -> None:
+    """The console may quit before its guard is up (a key at once, a bad config): closing
+    waits for the guard to guard, so it cleans up rather than dying on the way in."""
+    config, run_dir = temp_demo(1, 0.0, tmp_path / "run")
+    host = config.host(DEMO_HOST)
+    guard = await OwnerGuard.spawn(LocalTransport(DEMO_HOST, run_dir=host.run_dir), host,
+                                   stop_server=True, remove_run_dir=True)
+    await guard.close()  # at once: its process is not even spawned yet
+    assert not run_dir.exists()

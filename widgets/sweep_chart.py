@@ -14,15 +14,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from console.bench.knee import knee_of_steps
-from console.bench.models import StepResult
 from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
+
+if TYPE_CHECKING:  # the knee comes with the first finished step, not the empty first frame
+    from console.bench.models import StepResult
 
 SERIES_VARIABLES = ("series-a", "series-b", "series-c")
 FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
@@ -174,6 +176,8 @@ def series_key(ascii_only: bool) -> list[tuple[str, str]]:
 
 
 def _short_knee(steps: Sequence[StepResult], *, terse: bool = False) -> str:
+    from console.bench.knee import knee_of_steps
+
     knee = knee_of_steps(steps)
     gain = "" if knee.gain_pct is None else f"{knee.gain_pct:+.1f}%".replace("-", "\u2212")
     if knee.kind == "saturates":
@@ -275,6 +279,8 @@ def render_chart(
     first = colours[0]
     for text, series in series_key(ascii_only):
         legend.append(text, first + Style(bold=True) if series == "total" else first + dim)
+    from console.bench.knee import knee_of_steps  # with the first step, not the empty chart
+
     knees = [
         Text.assemble(
             (f"{SERIES_LETTERS[i]} ", colours[i % len(colours)]),

@@ -42,7 +42,6 @@ from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
 from console.host.transport import Transport
-from console.jobs.ab_models import ABRequest
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -69,7 +68,12 @@ from widgets.log_view import LogView
 
 if TYPE_CHECKING:
     from console.gpu.processes import GpuProcessRow
+    from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
+
+TERMINAL_GRACE_S = 0.1
+"""After the first frame, how long the terminal has the CPU to itself before the sessions
+start (a real terminal only; headless apps start them at once)."""
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
 
@@ -230,7 +234,16 @@ class PlateauApp(App[int]):
         # The hosts' sessions (connect, GPU agent, log follower, server launch) start once
         # the first frame with the layout is on the terminal, not competing with it for the
         # CPU: their data fills the frame in (issue 19 item 5).
-        self.call_after_refresh(self._start_pumps)
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        if self.is_headless:
+            self._start_pumps()
+            return
+        # The terminal has the frame to draw, and needs the CPU for it: starting the
+        # sessions at once (their imports, connects and agents, ~0.1 s of CPU) delayed the
+        # frame on screen by about as much on a 2-core machine (tmux, bench_app_startup.py).
+        self.set_timer(TERMINAL_GRACE_S, self._start_pumps)
 
     def _start_pumps(self) -> None:
         for session in self.sessions.values():

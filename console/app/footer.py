@@ -54,8 +54,14 @@ class PlateauFooter(Footer):
 
     def _plan(self) -> tuple[tuple[str, str, str, str, bool, str], ...] | None:
         """The keys to show as (key, display, description, action, disabled, tooltip), in
-        order; None before the bindings are ready."""
-        if not self._bindings_ready:
+        order; None when there is no screen yet.
+
+        Textual's Footer shows nothing until the screen reports its bindings, and then asks
+        for a recompose after the next refresh: the first frame would have no keys, the keys
+        a second frame later (tens of ms at start-up, issue 19 item 5). The app's keys are
+        known when the footer is first composed; the bindings' report recomposes if what the
+        focused widget adds changes the plan."""
+        if not self.is_attached:
             return None
         app: Any = self.app
         reason = getattr(app, "unavailable_reason", lambda _id: None)

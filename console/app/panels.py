@@ -6,8 +6,8 @@ are the only place the dashboard touches the widgets' data API.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from console.bench.models import StepResult
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats
@@ -15,6 +15,9 @@ from widgets.gpu_panel import GpuPanel
 from widgets.log_view import LogView
 from widgets.server_strip import ServerStrip
 from widgets.sweep_chart import SweepChart
+
+if TYPE_CHECKING:  # a sweep's steps: the run models come with the first sweep
+    from console.bench.models import StepResult
 
 # -- bars and sparklines (ASCII fallback) ---------------------------------------------------
 

@@ -19,10 +19,14 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 
+from console import aio
 from console.config_models import HostConfig
 from console.errors import PlateauError
 from console.host.transport import LineStream, Transport
 from console.server.hostscript import stream_host_script
+
+START_WAIT_S = 10.0
+"""How long `close` waits for a guard still starting (a Python start, normally ~0.05 s)."""
 
 
 class OwnerGuard:
@@ -63,14 +67,17 @@ class OwnerGuard:
         await asyncio.shield(self._started)
 
     async def close(self) -> None:
-        """The guard cleans up now, as it would after our death. (A guard process whose start
-        is cut short here still sees its pipe from us close, and cleans up then.)"""
-        if not self._started.done():
-            self._started.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._started  # retrieved: a guard that never started is no news now
-        if self._stream is not None:
-            await self._stream.close()
+        """The guard cleans up now, as it would after our death. A guard still starting is
+        waited for first (bounded): stopped before its signal handlers exist, it would die
+        without cleaning up (the console can quit before the guard is up)."""
+        try:
+            with contextlib.suppress(Exception):  # a guard that never started: no news now
+                await aio.wait_for(asyncio.shield(self._started), START_WAIT_S)
+        finally:
+            if not self._started.done():
+                self._started.cancel()
+            if self._stream is not None:
+                await self._stream.close()
 
 
 @contextlib.asynccontextmanager

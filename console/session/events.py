@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from console.bench.models import StepResult
 from console.gpu.models import GpuHeader, GpuSample
-from console.jobs.ab_models import ABResult
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats as StatsSnapshot
+
+if TYPE_CHECKING:  # a sweep's and an A/B's results: the run models come with the first job
+    from console.bench.models import StepResult
+    from console.jobs.ab_models import ABResult
 
 ConnectionStatus = Literal["connecting", "connected", "lost", "reconnecting", "failed", "closed"]
 ServerStateName = Literal["unknown", "stopped", "starting", "ready", "stopping", "failed"]

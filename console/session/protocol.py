@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from console.config_models import HostConfig, ServerProfile
-from console.jobs.ab_models import ABRequest
-from console.server.flags import FlagSchema
-from console.server.records import LaunchRecord
 from console.session.events import SessionEvent
 from console.session.state import HostState
+
+if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
+    from console.jobs.ab_models import ABRequest
+    from console.server.flags import FlagSchema
+    from console.server.records import LaunchRecord
 
 
 class Session(Protocol):

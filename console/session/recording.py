@@ -44,6 +44,12 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
 
 @cache
 def _adapter(name: str) -> TypeAdapter[Any]:
+    # The events name their sweep and A/B payloads for type checkers only (the console's
+    # start-up does not import the run models); pydantic resolves those names here, in this
+    # frame's namespace.
+    from console.bench.models import StepResult  # noqa: F401
+    from console.jobs.ab_models import ABResult  # noqa: F401
+
     return TypeAdapter(EVENT_TYPES[name])
 
 

@@ -10,11 +10,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from console.bench.models import StepResult
 from console.gpu.models import GpuHeader, GpuSample
-from console.jobs.ab_models import ABResult
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats as StatsSnapshot
 from console.session.events import (
@@ -35,6 +33,10 @@ from console.session.events import (
     SweepProgress,
     TopologyUpdate,
 )
+
+if TYPE_CHECKING:  # the run models come with the first sweep or A/B
+    from console.bench.models import StepResult
+    from console.jobs.ab_models import ABResult
 
 Level = Literal["info", "warning", "error"]
 
