@@ -155,6 +155,11 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="ideal-timing mode: fixed time to first token (no model, no noise)")
     p.add_argument("--sim-ideal-itl-ms", type=float, default=None,
                    help="ideal-timing mode: fixed inter-token interval")
+    p.add_argument("--sim-ideal-procs", type=int, default=1, metavar="N",
+                   help="ideal-timing mode only: serve the port from N processes (SO_REUSEPORT, "
+                   "each its own IdealEngine; a measurement aid, not an SGLang behaviour: "
+                   "console/sim/procs.py). /_sim/lateness merges all of them; /metrics, "
+                   "/server_info and the GPU state file (the parent's) are per process")
     p.add_argument("--sim-num-gpus", type=int, default=8)
     p.add_argument("--sim-gpu-name", default="NVIDIA RTX PRO 6000 Blackwell Server Edition")
     p.add_argument("--sim-gpu-memory-mib", type=int, default=97887)
@@ -210,6 +215,7 @@ class SimOptions:
     seed: int | None = None
     ideal_ttft_ms: float | None = None
     ideal_itl_ms: float | None = None
+    ideal_procs: int = 1
     num_gpus: int = 8
     gpu_name: str = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
     gpu_memory_mib: int = 97887
@@ -270,6 +276,15 @@ def merge_config_file(argv: list[str]) -> list[str]:
     return merged + argv[:index] + argv[index + 2:]
 
 
+def _check_ideal_procs(sim_ns: argparse.Namespace) -> None:
+    procs = sim_ns.sim_ideal_procs
+    if procs < 1:
+        raise SystemExit(f"plateau-sim: --sim-ideal-procs must be at least 1, got {procs}")
+    if procs > 1 and sim_ns.sim_ideal_ttft_ms is None and sim_ns.sim_ideal_itl_ms is None:
+        raise SystemExit("plateau-sim: --sim-ideal-procs needs ideal-timing mode "
+                         "(--sim-ideal-ttft-ms / --sim-ideal-itl-ms)")
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
     """Parse a full command line. Exits 2 with argparse's message on errors, like SGLang."""
     sim_argv, sglang_argv = split_sim_argv(argv)
@@ -279,11 +294,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
     if sim_ns.sim_help:
         sim_parser.print_help()
         raise SystemExit(0)
+    _check_ideal_procs(sim_ns)
     args = build_sglang_parser().parse_args(sglang_argv)
     sim = SimOptions(
         seed=sim_ns.sim_seed,
         ideal_ttft_ms=sim_ns.sim_ideal_ttft_ms,
         ideal_itl_ms=sim_ns.sim_ideal_itl_ms,
+        ideal_procs=sim_ns.sim_ideal_procs,
         num_gpus=sim_ns.sim_num_gpus,
         gpu_name=sim_ns.sim_gpu_name,
         gpu_memory_mib=sim_ns.sim_gpu_memory_mib,

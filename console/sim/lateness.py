@@ -10,6 +10,7 @@ Read with `GET /_sim/lateness` (`?reset=1` clears after reading), ideal mode onl
 
 from __future__ import annotations
 
+import struct
 from array import array
 from typing import Any
 
@@ -48,6 +49,19 @@ class Lateness:
 
     def summary(self) -> dict[str, Any]:
         return {"first_token": _summary(self.first), "chunk": _summary(self.tokens)}
+
+    def raw(self) -> bytes:
+        """Both series as bytes (two counts, then the doubles): what a sibling process sends
+        when `--sim-ideal-procs` > 1 merges every process's samples (console.sim.procs)."""
+        return struct.pack("<QQ", len(self.first), len(self.tokens)) + self.first.tobytes() \
+            + self.tokens.tobytes()
+
+    def add_raw(self, data: bytes) -> None:
+        """Append another process's `raw()` samples."""
+        n_first, n_tokens = struct.unpack_from("<QQ", data)
+        body = memoryview(data)[16:]
+        self.first.frombytes(body[:8 * n_first])
+        self.tokens.frombytes(body[8 * n_first:8 * (n_first + n_tokens)])
 
     def reset(self) -> None:
         self.first = array("d")

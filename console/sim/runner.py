@@ -26,6 +26,7 @@ from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
 from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
 from console.sim.model import KV_DTYPE_TORCH, decode_graph_ladder
+from console.sim.procs import ProcGroup, listen_socket
 from console.sim.server import SimState, build_app
 
 STATE_INTERVAL_S = 0.25
@@ -34,15 +35,16 @@ ARCH = "LlamaForCausalLM"
 
 
 class Runner:
-    def __init__(self, cfg: SimConfig) -> None:
+    def __init__(self, cfg: SimConfig, procs: ProcGroup | None = None) -> None:
         sa = cfg.server_args
         self.cfg = cfg
+        self.procs = procs  # --sim-ideal-procs > 1: this process is one of several
         self.log = SimLog(log_level=sa["log_level"], log_level_http=sa.get("log_level_http"),
                           access_exclude=sa.get("uvicorn_access_log_exclude_prefixes"))
         metrics_on = bool(sa.get("enable_metrics"))
         engine_cls: type[BaseEngine] = IdealEngine if cfg.sim.ideal else Engine
         self.engine = engine_cls(cfg, self.log, record_latencies=metrics_on)
-        self.state = SimState(cfg=cfg, log=self.log, engine=self.engine)
+        self.state = SimState(cfg=cfg, log=self.log, engine=self.engine, procs=procs)
         if cfg.sim.ideal:
             self.state.lateness = Lateness((cfg.sim.ideal_ttft_ms or 0.0) / 1000.0,
                                            (cfg.sim.ideal_itl_ms or 0.0) / 1000.0)
@@ -307,7 +309,8 @@ class Runner:
         log.uvicorn(f"Started server process [{self.pid}]")
         log.uvicorn("Waiting for application startup.")
         log.uvicorn("Application startup complete.")
-        site = web.TCPSite(runner, host, port, backlog=4096, reuse_address=True)
+        site = web.TCPSite(runner, host, port, backlog=4096, reuse_address=True,
+                           reuse_port=True if self.procs else None)
         try:
             await site.start()
         except OSError as exc:
@@ -325,6 +328,8 @@ class Runner:
         self.set_phase("ready")
         loop.add_signal_handler(signal.SIGTERM, self._sigterm)
         loop.add_signal_handler(signal.SIGINT, self._sigint)
+        if self.procs is not None:  # children answer /ready at once: only once this one is
+            await self._start_siblings(runner)
         log.sglang("The server is fired up and ready to roll!")
         await self._stop.wait()
         log.uvicorn("Shutting down")
@@ -334,10 +339,60 @@ class Runner:
         log.uvicorn(f"Finished server process [{self.pid}]")
         engine_task.cancel()
         state_task.cancel()
+        if self.procs is not None:
+            await self.procs.stop()
         self.phase = "stopped"
         self.gpu_mem_used_mib = 0.0
         self.write_state()
         return self._exit_code
+
+    # ---- --sim-ideal-procs (console.sim.procs) -------------------------------------------------
+    async def _start_siblings(self, runner: web.AppRunner) -> None:
+        """Parent: register this process's admin port, let the children bind, wait for them."""
+        assert self.procs is not None
+        await self._admin_site(runner)
+        self.procs.go()
+        if not await self.procs.wait_registered():
+            self.log.raw(f"plateau-sim: not every one of {self.procs.procs} processes came up; "
+                         "serving with those that did")
+
+    async def _admin_site(self, runner: web.AppRunner) -> None:
+        """A private loopback port serving the same app, registered for the siblings."""
+        assert self.procs is not None
+        sock = listen_socket("127.0.0.1", 0)
+        await web.SockSite(runner, sock).start()
+        self.procs.register(sock.getsockname()[1])
+
+    async def serve_child(self) -> int:
+        """Child: serve the parent's port (SO_REUSEPORT) until SIGTERM, SIGINT or the parent
+        goes. No startup, no log lines of its own beyond requests', no GPU state file."""
+        procs = self.procs
+        assert procs is not None
+        loop = asyncio.get_running_loop()
+        self.state.status = "ready"
+        sa = self.cfg.server_args
+        runner = web.AppRunner(build_app(self.state), access_log=None, handle_signals=False)
+        await runner.setup()
+        await web.TCPSite(runner, sa["host"], int(sa["port"]), backlog=4096, reuse_address=True,
+                          reuse_port=True).start()
+        engine_task = asyncio.create_task(self.engine.run())
+        loop.add_signal_handler(signal.SIGTERM, self._child_sigterm)
+        loop.add_signal_handler(signal.SIGINT, self._stop.set)
+        loop.add_reader(procs.lifeline, self._parent_gone)
+        await self._admin_site(runner)
+        await self._stop.wait()
+        await runner.cleanup()
+        engine_task.cancel()
+        return 0
+
+    def _parent_gone(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.procs.lifeline)  # type: ignore[union-attr]
+        self._stop.set()
+
+    def _child_sigterm(self) -> None:
+        if self.state.status != "draining":
+            self.state.status = "draining"
+            asyncio.get_running_loop().create_task(self._drain())
 
     def _early_sigterm(self) -> None:
         # SGLang has no SIGTERM handler before its first request: the default action kills it.
@@ -362,6 +417,8 @@ class Runner:
             return
         self.state.status = "draining"
         self.set_phase("draining")
+        if self.procs is not None:
+            self.procs.signal_children(signal.SIGTERM)  # each drains its own requests
         asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
@@ -405,11 +462,18 @@ class Runner:
         self._die()
 
 
-async def amain(cfg: SimConfig) -> int:
-    runner = Runner(cfg)
+async def child_main(cfg: SimConfig, procs: ProcGroup) -> int:
+    """One of the `--sim-ideal-procs` children (console.sim.procs)."""
+    return await Runner(cfg, procs).serve_child()
+
+
+async def amain(cfg: SimConfig, procs: ProcGroup | None = None) -> int:
+    runner = Runner(cfg, procs)
     try:
         return await runner.serve()
     finally:
+        if procs is not None:
+            procs.cleanup()
         with contextlib.suppress(Exception):
             if runner.phase != "stopped":
                 runner.phase = "stopped"

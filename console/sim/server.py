@@ -25,6 +25,7 @@ from console.sim.config import SimConfig
 from console.sim.engine import BaseEngine, Req
 from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
+from console.sim.procs import ProcGroup
 from console.sim.streams import NativeStream
 from console.sim.tokens import EOS_TOKEN_ID
 
@@ -47,6 +48,7 @@ class SimState:
     metrics: Any = None  # console.sim.metrics.Metrics when --enable-metrics
     flush_pending: bool = False  # a /flush_cache?timeout=S is waiting for idle
     lateness: Lateness | None = None  # ideal mode: the sim's own write-vs-due lateness
+    procs: ProcGroup | None = None  # --sim-ideal-procs > 1: the sibling processes
 
 
 STATE: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
@@ -291,10 +293,30 @@ async def sim_lateness(request: web.Request) -> web.Response:
     lateness = request.app[STATE].lateness
     if lateness is None:
         return _error("lateness is measured in ideal-timing mode only", 404)
-    body = lateness.summary()
-    if request.query.get("reset"):
+    reset = bool(request.query.get("reset"))
+    procs = request.app[STATE].procs
+    if procs is None:
+        body = lateness.summary()
+    else:  # every process's samples (console.sim.procs)
+        merged = Lateness(lateness.ttft_s, lateness.itl_s)
+        merged.add_raw(lateness.raw())
+        for raw in await procs.gather_lateness(reset, request.headers.get("Authorization")):
+            merged.add_raw(raw)
+        body = merged.summary()
+    if reset:
         lateness.reset()
     return _json(body)
+
+
+async def sim_lateness_local(request: web.Request) -> web.Response:
+    """Sim-only: this one process's raw samples, for a sibling merging them (console.sim.procs)."""
+    lateness = request.app[STATE].lateness
+    if lateness is None:
+        return _error("lateness is measured in ideal-timing mode only", 404)
+    body = lateness.raw()
+    if request.query.get("reset"):
+        lateness.reset()
+    return web.Response(body=body, content_type="application/octet-stream")
 
 
 async def simple_ok(request: web.Request) -> web.Response:
@@ -527,6 +549,7 @@ def build_app(state: SimState) -> web.Application:
     r.add_post("/v1/completions", openai)
     r.add_post("/v1/chat/completions", openai)
     r.add_get("/_sim/lateness", sim_lateness)
+    r.add_get("/_sim/lateness/local", sim_lateness_local)
     for path in ("/freeze_gc", "/pause_generation", "/continue_generation", "/abort_request",
                  "/start_profile", "/stop_profile"):
         r.add_post(path, simple_ok)

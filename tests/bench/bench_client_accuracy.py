@@ -3,7 +3,7 @@ same run.
 
     .venv/bin/python tests/bench/bench_client_accuracy.py [--concurrency 1,64,256,1024]
         [--repeats 3] [--ttft-ms 100] [--itl-ms 100] [--output-len 32] [--no-pin]
-        [--clients native,rust,python,native@N] [--native-workers N]
+        [--clients native,rust,python,native@N] [--native-workers N] [--sim-procs N]
 
 Starts `python -m console.sim` in ideal-timing mode (every request: TTFT exactly A ms, then one
 token every B ms, no model, no noise), then at each concurrency, in rotating order, runs
@@ -19,7 +19,9 @@ the measured phase (after the warmup) to their exit, over the tokens of the meas
 SGLang's clients also retokenize the output at the end, which is counted).
 
 By default the sim is pinned to CPU 0 and the clients to the others (the issue's setting: the
-client on its own core), so the clients compete with each other's work, not the sim's. The
+client on its own core), so the clients compete with each other's work, not the sim's.
+`--sim-procs N` serves the sim from N processes (`--sim-ideal-procs`, console/sim/procs.py),
+pinned to the first N CPUs, the clients to the rest. The
 error includes the sim's own lateness, the same for every client in a run: compare the
 columns, and see bench_sim_lateness.py for the sim's share.
 """
@@ -168,25 +170,30 @@ async def main() -> None:
                         "default 128)")
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the sim to CPU 0 and the clients to the rest")
+    parser.add_argument("--sim-procs", type=int, default=1,
+                        help="sim processes (--sim-ideal-procs), pinned to the first N CPUs")
     args = parser.parse_args()
 
     cpus = sorted(os.sched_getaffinity(0))
-    pin = not args.no_pin and len(cpus) >= 2
+    sim_cpus, client_cpus = cpus[:args.sim_procs], cpus[args.sim_procs:]
+    pin = not args.no_pin and bool(client_cpus)
     tmp = Path(tempfile.mkdtemp(prefix="plateau-acc-"))
     tokenizer = build_tokenizer(tmp / "tok")
     port = free_port()
     program = [sys.executable, "-m", "console.sim"]
     if pin:
-        program = ["taskset", "-c", str(cpus[0]), *program]
-        os.sched_setaffinity(0, cpus[1:])  # this process and every client it starts
-    sim = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / "gpu.json", program=program)
+        program = ["taskset", "-c", ",".join(map(str, sim_cpus)), *program]
+        os.sched_setaffinity(0, client_cpus)  # this process and every client it starts
+    sim = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / "gpu.json", program=program,
+                          extra_args=["--sim-ideal-procs", str(args.sim_procs)])
     url = f"http://127.0.0.1:{port}"
     results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
     try:
         transport = LocalTransport("local")
         await transport.connect()
         clients = _clients(args, transport, url, tokenizer, tmp)
-        placing = f"sim on CPU {cpus[0]}, clients on {cpus[1:]}" if pin else "unpinned"
+        placing = (f"sim ({args.sim_procs} process(es)) on CPU {sim_cpus}, clients on "
+                   f"{client_cpus}" if pin else f"{args.sim_procs} sim process(es), unpinned")
         print(f"# sim ideal mode: TTFT {args.ttft_ms:g} ms, ITL {args.itl_ms:g} ms; input "
               f"{args.input_len}, output {args.output_len} tokens, {args.rounds} rounds; "
               f"{len(cpus)} CPU(s), {placing}; loadavg {os.getloadavg()[0]:.2f}", flush=True)

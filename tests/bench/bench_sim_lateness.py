@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_sim_lateness.py [--baseline main] [--concurrency 256,1024]
         [--repeats 3] [--ttft-ms 100] [--itl-ms 100] [--output-len 32] [--rounds 2]
+        [--sim-procs N]
 
 Starts two sims in ideal mode side by side: this tree's (`python -m console.sim`, which
 measures its lateness itself: console/sim/lateness.py) and the baseline ref's, extracted with
@@ -12,6 +13,10 @@ then C x rounds requests stream. Printed per run and as medians over the repeats
 lateness p50/p99 (write time minus created + TTFT), per-chunk lateness p99 (oldest new token),
 the client's TTFT p50 error, and the sim's CPU per streamed token (µs). Lateness is the sim's
 alone; on a loaded machine both trees see the same load, so read the ratios.
+
+`--sim-procs N` serves this tree's sim from N processes (`--sim-ideal-procs`,
+console/sim/procs.py; its CPU is summed over them). `--baseline this` makes the peer this
+tree's sim with one process, so the run compares N processes against one.
 """
 
 from __future__ import annotations
@@ -46,8 +51,13 @@ def _ints(text: str) -> list[int]:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """User+sys CPU of the sim: its process and its `--sim-ideal-procs` children."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    total = 0.0
+    for each in (pid, *map(int, children)):
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
 
 
 def _get(url: str) -> Any:
@@ -110,27 +120,35 @@ async def main() -> None:
     parser.add_argument("--input-len", type=int, default=64)
     parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--sim-procs", type=int, default=1,
+                        help="processes serving this tree's sim (--sim-ideal-procs)")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="plateau-late-"))
-    base_tree = tmp / "baseline"
-    base_tree.mkdir()
-    short = _extract(args.baseline, base_tree)
-    probe = str(Path(__file__).with_name("sim_lateness_probe.py"))
+    this = [sys.executable, "-m", "console.sim"]
+    this_name = "this" if args.sim_procs == 1 else f"this x{args.sim_procs}"
+    if args.baseline == "this":
+        baseline = ("this x1", this, ROOT)
+    else:
+        base_tree = tmp / "baseline"
+        base_tree.mkdir()
+        short = _extract(args.baseline, base_tree)
+        probe = str(Path(__file__).with_name("sim_lateness_probe.py"))
+        baseline = (f"{args.baseline}@{short}", [sys.executable, probe, str(base_tree)],
+                    base_tree)
     sims = {}
     procs = []
     try:
-        for index, (name, argv, cwd) in enumerate((
-            ("this", [sys.executable, "-m", "console.sim"], ROOT),
-            (f"{args.baseline}@{short}", [sys.executable, probe, str(base_tree)], base_tree),
-        )):
+        for index, (name, argv, cwd) in enumerate(((this_name, this, ROOT), baseline)):
             port = free_port()
+            extra = ["--sim-ideal-procs", str(args.sim_procs)] if index == 0 else []
             proc = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / f"gpu-{index}.json",
-                                   program=argv, cwd=cwd)
+                                   program=argv, cwd=cwd, extra_args=extra)
             procs.append(proc)
             sims[name] = (f"http://127.0.0.1:{port}", proc.pid)
         print(f"# ideal mode TTFT {args.ttft_ms:g} ms ITL {args.itl_ms:g} ms, output "
-              f"{args.output_len}, {args.rounds} rounds; {os.cpu_count()} CPUs; loadavg "
+              f"{args.output_len}, {args.rounds} rounds; this sim: {args.sim_procs} process(es); "
+              f"{os.cpu_count()} CPUs; loadavg "
               f"{os.getloadavg()[0]:.2f}", flush=True)
         results: dict[tuple[str, int], list[dict[str, float]]] = {}
         names = list(sims)

@@ -23,11 +23,13 @@ def ideal_sim_args(port: int, ttft_ms: float, itl_ms: float, state_file: Path) -
 
 
 def start_ideal_sim(port: int, ttft_ms: float, itl_ms: float, state_file: Path, *,
-                    program: Sequence[str] = (), cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+                    program: Sequence[str] = (), cwd: Path = ROOT,
+                    extra_args: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """Start it (PROGRAM: what runs the sim, default `python -m console.sim`; a prefix such
-    as `taskset -c 0` goes in front of it) and return once it answers /ready."""
+    as `taskset -c 0` goes in front of it; EXTRA_ARGS after the usual ones, e.g.
+    `--sim-ideal-procs 4`) and return once it answers /ready."""
     argv = [*(program or (sys.executable, "-m", "console.sim")),
-            *ideal_sim_args(port, ttft_ms, itl_ms, state_file)]
+            *ideal_sim_args(port, ttft_ms, itl_ms, state_file), *extra_args]
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     wait_ready(f"http://127.0.0.1:{port}", process)
