@@ -165,6 +165,14 @@ def test_logscan_of_a_20mb_line_stays_in_bounded_memory() -> None:
     assert peak < 12 << 20, f"peak {peak / 2**20:.1f} MiB for a {size >> 20} MiB line"
 
 
+def test_logscan_of_a_file_that_fails_to_read_is_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Reading /proc/self/mem at offset 0 fails with EIO: a real read error, not a mock.
+    assert main(["logscan", "/proc/self/mem"]) == 1
+    err = capsys.readouterr().err
+    assert err == "plateau: logscan: /proc/self/mem: cannot read: Input/output error\n"
+
+
 def test_logscan_cuts_an_overlong_line_and_keeps_going(tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "server.log"

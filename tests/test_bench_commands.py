@@ -8,29 +8,11 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
+from tests.support.cli_hosts import write_local_ideal_config
 
 
 def _config(tmp_path: Path, port: int) -> Path:
-    path = tmp_path / "plateau.toml"
-    path.write_text(
-        f"""
-default_host = "box"
-[[hosts]]
-name = "box"
-local = true
-profile = "ideal"
-[profiles.ideal]
-model_path = "test-model"
-port = {port}
-flags = {{ tp = 1 }}
-[sweeps.tiny]
-concurrency = [1, 2]
-input_len = 16
-output_len = 8
-prompts_per_concurrency = 2
-"""
-    )
-    return path
+    return write_local_ideal_config(tmp_path / "plateau.toml", port)
 
 
 def test_sweep_config_host_then_history_and_compare(

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from aiohttp import web
 
+from console import aio
 from console.errors import HostKeyError, TransportError
 from console.host.local import LocalTransport
 from console.host.ssh import SshTransport
@@ -246,3 +247,28 @@ async def test_unreachable_host_is_one_clear_error(tmp_path: Path) -> None:
     )
     with pytest.raises(TransportError, match=r"cannot connect to 127\.0\.0\.1:1"):
         await transport.connect()
+
+
+@pytest.mark.sshd
+async def test_signalled_command_reports_128_plus_the_signal(ssh_transport: SshTransport) -> None:
+    result = await ssh_transport.run(["sh", "-c", "kill -KILL $$"])
+    assert result.exit_status == 128 + 9  # was -1: the exit-signal's number was lost
+
+
+@pytest.mark.sshd
+async def test_command_cut_by_a_dropped_connection_is_a_transport_error(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    transport = make_ssh_transport(sshd)
+    started = tmp_path / "started"
+    try:
+        await transport.connect()
+        running = asyncio.ensure_future(
+            transport.run(["sh", "-c", f"touch '{started}'; sleep 60"]))
+        assert await _wait_until(started.exists, timeout=60)
+        assert sshd.drop_connections() >= 1
+        # was: an ordinary result with exit status -1, as if the command had failed
+        with pytest.raises(TransportError, match="connection lost while running sh -c"):
+            await aio.wait_for(running, 60)
+    finally:
+        await transport.close()

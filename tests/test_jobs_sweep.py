@@ -19,30 +19,11 @@ from console.session import adapters
 from console.session.events import SessionEvent, SweepDone
 from console.store.db import RunStore
 from console.store.models import RunMeta
+from tests.support.cli_hosts import write_local_ideal_config
 
 
 def _config(tmp_path: Path, port: int) -> Path:
-    path = tmp_path / "plateau.toml"
-    path.write_text(
-        f"""
-default_host = "box"
-[[hosts]]
-name = "box"
-local = true
-profile = "ideal"
-run_dir = "{tmp_path / 'run'}"
-[profiles.ideal]
-model_path = "test-model"
-port = {port}
-flags = {{ tp = 1 }}
-[sweeps.tiny]
-concurrency = [1, 2]
-input_len = 16
-output_len = 8
-prompts_per_concurrency = 2
-"""
-    )
-    return path
+    return write_local_ideal_config(tmp_path / "plateau.toml", port, tmp_path / "run")
 
 
 def _comparable(meta: RunMeta) -> dict[str, object]:

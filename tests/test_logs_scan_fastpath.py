@@ -168,6 +168,14 @@ def test_pipeline_equals_the_per_line_scan_for_every_pair_of_lines() -> None:
         assert _pipeline_report(lines, chunk) == _per_line_report(lines)
 
 
+def test_feed_text_reads_a_last_line_without_a_newline() -> None:
+    scanner = LogScanner("s")
+    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source="s"))
+    pipeline.feed_text("\n".join(POOL))
+    pipeline.feed_text("")
+    assert pipeline.finish().model_dump_json() == _per_line_report(POOL)
+
+
 def _decode(stamp: str, rate: str = "5.5") -> str:
     return (f"[2026-02-19 {stamp} TP0] Decode batch, #running-req: 3, #token: 9, token usage: "
             f"0.2, cuda graph: True, gen throughput (token/s): {rate}, #queue-req: 1")

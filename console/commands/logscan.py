@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import IO, Any
 
-from console.errors import UsageError
+from console.errors import PlateauError, UsageError
 from console.logs.assembler import EventAssembler
 from console.logs.bounded_lines import bounded_text_chunks
 from console.logs.models import Severity
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 def scan_path(path: str) -> ScanReport:
     if path == "-":
-        return scan_stream(sys.stdin.buffer, source="<stdin>")
+        return _scan_readable(sys.stdin.buffer, "<stdin>")
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below; errors mapped to one line
     except FileNotFoundError:
@@ -56,7 +56,15 @@ def scan_path(path: str) -> ScanReport:
     except OSError as exc:
         raise UsageError(f"logscan: {path}: {exc.strerror}") from None
     with handle:
-        return scan_stream(handle, source=path)
+        return _scan_readable(handle, path)
+
+
+def _scan_readable(handle: IO[bytes], source: str) -> ScanReport:
+    """scan_stream, with a read that fails (EIO, a closed or unreadable stdin) as one line."""
+    try:
+        return scan_stream(handle, source=source)
+    except OSError as exc:
+        raise PlateauError(f"logscan: {source}: cannot read: {exc.strerror or exc}") from None
 
 
 def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import signal
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -356,11 +357,26 @@ class SshTransport(ProcessOps):
                 ) from None
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: command failed: {exc}") from None
-        status = result.exit_status
-        if status is None:
-            status = 128 + 15 if result.exit_signal else -1
         return CommandResult(
-            tuple(argv), status, _text(result.stdout), _text(result.stderr)
+            tuple(argv), self._exit_status(result, argv), _text(result.stdout),
+            _text(result.stderr),
+        )
+
+    def _exit_status(self, result: asyncssh.SSHCompletedProcess, argv: Sequence[str]) -> int:
+        """The command's status as a shell reports it (128 + N for signal N). A channel that
+        closed with neither a status nor a signal was cut (the connection dropped or sshd
+        ended the session): that is the transport's failure, not the command's."""
+        if result.exit_status is not None and result.exit_status >= 0:
+            return result.exit_status
+        if result.exit_signal:
+            name = str(result.exit_signal[0])
+            try:
+                return 128 + signal.Signals[f"SIG{name}"].value
+            except KeyError:
+                return 128 + signal.SIGTERM.value  # a signal this system has no number for
+        raise TransportError(
+            f"{self._host_name}: connection lost while running "
+            f"{scripts.display(argv)[:200]} (no exit status came back)"
         )
 
     async def stream_lines(

@@ -38,7 +38,9 @@ class ScanPipeline:
 
     def feed_text(self, text: str) -> None:
         """`text`: whole lines, each ending in `\\n`, none longer than MAX_LINE_CHARS (what
-        bounded_lines.bounded_text_chunks gives)."""
+        bounded_lines.bounded_text_chunks gives); a last line without one gets one."""
+        if text and not text.endswith("\n"):
+            text += "\n"  # ROWS reads a line up to its newline
         if self._held:
             text = self._held + text
             self._held = ""

@@ -31,11 +31,9 @@ import asyncio
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +47,7 @@ from console.bench.models import StepMetrics, StepPhase  # noqa: E402
 from console.bench.sweep import run_sweep  # noqa: E402
 from console.config_models import SweepPreset  # noqa: E402
 from console.host.local import LocalTransport  # noqa: E402
+from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
 from tests.support.sglang_bench import SHIM_PATH  # noqa: E402
 from tests.support.sglang_rust_bench import SHIM_PATH as RUST_SHIM_PATH  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
@@ -176,24 +175,14 @@ async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="plateau-acc-"))
     tokenizer = build_tokenizer(tmp / "tok")
     port = free_port()
-    sim_cmd = [sys.executable, "-m", "console.sim", "--model-path", "test-model",
-               "--port", str(port), "--sim-startup-seconds", "0", "--sim-seed", "5",
-               "--sim-ideal-ttft-ms", str(args.ttft_ms), "--sim-ideal-itl-ms", str(args.itl_ms),
-               "--max-running-requests", "4096", "--sim-state-file", str(tmp / "gpu.json")]
+    program = [sys.executable, "-m", "console.sim"]
     if pin:
-        sim_cmd = ["taskset", "-c", str(cpus[0]), *sim_cmd]
+        program = ["taskset", "-c", str(cpus[0]), *program]
         os.sched_setaffinity(0, cpus[1:])  # this process and every client it starts
-    sim = subprocess.Popen(sim_cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    sim = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / "gpu.json", program=program)
     url = f"http://127.0.0.1:{port}"
     results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         transport = LocalTransport("local")
         await transport.connect()
         clients = _clients(args, transport, url, tokenizer, tmp)

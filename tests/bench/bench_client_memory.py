@@ -22,14 +22,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-import urllib.request
 from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 
 # Runs inside the measured interpreter, with PYTHONPATH at the tree under test.
@@ -110,22 +109,10 @@ def main() -> None:
                                capture_output=True, check=True).stdout.strip()  # fmt: skip
         trees.append((f"baseline {short}", _extract(rev, tmp / "baseline")))
     port = free_port()
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "console.sim", "--model-path", "test-model", "--port", str(port),
-         "--sim-startup-seconds", "0", "--sim-seed", "5",
-         "--sim-ideal-ttft-ms", str(args.ttft_ms), "--sim-ideal-itl-ms", str(args.itl_ms),
-         "--max-running-requests", "4096", "--sim-state-file", str(tmp / "gpu.json")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    sim = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / "gpu.json")
     url = f"http://127.0.0.1:{port}"
     results = []
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         print(f"# sim ideal mode: TTFT {args.ttft_ms} ms, ITL {args.itl_ms} ms; /generate "
               f"{args.input_len} in / {args.output_len} out; C={args.concurrency}, "
               f"{args.concurrency * args.rounds} requests; {os.cpu_count()} CPU(s)", flush=True)

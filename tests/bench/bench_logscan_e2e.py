@@ -4,8 +4,10 @@ catalogue pattern and lnav filtering on the same patterns, in the same run, on t
 End to end = a fresh `plateau logscan FILE` process: interpreter start and imports, read,
 decode, parse, classify, stats, report written to a pipe. Its peers read the same file in
 their own process the same way (grep -E -c -f PATTERNS FILE; lnav -n -c ':filter-in RE' FILE).
-Figures: lines/s (file lines / wall seconds) and the peak RSS of each process (wait4), the
-median of --repeat runs, runs of the three tools interleaved so load changes hit all of them.
+Figures: lines/s (file lines / wall seconds), the CPU seconds (user + sys) and the peak RSS of
+each process (wait4), the median of --repeat runs, runs of the tools interleaved so load
+changes hit all of them. Each Python tree's bytecode is compiled first, as an installed
+package has it (an environment with PYTHONDONTWRITEBYTECODE would compile it on every run).
 
 The log (deterministic, seeded) is built from real material: the launch preamble of
 tests/data/logs/sglang_two_launches.log (a capture's shape), then serving traffic in the
@@ -202,8 +204,8 @@ def pcre_alternation() -> str:
 
 
 def measure(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
-            cpu: int | None) -> tuple[float, float, bytes]:
-    """(wall seconds, peak RSS MB, stdout) of one process run to completion."""
+            cpu: int | None) -> tuple[float, float, float, bytes]:
+    """(wall seconds, peak RSS MB, CPU seconds, stdout) of one process run to completion."""
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu), *argv]
     with tempfile.TemporaryFile() as out:
@@ -216,7 +218,7 @@ def measure(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         if proc.returncode != 0:
             raise SystemExit(f"{argv[:4]} failed ({proc.returncode}): {stderr.decode()[-2000:]}")
         out.seek(0)
-        return wall, usage.ru_maxrss / 1024, out.read()
+        return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, out.read()
 
 
 def extract(rev: str, into: Path) -> Path:
@@ -276,12 +278,12 @@ def main() -> None:
         for tree in trees:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "console")],
                            check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
-        results: dict[str, list[tuple[float, float]]] = {name: [] for name in tools}
+        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in tools}
         outputs: dict[str, bytes] = {}
         for _ in range(args.repeat):
             for name, (argv, cwd, env) in tools.items():
-                wall, rss, out = measure(argv, cwd=cwd, env=env, cpu=args.cpu)
-                results[name].append((wall, rss))
+                wall, rss, cpu_s, out = measure(argv, cwd=cwd, env=env, cpu=args.cpu)
+                results[name].append((wall, rss, cpu_s))
                 outputs[name] = out
 
         print(f"peers: grep -E with {count} catalogue patterns (-c -f); lnav -n with one "
@@ -289,14 +291,16 @@ def main() -> None:
         print(f"median of {args.repeat}, interleaved; "
               + (f"pinned to cpu {args.cpu}" if args.cpu is not None else "not pinned")
               + f"; load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-        rate = {n: args.lines / statistics.median(w for w, _ in r) for n, r in results.items()}
+        rate = {n: args.lines / statistics.median(w for w, _, _ in r) for n, r in results.items()}
         for name, rows in results.items():
-            walls = sorted(w for w, _ in rows)
-            rss = statistics.median(r for _, r in rows)
+            walls = sorted(w for w, _, _ in rows)
+            rss = statistics.median(r for _, r, _ in rows)
+            cpu_s = statistics.median(c for _, _, c in rows)
             ratios = "  ".join(f"{rate[name] / rate[peer]:6.2f}x {peer}" for peer in rate
                                if peer != name and not peer.startswith("logscan"))
             print(f"{name:22} {rate[name]:12,.0f} lines/s  wall {statistics.median(walls):6.2f} s"
-                  f" ({walls[0]:.2f}-{walls[-1]:.2f})  peak RSS {rss:6.1f} MB  {ratios}")
+                  f" ({walls[0]:.2f}-{walls[-1]:.2f})  CPU {cpu_s:6.2f} s  peak RSS {rss:6.1f} MB"
+                  f"  {ratios}")
         lnav_lines = outputs["lnav"].count(b"\n") if lnav else 0
         print(f"grep matched {outputs['grep -E'].decode().strip()} lines"
               + (f"; lnav printed {lnav_lines:,} lines" if lnav else ""))
@@ -315,7 +319,7 @@ def main() -> None:
         small = statistics.median(
             measure([*argv[:-1], str(quarter)], cwd=cwd, env=env, cpu=args.cpu)[1]
             for _ in range(args.repeat))
-        full = statistics.median(r for _, r in results["logscan"])
+        full = statistics.median(r for _, r, _ in results["logscan"])
         print(f"logscan peak RSS: {small:.1f} MB at {args.lines // 4:,} lines, {full:.1f} MB at "
               f"{args.lines:,} lines (x{full / small:.2f} for 4x the lines)")
 

@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from console.bench.metrics import step_metrics  # noqa: E402
 from console.bench.native import WorkerPool  # noqa: E402
 from console.bench.workload import Workload  # noqa: E402
+from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -67,26 +67,6 @@ def _extract(ref: str, into: Path) -> str:
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return short
-
-
-def _start(argv: list[str], port: int, tmp: Path, name: str, args: argparse.Namespace,
-           cwd: Path) -> subprocess.Popen[bytes]:
-    sim_args = ["--model-path", "test-model", "--port", str(port), "--sim-startup-seconds", "0",
-                "--sim-seed", "5", "--sim-ideal-ttft-ms", str(args.ttft_ms),
-                "--sim-ideal-itl-ms", str(args.itl_ms), "--max-running-requests", "4096",
-                "--sim-state-file", str(tmp / f"{name}-gpu.json")]
-    return subprocess.Popen([*argv, *sim_args], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-
-
-def _wait_ready(url: str) -> None:
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url + "/ready", timeout=1)
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"sim at {url} never became ready")
 
 
 async def _measure(pool: WorkerPool, url: str, pid: int, conc: int,
@@ -140,16 +120,15 @@ async def main() -> None:
     sims = {}
     procs = []
     try:
-        for name, argv, cwd in (
+        for index, (name, argv, cwd) in enumerate((
             ("this", [sys.executable, "-m", "console.sim"], ROOT),
             (f"{args.baseline}@{short}", [sys.executable, probe, str(base_tree)], base_tree),
-        ):
+        )):
             port = free_port()
-            proc = _start(argv, port, tmp, name.split("@")[0], args, cwd)
+            proc = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / f"gpu-{index}.json",
+                                   program=argv, cwd=cwd)
             procs.append(proc)
             sims[name] = (f"http://127.0.0.1:{port}", proc.pid)
-        for url, _ in sims.values():
-            _wait_ready(url)
         print(f"# ideal mode TTFT {args.ttft_ms:g} ms ITL {args.itl_ms:g} ms, output "
               f"{args.output_len}, {args.rounds} rounds; {os.cpu_count()} CPUs; loadavg "
               f"{os.getloadavg()[0]:.2f}", flush=True)

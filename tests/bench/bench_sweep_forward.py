@@ -26,8 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +36,7 @@ from console.bench.sweep import run_sweep  # noqa: E402
 from console.config_models import SweepPreset  # noqa: E402
 from console.host.forward_proc import stop_child  # noqa: E402
 from tests.support.host_fixtures import make_ssh_transport  # noqa: E402
+from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 from tests.support.sshd import start_sshd  # noqa: E402
 
@@ -186,23 +185,11 @@ async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="plateau-fwd-"))
     sshd = start_sshd(tmp / "sshd", max_sessions=4096)
     port = free_port()
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "console.sim", "--model-path", "test-model", "--port", str(port),
-         "--sim-startup-seconds", "0", "--sim-seed", "5",
-         "--sim-ideal-ttft-ms", str(args.ttft_ms), "--sim-ideal-itl-ms", str(args.itl_ms),
-         "--max-running-requests", "4096", "--sim-state-file", str(tmp / "gpu.json")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    sim = start_ideal_sim(port, args.ttft_ms, args.itl_ms, tmp / "gpu.json")
     direct = f"http://127.0.0.1:{port}"
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     transport = make_ssh_transport(sshd)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(direct + "/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         await transport.connect()
         forward = await transport.forward_port(port)
         load_forward = await transport.load_forward_port(port, relays=1)

@@ -34,6 +34,19 @@ def write_sshd_config(
     return path
 
 
+def write_local_ideal_config(path: Path, port: int, run_dir: Path | None = None) -> Path:
+    """A config with the local host "box" whose profile "ideal" is the sim already running on
+    `port` (a fixture's), and a two-step sweep preset "tiny"."""
+    run_line = f"run_dir = {json.dumps(str(run_dir))}\n" if run_dir is not None else ""
+    path.write_text(
+        f'default_host = "box"\n[[hosts]]\nname = "box"\nlocal = true\nprofile = "ideal"\n'
+        f'{run_line}[profiles.ideal]\nmodel_path = "test-model"\nport = {port}\n'
+        "flags = { tp = 1 }\n[sweeps.tiny]\nconcurrency = [1, 2]\ninput_len = 16\n"
+        "output_len = 8\nprompts_per_concurrency = 2\n"
+    )
+    return path
+
+
 def plateau_argv(*args: str) -> list[str]:
     return [sys.executable, "-c", "import sys; from console.cli import main; sys.exit(main())",
             *args]
