@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.pilot import Pilot
-
 from console import aio
 from console.app.app import SCREENS, PlateauApp
 from console.config import LoadedConfig
@@ -23,6 +21,8 @@ from console.session.service import HostSession
 from console.store.paths import default_db_path
 
 if TYPE_CHECKING:  # a recording, a replay and a snapshot's export: not the console's start-up
+    from textual.pilot import Pilot
+
     from console.session.recording import Recorder, Recording
     from console.session.replay import ReplaySession
 
