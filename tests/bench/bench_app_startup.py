@@ -18,7 +18,14 @@ moment the app's auto-pilot gets control (composed, mounted, one refresh), no te
 `plateau` CLI start-up; the same two apps. It reads lower than the terminal figure because a
 terminal frame also needs the CLI, the driver, and the write to the pane.
 
-    .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless]
+CPU (--cpu): the CPU time (user + system) from the interpreter's start to the first
+compositor refresh whose screen shows the layout (the header, the four panels, the footer's
+Quit key), headless, `plateau demo` through its CLI (the baseline's too), against the bare
+app's first refresh. Less load-sensitive than the terminal figure, and read at the frame itself
+(the terminal figure's "app CPU by then" is read once the pane shows the frame, so it also
+counts what the app did meanwhile).
+
+    .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless] [--cpu]
         [--compare-baseline REV]  (also `plateau demo` as of git REV, interleaved)
 """
 
@@ -184,6 +191,63 @@ print(json.dumps(marks))
 """
 
 
+CPU_DEMO = r"""
+import json, os, sys, time
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+import textual.app
+from textual.screen import Screen
+run_async = textual.app.App.run_async
+async def headless(self, **kw):
+    return await run_async(self, headless=True, size=(160, 48), **kw)
+textual.app.App.run_async = headless
+marks = {}
+refresh = Screen._compositor_refresh
+def layout_shown(screen):  # the header, the four panels, the footer's Quit key
+    shown = screen._compositor.visible_widgets
+    kinds = [type(w).__name__ for w in shown]
+    quit_key = any(kind == "FooterKey" and getattr(w, "description", "") == "Quit"
+                   for kind, w in zip(kinds, shown))
+    return quit_key and kinds.count("Panel") >= 4 and "PlateauHeader" in kinds
+def watched(self):
+    refresh(self)
+    if "cpu" not in marks and layout_shown(self):
+        marks["cpu"] = time.process_time()
+        self.app.exit()
+Screen._compositor_refresh = watched
+from console.cli import main
+main(["demo", "--seed", "1"])
+print(json.dumps(marks))
+"""
+
+CPU_BARE = r"""
+import json, os, time
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+from textual.app import App
+from textual.widgets import Static
+marks = {}
+class Bare(App):
+    def compose(self):
+        yield Static("bare textual app: first frame")
+    def on_mount(self):
+        self.call_after_refresh(self.done)
+    def done(self):
+        marks["cpu"] = time.process_time()
+        self.exit()
+Bare().run(headless=True, size=(160, 48))
+print(json.dumps(marks))
+"""
+
+
+def cpu_run(code: str, cwd: Path, home: Path) -> float:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "", "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
+           "XDG_CACHE_HOME": str(home / "cache")}
+    env.pop("PLATEAU_DB", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                         timeout=120, check=True, env=env)
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["cpu"])
+
+
 def headless_run(code: str) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, check=True)
@@ -209,11 +273,32 @@ def extract(rev: str, into: Path) -> Path:
     return tree
 
 
+def cpu_figures(args: argparse.Namespace, home: Path,
+                tree: Path | None) -> dict[str, list[float]]:
+    """--cpu: each app's CPU to its first frame (see the module doc), interleaved, after one
+    warm-up run of each."""
+    if not args.cpu:
+        return {}
+    apps = {"plateau demo": (CPU_DEMO, ROOT)}
+    if tree is not None:
+        apps[f"demo@{args.compare_baseline}"] = (CPU_DEMO, tree)
+    apps["bare Textual app"] = (CPU_BARE, ROOT)
+    rows: dict[str, list[float]] = {name: [] for name in apps}
+    for code, cwd in apps.values():
+        cpu_run(code, cwd, home)
+    for _ in range(args.runs):
+        for name, (code, cwd) in apps.items():
+            rows[name].append(cpu_run(code, cwd, home))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--headless", action="store_true",
                         help="also the headless figure (interpreter start to auto-pilot)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also the CPU to the first frame with the layout (headless)")
     parser.add_argument("--compare-baseline", metavar="REV",
                         help="also `plateau demo` as of git REV, interleaved in the same run")
     args = parser.parse_args()
@@ -241,6 +326,7 @@ def main() -> None:
                     rows.setdefault(name, []).append(terminal_run(pane, command, layout, later))
         finally:
             pane.close()
+        cpu_rows = cpu_figures(args, home, tree if args.compare_baseline else None)
     peer = _median(rows["bare Textual app"], "first frame")
     peer_cpu = _median(rows["bare Textual app"], "cpu to first frame")
     print(f"terminal: tmux 160x48, keypress (Enter) to the first frame with the layout; median "
@@ -254,6 +340,14 @@ def main() -> None:
         for later in DEMO_LATER if name != "bare Textual app" else ():
             print(f"  {'':<24} {later:<11} {_median(runs, later) * 1000:6.0f} ms "
                   f"{_spread(runs, later)}")
+    if cpu_rows:
+        bare = statistics.median(cpu_rows["bare Textual app"])
+        print(f"CPU, headless: interpreter start to the first frame with the layout; median of "
+              f"{args.runs}, interleaved")
+        for name, values in cpu_rows.items():
+            cpu = statistics.median(values)
+            print(f"  {name:<24} {cpu * 1000:6.0f} ms ({min(values) * 1000:.0f}-"
+                  f"{max(values) * 1000:.0f})  x{cpu / bare:.2f} peer")
     if args.headless:
         pairs = [(headless_run(HEADLESS_DEMO), headless_run(HEADLESS_BARE))
                  for _ in range(args.runs)]
