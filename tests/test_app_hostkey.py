@@ -38,7 +38,7 @@ def _host_key_events(app: Any) -> list[str]:
 async def _asked(pilot: Any) -> HostKeyScreen:
     app = pilot.app
     await wait_until(pilot, lambda: isinstance(app.screen, HostKeyScreen), "the host key question",
-                     15)
+                     60)
     await pilot.pause()
     return app.screen  # type: ignore[no-any-return]
 
@@ -83,12 +83,12 @@ async def test_unknown_key_accepted(live_console: Any, sshd: Sshd, tmp_path: Pat
     async with app.run_test(size=(140, 44)) as pilot:
         await _asked(pilot)
         await pilot.press("y")
-        await wait_until(pilot, lambda: state.connection == "connected", "connected", 15)
+        await wait_until(pilot, lambda: state.connection == "connected", "connected", 60)
         assert f"[127.0.0.1]:{sshd.port} ssh-ed25519 " in known.read_text()
         await wait_until(pilot, lambda: state.gpu_sample is not None
-                         and len(state.gpu_sample.gpus) > 0, "GPU rows", 15)
-        await wait_until(pilot, lambda: state.server_state == "stopped", "the server state", 15)
-        assert "RTX PRO" in export_text(app)
+                         and len(state.gpu_sample.gpus) > 0, "GPU rows", 60)
+        await wait_until(pilot, lambda: state.server_state == "stopped", "the server state", 60)
+        await wait_until(pilot, lambda: "RTX PRO" in export_text(app), "GPU rows drawn", 60)
         events = _host_key_events(app)
         assert any(e.startswith("info: accepting ssh-ed25519") for e in events), events
         assert any("accepted and saved to" in e for e in events), events
@@ -105,7 +105,7 @@ async def test_changed_key_is_an_error_without_question(
     app, state = live.app, live.session.state
     async with app.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: any("HOST KEY CHANGED" in e
-                                            for e in _host_key_events(app)), "the error", 15)
+                                            for e in _host_key_events(app)), "the error", 60)
         await pilot.pause(0.3)
         assert not any(isinstance(s, HostKeyScreen) for s in app.screen_stack)
         assert state.connection == "failed" and state.host_key is None
