@@ -49,17 +49,13 @@ from console.bench.models import StepMetrics, StepPhase  # noqa: E402
 from console.bench.sweep import run_sweep  # noqa: E402
 from console.config_models import SweepPreset  # noqa: E402
 from console.host.local import LocalTransport  # noqa: E402
-from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
+from tests.support.ideal_sim import add_ideal_load_args, start_ideal_sim  # noqa: E402
 from tests.support.sglang_bench import SHIM_PATH  # noqa: E402
 from tests.support.sglang_rust_bench import SHIM_PATH as RUST_SHIM_PATH  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 from tests.support.tokenizer import build_tokenizer  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
 
 
 def _children_cpu_s() -> float:
@@ -154,13 +150,7 @@ def _fmt(value: float | None, unit: str = "%") -> str:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--concurrency", type=_ints, default=[1, 64, 256, 1024])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--ttft-ms", type=float, default=100.0)
-    parser.add_argument("--itl-ms", type=float, default=100.0)
-    parser.add_argument("--input-len", type=int, default=64)
-    parser.add_argument("--output-len", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=2, help="prompts per step = C x rounds")
+    add_ideal_load_args(parser, [1, 64, 256, 1024])
     parser.add_argument("--clients", type=lambda t: t.split(","),
                         default=["native", "rust", "python"])
     parser.add_argument("--native-workers", type=int, default=None,

@@ -40,14 +40,10 @@ sys.path.insert(0, str(ROOT))
 from console.bench.metrics import step_metrics  # noqa: E402
 from console.bench.native import WorkerPool  # noqa: E402
 from console.bench.workload import Workload  # noqa: E402
-from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
+from tests.support.ideal_sim import add_ideal_load_args, start_ideal_sim  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
 
 
 def _cpu_s(pid: int) -> float:
@@ -113,13 +109,7 @@ def _row(label: str, conc: int, m: dict[str, float]) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", default="main")
-    parser.add_argument("--concurrency", type=_ints, default=[256, 1024])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--ttft-ms", type=float, default=100.0)
-    parser.add_argument("--itl-ms", type=float, default=100.0)
-    parser.add_argument("--input-len", type=int, default=64)
-    parser.add_argument("--output-len", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=2)
+    add_ideal_load_args(parser, [256, 1024])
     parser.add_argument("--sim-procs", type=int, default=1,
                         help="processes serving this tree's sim (--sim-ideal-procs)")
     args = parser.parse_args()

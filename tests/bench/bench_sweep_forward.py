@@ -36,7 +36,7 @@ from console.bench.sweep import run_sweep  # noqa: E402
 from console.config_models import SweepPreset  # noqa: E402
 from console.host.forward_proc import stop_child  # noqa: E402
 from tests.support.host_fixtures import make_ssh_transport  # noqa: E402
-from tests.support.ideal_sim import start_ideal_sim  # noqa: E402
+from tests.support.ideal_sim import add_ideal_load_args, start_ideal_sim  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 from tests.support.sshd import start_sshd  # noqa: E402
 
@@ -90,10 +90,6 @@ async def _baseline_relay(rev: str, tmp: Path, options: dict[str, object], port:
     process.stdin.write(json.dumps(request).encode() + b"\n")
     answer = json.loads(await process.stdout.readline())
     return process, int(answer["port"])
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
 
 
 class LagProbe:
@@ -157,13 +153,7 @@ def _row(rep: str, conc: int, path: str, m: dict[str, float]) -> str:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--concurrency", type=_ints, default=[1, 64, 256, 1024])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--ttft-ms", type=float, default=100.0)
-    parser.add_argument("--itl-ms", type=float, default=100.0)
-    parser.add_argument("--input-len", type=int, default=64)
-    parser.add_argument("--output-len", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=2)
+    add_ideal_load_args(parser, [1, 64, 256, 1024])
     parser.add_argument("--paths", type=lambda t: t.split(","), default=list(PATHS),
                         help="forward (the console's, on its loop), load-fwd (a sweep's, in "
                         "a child process: asyncssh), load-ssh (the same with OpenSSH's client "

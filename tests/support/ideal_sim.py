@@ -4,6 +4,7 @@ client's error against the truth can be read off (console.sim.engine.IdealEngine
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -46,3 +47,18 @@ def wait_ready(url: str, process: subprocess.Popen[bytes] | None = None) -> None
         except OSError:
             time.sleep(0.1)
     raise SystemExit(f"sim at {url} never became ready")
+
+
+def add_ideal_load_args(parser: argparse.ArgumentParser, concurrency: list[int]) -> None:
+    """The options every ideal-sim client benchmark shares: the load and the sim's timing."""
+    parser.add_argument("--concurrency", type=_ints, default=concurrency)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ttft-ms", type=float, default=100.0)
+    parser.add_argument("--itl-ms", type=float, default=100.0)
+    parser.add_argument("--input-len", type=int, default=64)
+    parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2, help="prompts per step = C x rounds")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
