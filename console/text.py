@@ -69,18 +69,35 @@ def decode_untrusted(data: bytes) -> str:
     return sanitize(data.decode("utf-8", errors="replace"))
 
 
-# SGLang prints `server_args=ServerArgs(..., api_key='KEY', ...)` at startup and keeps
-# `--api-key KEY` in launch commands: keys must not reach the screen, the history or exports.
+# SGLang prints its arguments at startup in the form of its version: `server_args=ServerArgs(...,
+# api_key='KEY', ...)` (a dataclass repr) or `server_args={..., 'api_key': 'KEY', ...}` (a dict
+# repr, 0.5.23), keeps `--api-key KEY` in launch commands, and a shell or a wrapper may echo
+# `SGLANG_API_KEY=KEY`: keys must not reach the screen, the history, recordings or exports.
+_SECRET_NAME = r"(?:admin_)?api_key|ssl_keyfile_password|hf_token|api_token|access_token"
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 _SECRET_ASSIGNMENT = re.compile(
-    r"\b((?:admin_)?api_key|ssl_keyfile_password|hf_token)=('[^']*'|\"[^\"]*\")"
+    rf"\b({_SECRET_NAME})=(?!'\*\*\*'|None\b)({_QUOTED}|[^\s,)&'\"]+)", re.IGNORECASE
+)
+_SECRET_ITEM = re.compile(
+    rf"(['\"])({_SECRET_NAME})\1(\s*:\s*)(?!'\*\*\*')({_QUOTED})", re.IGNORECASE
 )
 _SECRET_FLAG = re.compile(r"(--(?:admin-)?api-key(?:=|\s+))(?!\*\*\*)(\S+)")
-_SECRET_HINTS = ("api_key", "api-key", "password", "hf_token")
+_SECRET_ENV = re.compile(
+    r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*(?:API_KEY|_TOKEN|_PASSWORD|_SECRET))=(?!\*\*\*)(\S+)"
+)
+_BEARER = re.compile(r"(\bBearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/=-]+)")
+_SECRET_HINTS = ("api_key", "api-key", "password", "hf_token", "API_KEY", "_TOKEN", "_SECRET",
+                 "Bearer", "api_token", "access_token", "PASSWORD")
 
 
 def redact_secrets(text: str) -> str:
-    """`text` with API keys and passwords in SGLang's argument dumps replaced by ***."""
+    """`text` with API keys, tokens and passwords replaced by ***, in every form SGLang (and a
+    shell around it) prints them: `api_key='K'`, `'api_key': 'K'`, `"api_key": "K"`,
+    `--api-key K`, `--api-key=K`, `SGLANG_API_KEY=K`, `Authorization: Bearer K`."""
     if not any(hint in text for hint in _SECRET_HINTS):
         return text
     text = _SECRET_ASSIGNMENT.sub(r"\1='***'", text)
-    return _SECRET_FLAG.sub(r"\1***", text)
+    text = _SECRET_ITEM.sub(r"\1\2\1\3'***'", text)
+    text = _SECRET_FLAG.sub(r"\1***", text)
+    text = _SECRET_ENV.sub(r"\1=***", text)
+    return _BEARER.sub(r"\1***", text)

@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.widgets import Sparkline, Static
 
+from console.hostnum import drawable_series, format_number
 from console.logs.server_stats import ServerStats
 
 _ROWS = (
@@ -98,7 +99,8 @@ class ServerStrip(Vertical):
         }
         for key, history in _ROWS:
             self.query_one(f"#strip-{key}-label", Static).update(Text(labels[key]))
-            data = list(getattr(stats, history))
+            # The core keeps histories drawable; a snapshot from elsewhere (a recording) may not.
+            data = drawable_series(getattr(stats, history))
             # Textual draws a single value as a full bar; one point is no trend yet.
             self.query_one(f"#strip-{key}-spark", Sparkline).data = data if len(data) > 1 else []
         self.query_one("#strip-graph", Static).update(self._graph_text(stats, self.ascii_only))
@@ -121,7 +123,7 @@ class ServerStrip(Vertical):
             for state in history:
                 text.append(on_mark if state else off_mark, style="green" if state else "red")
         if stats.accept_len is not None:
-            text.append(f"  accept len {stats.accept_len:.2f}")
+            text.append(f"  accept len {format_number(stats.accept_len, '.2f')}")
         if stats.retractions:
             text.append(f"  retractions {stats.retractions}", style="bold yellow")
         text.append(f"  [{stats.source}]", style="dim")
@@ -132,10 +134,10 @@ def _gen_label(stats: ServerStats) -> str:
     """The current rate, or, when nothing has generated for a while, that it is idle and what
     the last rate was (never an old rate as if it were current)."""
     if stats.gen_idle:
-        last = f", was {stats.gen_last:.0f}" if stats.gen_last else ""
+        last = f", was {format_number(stats.gen_last, '.0f')}" if stats.gen_last else ""
         return f"gen idle{last}"
     return f"gen {_num(stats.gen_throughput, '.0f')} tok/s"
 
 
 def _num(value: float | int | None, fmt: str) -> str:
-    return "n/a" if value is None else format(value, fmt)
+    return format_number(value, fmt)

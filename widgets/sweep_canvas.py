@@ -51,7 +51,10 @@ class Canvas:
                 self.dot(x - dx + 1 if x % 2 == 0 else x - dx, y + dy - 1, style)
 
     def line(self, x0: int, y0: int, x1: int, y1: int, style: Style, dash: int = 1) -> None:
-        """A straight line; `dash` 2 draws every other dot (a dotted line)."""
+        """A straight line; `dash` 2 draws every other dot (a dotted line). Ends outside the
+        canvas are clamped to it, so a wild value costs no more than the canvas's size."""
+        x0, x1 = (min(max(x, -1), self.xdots) for x in (x0, x1))
+        y0, y1 = (min(max(y, -1), self.ydots) for y in (y0, y1))
         steps = max(abs(x1 - x0), abs(y1 - y0), 1)
         for i in range(0, steps + 1, dash):
             t = i / steps

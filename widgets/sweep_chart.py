@@ -21,6 +21,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from console.hostnum import drawable
 from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
 
 if TYPE_CHECKING:  # the knee comes with the first finished step, not the empty first frame
@@ -43,20 +44,23 @@ class ChartRun:
 
     def points(self, metric: str) -> list[tuple[int, float]]:
         """(concurrency, mean over repeats) of ok steps, sorted by concurrency."""
-        grouped: dict[int, list[float]] = {}
-        for step in self.steps:
-            if step.status == "ok" and step.metrics is not None:
-                value = getattr(step.metrics, metric)
-                grouped.setdefault(step.concurrency, []).append(value)
-        return sorted((c, sum(v) / len(v)) for c, v in grouped.items())
+        return sorted((c, sum(v) / len(v)) for c, v in self._grouped(metric).items())
 
     def spread(self, metric: str) -> list[tuple[int, float, float]]:
         """(concurrency, lowest, highest) where there are two or more repeats."""
+        grouped = self._grouped(metric)
+        return sorted((c, min(v), max(v)) for c, v in grouped.items() if len(v) > 1)
+
+    def _grouped(self, metric: str) -> dict[int, list[float]]:
+        """The drawable values of `metric` of ok steps, by concurrency: a bench result read
+        from the host may hold nan, inf or an absurd rate, which is never plotted."""
         grouped: dict[int, list[float]] = {}
         for step in self.steps:
-            if step.status == "ok" and step.metrics is not None:
-                grouped.setdefault(step.concurrency, []).append(getattr(step.metrics, metric))
-        return sorted((c, min(v), max(v)) for c, v in grouped.items() if len(v) > 1)
+            if step.status == "ok" and step.metrics is not None and step.concurrency > 0:
+                value = drawable(getattr(step.metrics, metric))
+                if value is not None:
+                    grouped.setdefault(step.concurrency, []).append(value)
+        return grouped
 
 
 class SweepChart(Widget):

@@ -12,6 +12,7 @@ from console.logs.bounded_lines import bounded_text_chunks
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
+from console.text import sanitize_lines
 
 
 def register(subparsers: Any) -> None:
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write(format_report(report))
+        # The report quotes the file's name, which any user may have chosen (ESC, BEL, C1).
+        sys.stdout.write(sanitize_lines(format_report(report)))
     return 0
 
 

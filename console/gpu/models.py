@@ -24,7 +24,7 @@ def _num(value: Any) -> float | None:
         value = text
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of 400 digits
         return None
     return number if math.isfinite(number) else None
 

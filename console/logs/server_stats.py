@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from console.hostnum import as_float, drawable
 from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, decode_values
 from console.logs.classify import BATCH_PREFIXES
 from console.logs.decode_rate import DecodeRateGate
@@ -99,12 +100,12 @@ class StatsAggregator:
                 pending = values
                 # The standard decode line, applied as add(parse_batch_message(...)) would.
                 run, queued, use, on, tput, _tokens, _accept = values
-                running.append(float(run))
-                queue.append(float(queued))
-                usage.append(use)
+                _push(running, run)
+                _push(queue, queued)
+                _push(usage, use)
                 graph.append(on)
                 if rate:
-                    gen.append(tput)
+                    _push(gen, tput)
                     self._fresh_rate(tput)
                 if event.timestamp is not None:
                     latest["last_timestamp"] = event.timestamp
@@ -124,8 +125,8 @@ class StatsAggregator:
     def _set_decode_latest(self, values: DecodeValues) -> None:
         run, queued, use, on, tput, tokens, accept = values
         latest = self._latest
-        latest["running_reqs"] = float(run)
-        latest["queue_reqs"] = float(queued)
+        latest["running_reqs"] = as_float(run)
+        latest["queue_reqs"] = as_float(queued)
         latest["token_usage"] = use
         latest["cuda_graph"] = on
         if tput >= 0:
@@ -136,13 +137,13 @@ class StatsAggregator:
     def add(self, stats: BatchStats) -> None:
         latest = self._latest
         if stats.running_reqs is not None:
-            self._running.append(float(stats.running_reqs))
-            latest["running_reqs"] = float(stats.running_reqs)
+            _push(self._running, stats.running_reqs)
+            latest["running_reqs"] = as_float(stats.running_reqs)
         if stats.queue_reqs is not None:
-            self._queue.append(float(stats.queue_reqs))
-            latest["queue_reqs"] = float(stats.queue_reqs)
+            _push(self._queue, stats.queue_reqs)
+            latest["queue_reqs"] = as_float(stats.queue_reqs)
         if stats.token_usage is not None:
-            self._usage.append(stats.token_usage)
+            _push(self._usage, stats.token_usage)
             latest["token_usage"] = stats.token_usage
         if stats.cuda_graph is not None:
             self._graph.append(stats.cuda_graph)
@@ -150,7 +151,7 @@ class StatsAggregator:
         if stats.kind == "decode":
             rate = self._gate.decode_is_rate(stats.timestamp)
             if stats.gen_throughput is not None and rate:
-                self._gen.append(stats.gen_throughput)
+                _push(self._gen, stats.gen_throughput)
                 latest["gen_throughput"] = stats.gen_throughput
                 self._fresh_rate(stats.gen_throughput)
             if stats.num_tokens is not None:
@@ -180,7 +181,7 @@ class StatsAggregator:
         )
         for key, value, series in pairs:
             if value is not None:
-                series.append(value)
+                _push(series, value)
                 latest[key] = value
         if snapshot.cuda_graph is not None:
             self._graph.append(snapshot.cuda_graph)
@@ -246,3 +247,11 @@ class StatsAggregator:
     def _changed(self) -> None:
         self._version += 1
         self._snapshot = None
+
+
+def _push(series: deque[float], value: float | int) -> None:
+    """Append `value` to a history when it can be drawn; a host's `nan`, `inf`, negative or
+    absurd number is shown as the latest value but never plotted."""
+    number = drawable(value)
+    if number is not None:
+        series.append(number)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import posixpath
 import re
 import time
 import uuid
@@ -26,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from console.config_models import HostConfig, ServerProfile
-from console.errors import PlateauError
+from console.errors import PlateauError, UsageError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
 from console.logs.follower import LogFollower
+from console.server.config_merge import config_path, merge_key, with_config
 from console.server.discovery import FlagDiscovery
 from console.server.events import (
     CommandShown,
@@ -543,7 +545,8 @@ class ServerLifecycle:
             await asyncio.sleep(max(self.options.poll_interval_s, 0.5))
 
     def launch_argv(
-        self, profile: ServerProfile, with_key: bool, launch_id: str | None = None
+        self, profile: ServerProfile, with_key: bool, launch_id: str | None = None,
+        server_argv: list[str] | None = None,
     ) -> list[str]:
         """The argv given to `start_detached`: env items (the profile's and the launch id
         that later proves the process is this launch), optional key wrapper, the server."""
@@ -556,7 +559,7 @@ class ServerLifecycle:
             argv += ["env", *(f"{k}={v}" for k, v in env.items())]
         if with_key:
             argv += ["sh", "-c", _API_KEY_WRAPPER, "sh"]
-        return argv + profile.argv()
+        return argv + (profile.argv() if server_argv is None else server_argv)
 
     async def _launch_and_wait(
         self, run: _Run, name: str, profile: ServerProfile, key: str | None
@@ -572,15 +575,16 @@ class ServerLifecycle:
         )
         log_path = prepared["log_path"]
         secrets = await self._key_file(run, profile, key, prepared["run_dir"], stamp)
-        if secrets is not None:
-            shown_argv = [*profile.argv(), "--config", secrets]
+        server_argv = profile.argv()
+        if secrets is not None:  # the one --config SGLang reads: the profile's own, merged
+            server_argv = with_config(server_argv, secrets)
+            shown_argv = server_argv
         else:
-            shown_argv = profile.argv() + (["--api-key", "<redacted>"] if key else [])
+            shown_argv = server_argv + (["--api-key", "<redacted>"] if key else [])
         run.emit(CommandShown(display_command(shown_argv, profile.env), log_path))
         launch_id = uuid.uuid4().hex
-        argv = self.launch_argv(profile, key is not None and secrets is None, launch_id)
-        if secrets is not None:
-            argv += ["--config", secrets]
+        argv = self.launch_argv(profile, key is not None and secrets is None, launch_id,
+                                server_argv)
         process: DetachedProcess | None = None
         try:
             if key is None or secrets is not None:
@@ -639,7 +643,23 @@ class ServerLifecycle:
                          "server's command line, readable by every user on the host (ps)")
             return None
         path = f"{run_dir.rstrip('/')}/launch-{stamp}-secret.yaml"
-        await self._script("write", {"path": path}, stdin=f"api-key: {json.dumps(key)}\n")
+        text = ""
+        own = config_path(profile.argv())
+        if own is not None:  # SGLang reads one --config: the key joins the profile's own
+            # Relative to the server's cwd (the run dir), as SGLang opens it.
+            source = own[1] if own[1].startswith("~") else posixpath.join(run_dir, own[1])
+            found = await self._script("read", {"path": source})
+            if not found.get("exists"):
+                run.fail(Phase.LAUNCH, f"the profile's --config {own[1]} does not exist on "
+                         f"{self.host.name} (nothing was stopped)")
+            try:
+                text = merge_key(str(found.get("text", "")), key, own[1])
+            except UsageError as exc:
+                run.fail(Phase.LAUNCH, f"{exc} (nothing was stopped)")
+            run.progress(Phase.LAUNCH, f"the API key is merged into a private copy of {own[1]}")
+        else:
+            text = f"api-key: {json.dumps(key)}\n"
+        await self._script("write", {"path": path}, stdin=text)
         return path
 
     async def _identity(self, pid: int) -> dict[str, Any]:
@@ -764,6 +784,8 @@ class ServerLifecycle:
                         version = sanitize(str(info.json().get("version") or "")) or None
                 except (_httpx().HTTPError, ValueError):
                     pass
+                if key:
+                    await self._refuses_without_key(run, profile)
                 run.finish(Phase.READY, f"sglang {version or 'unknown version'}")
                 return version
         finally:
@@ -773,6 +795,20 @@ class ServerLifecycle:
             await asyncio.wait({follower}, timeout=_FOLLOWER_STOP_S)
             if follower.done() and not follower.cancelled():
                 follower.exception()  # retrieved: a follower's failure is not the restart's
+
+    async def _refuses_without_key(self, run: _Run, profile: ServerProfile) -> None:
+        """An API key was asked for: prove the server refuses a request without it. A server
+        that answers anyway (its key lost on the way, e.g. a second --config it ignored) is
+        stopped rather than reported ready."""
+        try:
+            async with self.http(profile.port) as bare:
+                code = (await bare.get("/server_info")).status_code
+        except (_httpx().HTTPError, OSError):
+            return  # unreachable from here: nothing proven either way, said by the probe
+        if code not in (401, 403):
+            run.fail(Phase.READY, f"the server answered a request without the API key "
+                     f"(HTTP {code}): it runs unauthenticated, so it was stopped; check the "
+                     "profile's --config and api_key_env")
 
     async def _alive_through_drops(self, pid: int, said: _SaidOnce) -> bool:
         """Is the launched process alive? A dropped connection is not a dead server: say so

@@ -13,6 +13,9 @@ An operator hands an incident to a colleague as this file (`plateau replay FILE`
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -78,7 +81,7 @@ class Recorder:
     def __init__(self, path: Path, hosts: list[HostConfig]) -> None:
         self.path = path
         try:
-            self._file: IO[str] | None = path.open("w", encoding="utf-8", buffering=1)
+            self._file: IO[str] | None = _open_private(path)
         except OSError as exc:
             raise UsageError(f"cannot write the recording {path}: {exc.strerror}") from None
         self._started = time.monotonic()
@@ -100,7 +103,11 @@ class Recorder:
             "type": name,
             "event": _adapter(name).dump_python(event, mode="json"),
         }
-        self._file.write(json.dumps(line, allow_nan=False) + "\n")
+        try:
+            text = json.dumps(line, allow_nan=False)
+        except ValueError:  # a host's nan/inf somewhere in the event: rare, so walk it then
+            text = json.dumps(_finite_json(line), allow_nan=False)
+        self._file.write(text + "\n")
         self.count += 1
 
     def close(self) -> None:
@@ -146,6 +153,32 @@ def _event(path: Path, number: int, line: str) -> RecordedEvent:
         return RecordedEvent(float(data["t"]), event)
     except (ValueError, KeyError, TypeError, ValidationError) as exc:
         raise UsageError(f"{path}:{number}: bad event line ({_why(exc)})") from None
+
+
+def _open_private(path: Path) -> IO[str]:
+    """`path` truncated for writing, readable by its owner only (0600, also when it existed):
+    a recording holds the host's log lines and state, which are the operator's business."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # never chmod /dev/stdout or a pipe
+            os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _finite_json(value: Any) -> Any:
+    """`value` with every non-finite float spelled as a string ("nan", "inf", "-inf"): a
+    host's `nan` is recorded as what it was (strict JSON has no NaN) and pydantic reads the
+    string back as the float."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [_finite_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite_json(item) for key, item in value.items()}
+    return value
 
 
 def _sanitized(value: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepResult
 from console.store.models import RunRecord
+from console.text import sanitize_lines
 
 # (column, getter) for one step; used by CSV and Markdown alike.
 COLUMNS: tuple[tuple[str, Any], ...] = (
@@ -57,6 +58,11 @@ def step_row(step: StepResult) -> list[Any]:
 
 
 def to_csv(run: RunRecord) -> str:
+    """The run's steps as CSV; host-written text in it (errors) is sanitised."""
+    return sanitize_lines(_csv(run))
+
+
+def _csv(run: RunRecord) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([name for name, _ in COLUMNS])
@@ -82,6 +88,13 @@ def _cell(value: Any) -> str:
 
 
 def to_markdown(run: RunRecord) -> str:
+    """The run as Markdown. The server's version, URL, profile, flags and step errors came
+    from the host: a crafted one must not set the title or clear the screen of whoever
+    prints it, so the whole text is sanitised."""
+    return sanitize_lines(_markdown(run))
+
+
+def _markdown(run: RunRecord) -> str:
     summary = run.summary
     meta = summary.meta
     started = datetime.fromtimestamp(summary.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

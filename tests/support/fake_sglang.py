@@ -1,7 +1,8 @@
 """A stand-in `sglang serve` for hosts where the project's Python is out of reach (another
 user's login): stdlib only, the real flag names Plateau relies on, SGLang's `--config FILE.yaml`
-merge (srt/server_args.py:683-689), SGLang's habit of dumping its args with the API key into
-the log (`server_args=ServerArgs(..., api_key='...')`), /ready and /health, and the ready line.
+merge (srt/server_args.py:683-689), the API-key middleware (probes open), SGLang's habit of
+dumping its args with the API key into the log (`server_args=ServerArgs(..., api_key='...')`),
+/ready and /health, and the ready line.
 """
 
 import argparse
@@ -36,8 +37,12 @@ def main():
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            body = b"{}"
-            self.send_response(200)
+            # SGLang's API-key middleware: probes open, everything else needs the bearer key.
+            open_path = self.path.startswith(("/health", "/ready", "/metrics"))
+            given = self.headers.get("Authorization", "")
+            ok = open_path or not args.api_key or given == f"Bearer {args.api_key}"
+            body = b"{}" if ok else b'{"error": "Unauthorized"}'
+            self.send_response(200 if ok else 401)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
