@@ -20,7 +20,6 @@ from itertools import repeat
 
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import (
-    BATCH_PREFIXES,
     SEVERITY_LITERALS,
     UVICORN_LEVELS,
     access_severity,
@@ -29,6 +28,7 @@ from console.logs.classify import (
 from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
 from console.logs.models import EVENT_TWIN, EventKind, LogEvent, Severity, new_event
 from console.logs.prefilter import compile_literals
+from console.sglang.batch import BATCH_PREFIXES
 from console.text import redact_secrets
 
 TRACEBACK = "Traceback (most recent call last):"

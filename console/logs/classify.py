@@ -8,8 +8,6 @@ from console.logs.models import Severity
 from console.logs.own_requests import is_probe_path
 from console.logs.prefilter import compile_literals
 
-BATCH_PREFIXES = ("Decode batch", "Prefill batch")
-
 _ERROR = re.compile(
     r"Traceback \(most recent call last\)"
     r"|(?:^|[\s(])[\w.]*(?:Error|Exception)(?::|\s|$)"

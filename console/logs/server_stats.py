@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, decode_values
-from console.logs.classify import BATCH_PREFIXES
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.metrics import MetricsSnapshot
 from console.logs.models import LogEvent
+from console.sglang.batch import BATCH_PREFIXES
 
 
 @dataclass(frozen=True, slots=True)
