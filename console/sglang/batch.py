@@ -239,3 +239,17 @@ def _float(value: str | None) -> float | None:
         return float(value)
     except ValueError:
         return None
+
+
+# Retraction (KV pool exhausted during decode): `KV cache pool is full. Retract requests.
+# #retracted_reqs: 3, #new_tokens_gained: ...` (0.5.23 `srt/managers/scheduler.py:4525-4537`),
+# `Decode out of memory happened. #retracted_reqs: 1, ...` (<= 0.4, `scheduler.py`).
+RETRACT_NEEDLES = ("KV cache pool is full", "Decode out of memory happened")
+_RETRACT = re.compile(r"(?:KV cache pool is full\. Retract requests\.|Decode out of memory "
+                      r"happened\.) #retracted_reqs: ([0-9]+)")
+
+
+def retracted_reqs(message: str) -> int | None:
+    """How many requests a retraction line pushed back; None when it is not one."""
+    found = _RETRACT.search(message)
+    return int(found.group(1)) if found else None
