@@ -38,6 +38,7 @@ from console.logs.prefilter import compile_literals
 from console.sglang.batch import BATCH_PREFIXES
 from console.sglang.crash import CHAIN as _CHAIN
 from console.sglang.crash import TRACEBACK
+from console.sglang.prefix import unglue_progress
 from console.text import redact_secrets
 
 # Unprefixed lines that are never part of a preceding block.
@@ -194,6 +195,10 @@ class EventAssembler:
         seq = self.next_seq
         self.next_seq = seq + 1
         level: str | None = None
+        if found is None and "%|" in line and (rest := unglue_progress(line)) is not None:
+            found = PREFIX.match(rest)  # a tqdm bar glued to a prefixed line (prefix.py)
+            if found is not None:
+                line = rest
         if found is None:
             config = logging_config_match(line)
             if config is None:

@@ -22,6 +22,7 @@ from console.sglang.crash import TRACEBACK, exception_line, is_oom
 from console.sglang.dp import NodeBatches, NodeSample, imbalance
 from console.sglang.prefix import dp_rank
 from console.sglang.server_args import server_args_form
+from console.sglang.startup import parse_startup
 
 _MAX_OTHER = 1000
 _N = TypeVar("_N", int, float)
@@ -521,7 +522,9 @@ class LogScanner:
             else:
                 self._launches.append(LaunchState(len(self._launches) + 1, event))
         elif not self._launches:
-            if event.timestamp is None:
+            # The first timestamped line opens a launch; so does a startup line of a log
+            # whose prefixes were stripped (pasted into an issue).
+            if event.timestamp is None and parse_startup(event.message) is None:
                 return
             self._launches.append(LaunchState(1, event))
         state = self._launches[-1]

@@ -20,7 +20,9 @@ from console.sglang.server_args import (
     parse_server_args,
     server_args_form,
 )
-from console.sglang.startup import StartupLine, is_decode_phase, parse_startup
+from console.sglang.startup import StartupLine, is_decode_phase, parse_sizing, parse_startup
+
+_SIZING_AT = "max_total_num_tokens="
 
 FATAL_IDS = frozenset(
     {
@@ -103,6 +105,9 @@ class LaunchState:
         launch.cuda_graph_disabled = decode_graph_disabled(args)
         if launch.decode_graph_ceiling is None:
             launch.decode_graph_ceiling = decode_graph_ceiling(args)
+        asked = args.get("max_running_requests")
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            launch.max_running_requests_requested = asked
         chunked = args.get("chunked_prefill_size")
         if isinstance(chunked, int) and not isinstance(chunked, bool):
             launch.chunked_prefill_size = chunked
@@ -128,7 +133,8 @@ class LaunchState:
                 if key in values:
                     setattr(launch, key, int(values[key]))
         elif kind == "clamp" and line.name == "max_running_requests":
-            launch.max_running_requests_requested = int(line.values["requested"])
+            if "requested" in line.values:
+                launch.max_running_requests_requested = int(line.values["requested"])
             launch.max_running_requests = int(line.values["effective"])
         elif kind == "engine_timings":
             launch.engine_timings = dict(line.values)
@@ -187,6 +193,10 @@ def feed_launch(state: LaunchState, event: LogEvent) -> None:
     line = parse_startup(message)
     if line is not None:
         state.startup(line, event)
+        if line.kind != "sizing" and _SIZING_AT in message:  # two lines pasted as one
+            sizing = parse_sizing(message)
+            if sizing is not None:
+                state.startup(sizing, event)
     state.milestone(event)
 
 

@@ -45,9 +45,21 @@ def is_oom(text: str) -> bool:
     return OOM.search(text) is not None
 
 
+CPP_TERMINATE = "terminate called after throwing an instance of"
+"""libstdc++'s last words for an uncaught C++ exception (e.g. c10::DistBackendError from the
+NCCL watchdog); the next line, `  what():  ...`, is its message."""
+
+
 def exception_line(lines: Sequence[str]) -> str | None:
     """The final exception line of the (last) traceback in `lines`, e.g. `RuntimeError: CUDA
-    error: out of memory`; None when `lines` hold no traceback or it was cut before it."""
+    error: out of memory`, or the `  what():  ...` line of an uncaught C++ exception (kept as
+    printed); None when `lines` hold neither or the block was cut before it."""
+    for index in range(len(lines) - 1, -1, -1):
+        if CPP_TERMINATE in lines[index]:
+            after = lines[index + 1:index + 2]
+            if after and after[0].lstrip().startswith("what():"):
+                return after[0].rstrip()
+            break
     start = -1
     for index, line in enumerate(lines):
         if TRACEBACK in line:

@@ -42,12 +42,19 @@ RANKS_DP = (r"(?: DP(\d+)|)(?: (?:PP|ATTN_CP|MOE_DP|TP|EP|NODE|N)\d+)*"
             r"|(?: encode_server| encode_dp_worker\[\d+\])")
 """RANKS with the DP rank as a group (DP comes first in every SGLang release's prefix)."""
 _GPU_ID = r"(?:\[gpu_id=(\d+)\] |)"
-PREFIX = re.compile(rf"\[({TIMESTAMP})({RANKS})\] ?{_GPU_ID}", re.ASCII)
+# `[` may be missing: an excerpt whose first line was cut at its start (`2026-05-24 03:51:44
+# TP0] Decode batch, ...`, sglang issue #26248 as pasted); the date keeps that unambiguous.
+PREFIX = re.compile(rf"(?:\[|(?=\d{{4}}-\d\d-\d\d \d))({TIMESTAMP})({RANKS})\] ?{_GPU_ID}",
+                    re.ASCII)
 """group 1: timestamp, 2: rank parts (with a leading space, or empty), 3: 0.1/0.2 gpu_id."""
 LOGGING_CONFIG = re.compile(
     rf"({DATE_TIME}) (TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ "
-    rf"\[((?:{_RANK} )*)(?:[\w.-]+:\d+|)\] ", re.ASCII)
+    rf"\[ ?((?:{_RANK} )*)(?:[\w.-]+:\d+|)\] ", re.ASCII)
 """group 1: timestamp, 2: level, 3: rank parts (each followed by a space)."""
+GLUED_PROGRESS = re.compile(rf"[^\[\n]*\d+%\|[^|]*\|[^\[]*\[[^\]]*\](?=\[{DATE_TIME}[ \]])",
+                            re.ASCII)
+"""A tqdm bar whose `\r` was lost when the log was copied, glued to the line after it:
+`  12%|█▎        | 1/8 [00:22<02:35, 22.27s/it][2026-01-17 10:37:08 DP0 TP0 EP0] Decode ...`."""
 UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
 _RANK_PART = re.compile(r"([A-Z_]+?)(\d+)", re.ASCII)
@@ -82,7 +89,18 @@ def parse_prefix(line: str) -> Prefix:
     if found is not None:
         return Prefix(found.group(1), found.group(3).rstrip(), line[found.end():],
                       found.group(2), "logging_config")
+    rest = unglue_progress(line)
+    if rest is not None:
+        return parse_prefix(rest)
     return Prefix(None, "", line)
+
+
+def unglue_progress(line: str) -> str | None:
+    """The prefixed line after a glued tqdm bar (GLUED_PROGRESS); None when there is none."""
+    if "%|" not in line:
+        return None
+    found = GLUED_PROGRESS.match(line)
+    return None if found is None else line[found.end():]
 
 
 def logging_config_match(line: str) -> re.Match[str] | None:

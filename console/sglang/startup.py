@@ -27,6 +27,10 @@ Wordings, by source:
   (0.5.23 `srt/managers/scheduler.py:1267-1276`; older releases omit some keys).
 * clamps: `max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to
   the available KV cache capacity.` (`srt/mem_cache/kv_cache_configurator.py` ~0.5.20+).
+* `Max running requests is reset to 48 for speculative decoding. You can override this by
+  explicitly setting --max-running-requests.` (server_args.py, 0.5.x with spec decoding).
+* capture progress (tqdm, one line per size when not a TTY): `Capturing batches (bs=16
+  avail_mem=13.56 GB):  17%|...` (`cuda_graph_runner.py` ~0.4.9+).
 * summary: `Engine startup timings (s): load_weight=.., kv_cache_allocation=.., cuda_graph={
   prefill=.., decode=..}, ...` (0.5.23 `srt/entrypoints/engine.py:1117-1126`).
 """
@@ -50,6 +54,9 @@ _PAIRS = re.compile(r"(\w+)=(-?[0-9.]+)")
 _TIMINGS = re.compile(r"(\w+)=([0-9.]+)")
 _CLAMP = re.compile(r"(\w+) was reduced from (?:the requested )?([0-9]+) to ([0-9]+)")
 _KV_TOKENS = re.compile(r"#tokens: ([0-9]+)")
+_RESET = re.compile(r"Max running requests is reset to ([0-9]+)")
+_TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)")
+_SIZING_AT = "max_total_num_tokens="
 READY = "The server is fired up and ready to roll!"
 """0.5.23 `srt/entrypoints/http_server.py:2600`; the same words since 0.1."""
 # The capture phases a decode step runs in: old-wording graphs are decode graphs (the
@@ -90,8 +97,16 @@ def parse_startup(message: str) -> StartupLine | None:
                            values={"tokens": float(found.group(1))} if found else {})
     if head.startswith("Memory pool"):
         return StartupLine("memory_pool_end") if message.startswith("Memory pool end") else None
-    if message.startswith("max_total_num_tokens="):
-        return StartupLine("sizing", values={k: float(v) for k, v in _PAIRS.findall(message)})
+    if message.startswith(_SIZING_AT):
+        return parse_sizing(message)
+    if message.startswith("Capturing batches"):
+        found = _TQDM_BS.match(message)
+        return None if found is None else StartupLine(
+            "capture_sizes", phase="decode", bs=(int(found.group(1)),))
+    if message.startswith("Max running requests is reset"):
+        found = _RESET.match(message)
+        return None if found is None else StartupLine(
+            "clamp", name="max_running_requests", values={"effective": float(found.group(1))})
     if " was reduced from " in message:
         found = _CLAMP.search(message)
         if found is None:
@@ -105,6 +120,14 @@ def parse_startup(message: str) -> StartupLine | None:
     if message.startswith(READY):
         return StartupLine("ready")
     return None
+
+
+def parse_sizing(message: str) -> StartupLine | None:
+    """The scheduler's sizing line, also when pasted onto the end of another line."""
+    at = message.find(_SIZING_AT)
+    if at < 0:
+        return None
+    return StartupLine("sizing", values={k: float(v) for k, v in _PAIRS.findall(message[at:])})
 
 
 def _capture(message: str) -> StartupLine | None:
