@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, make_dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 _T = TypeVar("_T")
 
@@ -31,7 +31,7 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     def build(*args: Any) -> _T:
         obj = twin(*args)
         obj.__class__ = cls
-        return obj  # type: ignore[return-value]
+        return cast(_T, obj)
 
     build.twin = twin if _can_reclass(twin, cls) else None  # type: ignore[attr-defined]
     return build if build.twin is not None else cls  # type: ignore[attr-defined]
@@ -39,7 +39,7 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
 
 def _can_reclass(twin: type, cls: type) -> bool:
     try:
-        obj = twin(*(None for _ in fields(cls)))  # type: ignore[arg-type]
+        obj = twin(*(None for _ in fields(cls)))
         obj.__class__ = cls
     except TypeError:
         return False

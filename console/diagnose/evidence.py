@@ -129,7 +129,8 @@ def _batch_row(line: str, node: NodeBatches,
                stats.gen_throughput)
     dp = dp_rank(prefix.ranks) if prefix.ranks else ""
     if dp:
-        _node_row(node.add(prefix.timestamp, dp, *row[:2], row[4], row[2], row[3]), node_rows)
+        running, queue, usage, graph_on, rate = row
+        _node_row(node.add(prefix.timestamp, dp, running, queue, rate, usage, graph_on), node_rows)
     return True, row
 
 

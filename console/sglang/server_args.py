@@ -92,7 +92,7 @@ def decode_graph_ceiling(args: Mapping[str, Any]) -> int | None:
                    args.get("cuda_graph_bs"), args.get("cuda_graph_max_bs")]
     for value in candidates:
         if isinstance(value, list) and value and all(_is_int(v) for v in value):
-            return max(value)
+            return int(max(value))
         if _is_int(value):
             return int(value)
     return None

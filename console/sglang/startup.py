@@ -140,6 +140,7 @@ def _capture(message: str) -> StartupLine | None:
     if found is None:
         return None
     name = found.group(1).strip()
+    wording: Literal["old", "new"]
     if not name:
         phase, wording = "decode", "old"
     elif name == "piecewise":
