@@ -195,8 +195,10 @@ class EventAssembler:
         seq = self.next_seq
         self.next_seq = seq + 1
         level: str | None = None
-        if found is None and "%|" in line and (rest := unglue_progress(line)) is not None:
-            found = PREFIX.match(rest)  # a tqdm bar glued to a prefixed line (prefix.py)
+        if found is None and (line[:1] == "(" or "%|" in line) and (
+            rest := unglue_progress(line)
+        ) is not None:
+            found = PREFIX.match(rest)  # a Ray actor's prefix or a glued tqdm bar (prefix.py)
             if found is not None:
                 line = rest
         if found is None:

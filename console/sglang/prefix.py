@@ -55,6 +55,9 @@ GLUED_PROGRESS = re.compile(rf"[^\[\n]*\d+%\|[^|]*\|[^\[]*\[[^\]]*\](?=\[{DATE_T
                             re.ASCII)
 """A tqdm bar whose `\r` was lost when the log was copied, glued to the line after it:
 `  12%|█▎        | 1/8 [00:22<02:35, 22.27s/it][2026-01-17 10:37:08 DP0 TP0 EP0] Decode ...`."""
+RAY_ACTOR = re.compile(r"\([\w.:-]+ pid=\d+(?:, ip=[\d.]+|)\) ", re.ASCII)
+"""Ray's prefix on an actor's output: `(SGLangEngine pid=41820) [2026-03-22 13:53:37 TP0] ...`
+(SGLang run as a Ray actor, e.g. by RL frameworks)."""
 UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
 _RANK_PART = re.compile(r"([A-Z_]+?)(\d+)", re.ASCII)
@@ -96,7 +99,12 @@ def parse_prefix(line: str) -> Prefix:
 
 
 def unglue_progress(line: str) -> str | None:
-    """The prefixed line after a glued tqdm bar (GLUED_PROGRESS); None when there is none."""
+    """The line after a Ray actor's prefix (RAY_ACTOR) or a glued tqdm bar (GLUED_PROGRESS);
+    None when it has neither."""
+    if line[:1] == "(":
+        found = RAY_ACTOR.match(line)
+        if found is not None:
+            return line[found.end():]
     if "%|" not in line:
         return None
     found = GLUED_PROGRESS.match(line)
