@@ -28,9 +28,10 @@ def test_rank_prefixes_in_emitted_order() -> None:
     assert event.ranks == "DP1 PP0 ATTN_CP2 MOE_DP3 TP5 EP7"
     assert event.rank_map == {"DP": 1, "PP": 0, "ATTN_CP": 2, "MOE_DP": 3, "TP": 5, "EP": 7}
     assert event.message == "hello"
-    # The in-tree parser's order (TP before PP) is not what SGLang emits: not a prefix.
-    wrong = one("[2026-02-19 05:21:47 TP1 PP0] hello")
-    assert wrong.kind == "plain" and wrong.timestamp is None
+    # 0.4.x wrote TP before PP (`run_scheduler_process`: DP, TP, PP; sgl-project/sglang
+    # python/sglang/srt/managers/scheduler.py of v0.4.x): any order is a prefix.
+    older = one("[2026-02-19 05:21:47 DP0 TP1 PP0] hello")
+    assert older.rank_map == {"DP": 0, "TP": 1, "PP": 0} and older.message == "hello"
 
 
 def test_uvicorn_level_and_access_lines() -> None:

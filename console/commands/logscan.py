@@ -12,6 +12,7 @@ from console.logs.bounded_lines import bounded_text_chunks
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
+from console.logs.scan_launch import Launch
 from console.text import sanitize_lines
 
 
@@ -131,6 +132,13 @@ def format_report(report: ScanReport) -> str:
             )
         if not launch.phases:
             out.append("  no startup phases in this part of the log")
+        out.extend(_launch_facts(launch))
+    if report.exceptions:
+        out.append("")
+        out.append("Exceptions (the last line of each traceback)")
+        for exc in report.exceptions[:15]:
+            mark = "  [GPU out of memory]" if exc.oom else ""
+            out.append(f"  line {exc.line}: {exc.text[:160]}{mark}")
     batches = report.batches
     out.append("")
     out.append(
@@ -155,7 +163,26 @@ def format_report(report: ScanReport) -> str:
         out.append(f"  max token usage       {_fmt(batches.max_token_usage)}")
         if batches.mean_accept_len is not None:
             out.append(f"  mean accept len       {batches.mean_accept_len}")
-        if batches.cuda_graph_off:
+        node = batches.node
+        if node is not None:
+            names = ", ".join(batches.dp_ranks[:8]) + ("..." if len(batches.dp_ranks) > 8 else "")
+            out.append(f"  DP ranks              {len(batches.dp_ranks)} ({names}); "
+                       "figures above are per rank")
+            out.append(f"  node max running      {_fmt(node.max_running_reqs)} "
+                       "(the ranks summed per timestamp)")
+            if node.peak_gen_throughput is not None:
+                out.append(f"  node peak gen         {node.peak_gen_throughput:,.2f} tok/s "
+                           f"({node.peak_gen_timestamp})")
+            if node.mean_gen_throughput is not None:
+                out.append(f"  node mean gen         {node.mean_gen_throughput:,.2f} tok/s")
+            if node.busiest_rank is not None:
+                ratio = "n/a" if node.rank_imbalance is None else f"{node.rank_imbalance}x"
+                out.append(f"  rank imbalance        {ratio}: mean #running-req "
+                           f"{node.rank_running_mean_max} on {node.busiest_rank}, "
+                           f"{node.rank_running_mean_min} on {node.idlest_rank}")
+        if batches.decode_lines and not batches.decode_lines_with_graph:
+            out.append("  cuda graph            unknown (these decode lines have no graph field)")
+        elif batches.cuda_graph_off:
             out.append(f"  cuda graph off        {len(batches.cuda_graph_off)} period(s):")
             for period in batches.cuda_graph_off[:10]:
                 out.append(
@@ -166,6 +193,28 @@ def format_report(report: ScanReport) -> str:
         else:
             out.append("  cuda graph off        never (in decode lines)")
     return "\n".join(out) + "\n"
+
+
+def _launch_facts(launch: Launch) -> list[str]:
+    """What SGLang resolved at startup, requested -> effective where a clamp shows both."""
+    out: list[str] = []
+    if launch.captured_decode_bs:
+        sizes = launch.captured_decode_bs
+        out.append(f"  decode CUDA graphs     bs {sizes[0]}..{sizes[-1]} ({len(sizes)} sizes, "
+                   f"{launch.capture_wording} wording)")
+    elif launch.decode_graph_ceiling is not None:
+        out.append(f"  decode CUDA graphs     up to bs {launch.decode_graph_ceiling} "
+                   "(server_args; no capture sizes in this log)")
+    if launch.cuda_graph_disabled:
+        out.append("  decode CUDA graphs     disabled (server_args)")
+    if launch.max_running_requests is not None:
+        asked = launch.max_running_requests_requested
+        value = (f"{asked} -> {launch.max_running_requests}" if asked is not None
+                 else f"{launch.max_running_requests}")
+        out.append(f"  max running requests   {value}")
+    if launch.max_total_num_tokens is not None:
+        out.append(f"  KV cache tokens        {launch.max_total_num_tokens}")
+    return out
 
 
 def _fmt(value: float | int | None) -> str:

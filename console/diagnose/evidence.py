@@ -8,41 +8,36 @@ match ours, and SGLang prints whole seconds.
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from console.bench.models import StepResult
 from console.diagnose.models import (
     ClientRecord,
-    DecodePoint,
     GpuPoint,
     MetricsPoint,
-    PrefillPoint,
     StartupFacts,
     StepEvidence,
     Topology,
 )
-from console.logs.batch_stats import parse_batch_message
-from console.logs.line_format import PREFIX
 from console.logs.metrics import parse_metrics
+from console.sglang.batch import (
+    DECODE_FAST,
+    PREFILL_FAST,
+    RETRACT_NEEDLES,
+    parse_batch,
+    retracted_reqs,
+)
+from console.sglang.dp import NodeBatches, NodeSample
+from console.sglang.metrics_names import normalise_text
+from console.sglang.prefix import dp_rank, parse_prefix
+from console.sglang.server_args import (
+    decode_graph_ceiling,
+    decode_graph_disabled,
+    parse_server_args,
+)
+from console.sglang.startup import is_decode_phase, parse_startup
 
-# The common 0.5.x shapes in one search each (reference §2.2, §2.3); any other shape (spec
-# decoding, hybrid pools, PD, MFU fields) goes through the general key: value parser.
-_DECODE_FAST = re.compile(
-    r"Decode batch(?: \[\d+\])?, #running-req: (\d+), #token: \d+, token usage: ([\d.]+), "
-    r"(?:[^,]+, )*?cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), "
-    r"#queue-req: (\d+)")
-_PREFILL_FAST = re.compile(
-    r"Prefill batch(?: \[\d+\])?, #new-seq: (\d+), #new-token: (\d+), #cached-token: \d+, "
-    r"token usage: ([\d.]+), #running-req: (\d+), #queue-req: (\d+)")
-_RETRACT = re.compile(r"KV cache pool is full\. Retract requests\. #retracted_reqs: (\d+)")
-_REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
-_CAPTURE_END = re.compile(r"Capture target decode CUDA graph end\. bs=\[([0-9, ]*)\]")
-_SCHED_INFO = re.compile(
-    r"max_total_num_tokens=(\d+), chunked_prefill_size=(-?\d+), max_prefill_tokens=\d+, "
-    r"max_running_requests=(\d+)")
 _WARNINGS = {  # substring -> catalogue id (console/logs/catalogue.toml)
     "Using default MoE kernel config": "moe-default-config",
     "KV cache pool is full": "kv-pool-full-retract",
@@ -54,9 +49,8 @@ _WARNINGS = {  # substring -> catalogue id (console/logs/catalogue.toml)
 
 
 def message_of(line: str) -> str:
-    """The message part of an SGLang line (the line itself when it has no prefix)."""
-    found = PREFIX.match(line)
-    return line[found.end():] if found else line
+    """The message part of an SGLang line, any prefix shape (the line itself without one)."""
+    return parse_prefix(line).message
 
 
 def step_evidence(
@@ -65,39 +59,32 @@ def step_evidence(
     metrics: Sequence[MetricsPoint] = (),
     gpu: Sequence[GpuPoint] = (),
 ) -> StepEvidence:
-    """One step's evidence from the lines read during it and the samples taken in it."""
+    """One step's evidence from the lines read during it and the samples taken in it.
+
+    Batch lines are read by console/sglang/batch.py; with DP ranks each rank's line is a row
+    (the per-rank caps and graph ceiling apply per rank) and `node_decode_rows` holds the
+    ranks summed per timestamp (console/sglang/dp.py)."""
     decode: list[tuple[Any, ...]] = []
     prefill: list[tuple[Any, ...]] = []
+    node = NodeBatches()
+    node_rows: list[tuple[Any, ...]] = []
     retract_lines = 0
     retracted = 0
     warnings: list[str] = []
-    decode_search, prefill_search = _DECODE_FAST.search, _PREFILL_FAST.search
     for line in lines:
         if "batch" in line:
-            found = decode_search(line)
-            if found is not None:
-                run, usage, graph, gen, queue = found.groups()
-                decode.append((int(run), int(queue), float(usage), graph == "True", float(gen)))
+            parsed = _batch_row(line, node, node_rows)
+            if parsed is not None:
+                (decode if parsed[0] else prefill).append(parsed[1])
                 continue
-            found = prefill_search(line)
-            if found is not None:
-                seq, tok, usage, run, queue = found.groups()
-                prefill.append((int(seq), int(tok), int(run), int(queue), float(usage)))
-                continue
-            point = _batch_point(line)  # another shape: the general parser
-            if isinstance(point, DecodePoint):
-                decode.append(tuple(point))
-                continue
-            if isinstance(point, PrefillPoint):
-                prefill.append(tuple(point))
-                continue
-        if "KV cache pool is full" in line:
+        if any(needle in line for needle in RETRACT_NEEDLES):
             retract_lines += 1
-            found = _RETRACT.search(line)
-            retracted += int(found.group(1)) if found else 0
+            retracted += retracted_reqs(line) or 0
         for needle, ident in _WARNINGS.items():
             if needle in line and ident not in warnings:
                 warnings.append(ident)
+    _node_row(node.flush(), node_rows)
+    ranks = sum(1 for k in node.tallies if k)
     window = (step.started_at, step.finished_at)
     return StepEvidence(
         index=step.index,
@@ -106,6 +93,8 @@ def step_evidence(
         finished_at=step.finished_at,
         decode_rows=decode,
         prefill_rows=prefill,
+        node_decode_rows=node_rows if ranks > 1 else [],
+        dp_ranks=ranks,
         retract_lines=retract_lines,
         retracted_reqs=retracted,
         log_lines=len(lines),
@@ -116,22 +105,44 @@ def step_evidence(
     )
 
 
+def _batch_row(line: str, node: NodeBatches,
+               node_rows: list[tuple[Any, ...]]) -> tuple[bool, tuple[Any, ...]] | None:
+    """(is decode, row) of a batch line; None for any other line."""
+    prefix = parse_prefix(line)
+    message = prefix.message
+    found = DECODE_FAST.match(message)
+    if found is not None:
+        _it, run, _tok, use, _alen, _arate, graph, gen, queue = found.groups()
+        row: tuple[Any, ...] = (int(run), int(queue), float(use), graph == "True", float(gen))
+    else:
+        found = PREFILL_FAST.match(message)
+        if found is not None:
+            _it, seq, tok, _cached, use, run, queue, _pending, _graph, _inp = found.groups()
+            return False, (int(seq), int(tok), int(run), int(queue), float(use))
+        stats = parse_batch(message)
+        if stats is None or stats.running_reqs is None:
+            return None
+        if stats.kind == "prefill":
+            return False, (stats.new_seq or 0, stats.new_token or 0, stats.running_reqs,
+                           stats.queue_reqs or 0, stats.token_usage)
+        row = (stats.running_reqs, stats.queue_reqs or 0, stats.token_usage, stats.cuda_graph,
+               stats.gen_throughput)
+    dp = dp_rank(prefix.ranks) if prefix.ranks else ""
+    if dp:
+        running, queue, usage, graph_on, rate = row
+        _node_row(node.add(prefix.timestamp, dp, running, queue, rate, usage, graph_on), node_rows)
+    return True, row
+
+
+def _node_row(sample: NodeSample | None, rows: list[tuple[Any, ...]]) -> None:
+    if sample is not None:
+        rows.append((sample.running, sample.queue, sample.token_usage, sample.cuda_graph,
+                     sample.gen_throughput))
+
+
 def _inside(t: float, window: tuple[float, float]) -> bool:
     """A sample taken outside the step's window is stale for this step (not evidence)."""
     return window[0] <= t <= window[1] + 0.5
-
-
-def _batch_point(line: str) -> DecodePoint | PrefillPoint | None:
-    if "Decode batch" not in line and "Prefill batch" not in line:
-        return None
-    stats = parse_batch_message(message_of(line))
-    if stats is None or stats.running_reqs is None:
-        return None
-    if stats.kind == "decode":
-        return DecodePoint(stats.running_reqs, stats.queue_reqs or 0, stats.token_usage,
-                           stats.cuda_graph, stats.gen_throughput)
-    return PrefillPoint(stats.new_seq or 0, stats.new_token or 0, stats.running_reqs,
-                        stats.queue_reqs or 0, stats.token_usage)
 
 
 def client_record(step: StepResult) -> ClientRecord | None:
@@ -165,9 +176,8 @@ METRICS_KEPT = frozenset({  # what the rules read; the rest of the page is not s
 def metrics_point(text: str, t: float) -> MetricsPoint | None:
     """A `/metrics` page as evidence; either prefix (`sglang:` raw, `sglang_` as exporters
     rename it) is read as `sglang:`. None when the page does not parse."""
-    normalised = re.sub(r"(?m)^(# (?:HELP|TYPE) )?sglang_", r"\1sglang:", text)
     try:
-        snapshot = parse_metrics(normalised)
+        snapshot = parse_metrics(normalise_text(text))
     except (ValueError, TypeError):
         return None
     values = {k: v for k, v in snapshot.values.items() if k in METRICS_KEPT}
@@ -209,29 +219,33 @@ def _num(value: Any) -> float | None:
 
 def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = None,
                   flags: Mapping[str, Any] | None = None) -> StartupFacts:
-    """Facts from the startup log lines, then /server_info (resolved values win), then the
-    profile's flags."""
+    """Facts from the startup log lines (console/sglang/startup.py, server_args.py: every
+    release's wording), then /server_info (resolved values win), then the profile's flags."""
     facts: dict[str, Any] = {}
+    sizes: set[int] = set()
     for line in lines:
-        if "Capture target decode CUDA graph end" in line:
-            found = _CAPTURE_END.search(line)
-            if found:
-                facts["capture_bs"] = [int(x) for x in found.group(1).split(",") if x.strip()]
-        elif "max_running_requests was reduced" in line:
-            found = _REDUCED.search(line)
-            if found:
-                facts["running_cap_reduced_from"] = int(found.group(1))
-                facts["max_running_requests"] = int(found.group(2))
-        elif "Using default MoE kernel config" in line:
-            facts["moe_untuned_warning"] = message_of(line)[:300]
-        elif line.find("max_total_num_tokens=") >= 0:
-            found = _SCHED_INFO.search(line)
-            if found:
-                facts["max_total_num_tokens"] = int(found.group(1))
-                facts["chunked_prefill_size"] = int(found.group(2))
-                facts["max_running_requests"] = int(found.group(3))
-        elif "server_args={" in line:
-            facts.update(_from_server_args(_literal(message_of(line)[len("server_args="):])))
+        message = message_of(line)
+        if message.startswith("server_args="):
+            args = parse_server_args(message)
+            if args is not None:
+                facts.update(_from_server_args(args))
+            continue
+        if "Using default MoE kernel config" in message:
+            facts["moe_untuned_warning"] = message[:300]
+            continue
+        startup = parse_startup(message)
+        if startup is None:
+            continue
+        if startup.bs and is_decode_phase(startup.phase):
+            sizes.update(startup.bs)
+            facts["capture_bs"] = sorted(sizes)
+        elif startup.kind == "sizing":
+            for key in ("max_total_num_tokens", "chunked_prefill_size", "max_running_requests"):
+                if key in startup.values:
+                    facts[key] = int(startup.values[key])
+        elif startup.kind == "clamp" and startup.name == "max_running_requests":
+            facts["running_cap_reduced_from"] = int(startup.values["requested"])
+            facts["max_running_requests"] = int(startup.values["effective"])
     facts.update(_from_server_args(server_info or {}))
     for name, key in (("moe-runner-backend", "moe_runner_backend"),
                       ("quantization", "quantization"), ("kv-cache-dtype", "kv_cache_dtype")):
@@ -242,18 +256,10 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     return StartupFacts(**facts)
 
 
-def _literal(text: str) -> dict[str, Any]:
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("tp_size", "max_total_num_tokens", "chunked_prefill_size",
-                "cuda_graph_max_bs_decode", "mem_fraction_static"):
+                "mem_fraction_static"):
         value = sa.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = value
@@ -270,8 +276,10 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
             out["max_running_requests"] = effective
     elif isinstance(sa.get("max_running_requests"), int):
         out["max_running_requests"] = sa["max_running_requests"]
-    backend = sa.get("cuda_graph_backend_decode")
-    if backend == "disabled" or sa.get("disable_cuda_graph") is True:
+    ceiling = decode_graph_ceiling(sa)  # whichever field this version has
+    if ceiling is not None:
+        out["cuda_graph_max_bs_decode"] = ceiling
+    if decode_graph_disabled(sa):
         out["decode_graph_disabled"] = True
     return out
 

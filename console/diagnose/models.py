@@ -86,6 +86,10 @@ class StepEvidence(Frozen):
     # One row per batch line, stored as plain lists (tens of thousands per step stay cheap).
     decode_rows: list[tuple[int, int, float | None, bool | None, float | None]] = []
     prefill_rows: list[tuple[int, int, int, int, float | None]] = []
+    # With 2+ DP ranks: decode_rows hold each rank's lines (caps and graph ceilings are per
+    # rank); these hold the node, the ranks summed per timestamp (console/sglang/dp.py).
+    node_decode_rows: list[tuple[int, int, float | None, bool | None, float | None]] = []
+    dp_ranks: int = 0
     retract_lines: int = 0
     retracted_reqs: int = 0
     log_lines: int = 0  # SGLang lines read in the window (all kinds)

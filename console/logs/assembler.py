@@ -20,22 +20,27 @@ from itertools import repeat
 
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import (
-    BATCH_PREFIXES,
     SEVERITY_LITERALS,
     UVICORN_LEVELS,
     access_severity,
     severity_from_text,
 )
-from console.logs.line_format import ACCESS, MAX_LINE_CHARS, PREFIX, UVICORN_LEVEL, clean_line
+from console.logs.line_format import (
+    ACCESS,
+    MAX_LINE_CHARS,
+    PREFIX,
+    UVICORN_LEVEL,
+    clean_line,
+    logging_config_match,
+)
 from console.logs.models import EVENT_TWIN, EventKind, LogEvent, Severity, new_event
 from console.logs.prefilter import compile_literals
+from console.sglang.batch import BATCH_PREFIXES
+from console.sglang.crash import CHAIN as _CHAIN
+from console.sglang.crash import TRACEBACK
+from console.sglang.prefix import unglue_progress
 from console.text import redact_secrets
 
-TRACEBACK = "Traceback (most recent call last):"
-_CHAIN = (
-    "During handling of the above exception",
-    "The above exception was the direct cause",
-)
 # Unprefixed lines that are never part of a preceding block.
 _STANDALONE = re.compile(
     r"\S.*(?:\d+%\||\d+it/s\]|s/it\])"  # tqdm progress
@@ -189,23 +194,38 @@ class EventAssembler:
     ) -> LogEvent | None:
         seq = self.next_seq
         self.next_seq = seq + 1
+        level: str | None = None
+        if found is None and (line[:1] == "(" or "%|" in line) and (
+            rest := unglue_progress(line)
+        ) is not None:
+            found = PREFIX.match(rest)  # a Ray actor's prefix or a glued tqdm bar (prefix.py)
+            if found is not None:
+                line = rest
         if found is None:
-            if self._open is not None and self._continues(line):
-                self._cont.append(line)
-                return None
-            done = self._close()
-            self._start_unprefixed(line, seq, offset)
-            return done
+            config = logging_config_match(line)
+            if config is None:
+                if self._open is not None and self._continues(line):
+                    self._cont.append(line)
+                    return None
+                done = self._close()
+                self._start_unprefixed(line, seq, offset)
+                return done
+            # `2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 file.py:222] msg` (prefix.py)
+            timestamp, level, ranks = config.group(1), config.group(2), config.group(3).rstrip()
+            message = line[config.end() :]
+        else:
+            timestamp, ranks, gpu = found.group(1, 2, 3)
+            ranks = ranks[1:]  # every rank alternative starts with one space
+            if gpu is not None:  # 0.1/0.2 `[gpu_id=N] ` (prefix.py)
+                ranks = f"{ranks} GPU{gpu}".lstrip()
+            message = line[found.end() :]
         done = self._close() if self._open is not None else None
-        timestamp, ranks = found.group(1, 2)
-        ranks = ranks[1:]  # every rank alternative starts with one space
-        message = line[found.end() :]
         if message.startswith(BATCH_PREFIXES):
             self._open = new_event(seq, "sglang", (line,), message, Severity.DEBUG, timestamp,
-                                   ranks, None, None, None, offset, self.source)
+                                   ranks, level, None, None, offset, self.source)
             self._mode = _MODE_NONE
         else:
-            self._start_prefixed(line, message, timestamp, ranks, seq, offset)
+            self._start_prefixed(line, message, timestamp, ranks, seq, offset, level)
         return done
 
     def flush(self) -> LogEvent | None:
@@ -215,10 +235,21 @@ class EventAssembler:
     # -- starting events ------------------------------------------------------------------
 
     def _start_prefixed(
-        self, line: str, message: str, timestamp: str, ranks: str, seq: int, offset: int | None
+        self, line: str, message: str, timestamp: str, ranks: str, seq: int, offset: int | None,
+        config_level: str | None = None,
     ) -> None:
         kind: EventKind = "sglang"
         level: str | None = None
+        if config_level is not None:
+            # A logging config's level: never below what the text says (SGLang logs some
+            # warnings at INFO), never below the level either.
+            severity, catalogue_id, mode, kind = self._classify(message, kind, None)
+            severity = max(severity, UVICORN_LEVELS.get(config_level, Severity.INFO))
+            self._open = new_event(seq, kind, (line,), message, severity, timestamp, ranks,
+                                   config_level, catalogue_id, None, offset, self.source)
+            self._mode = mode
+            self._tb_after_exc = False
+            return
         if not ranks and message[:1] in "TDIWEC":
             level_match = UVICORN_LEVEL.match(message)
             if level_match is not None:

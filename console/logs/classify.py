@@ -8,13 +8,12 @@ from console.logs.models import Severity
 from console.logs.own_requests import is_probe_path
 from console.logs.prefilter import compile_literals
 
-BATCH_PREFIXES = ("Decode batch", "Prefill batch")
-
 _ERROR = re.compile(
     r"Traceback \(most recent call last\)"
     r"|(?:^|[\s(])[\w.]*(?:Error|Exception)(?::|\s|$)"
     r"|\b(?:failed|Failed|FAILED|fatal|Fatal|FATAL|Segmentation fault|core dumped)\b"
     r"|out of memory"
+    r"|terminate called after throwing"  # a C++ exception killed the process (crash.py)
 )
 _WARN = re.compile(
     r"[Ww]arning|WARNING|[Dd]eprecat|sub-optimal|\b[Ff]allback\b|\bnot found\b|[Rr]etract"
@@ -34,7 +33,7 @@ UVICORN_LEVELS = {
 # INFO without running either regex. Keep in step with the two patterns (a test checks).
 SEVERITY_LITERALS = (
     "Traceback", "Error", "Exception", "failed", "Failed", "FAILED", "fatal", "Fatal", "FATAL",
-    "Segmentation fault", "core dumped", "out of memory",
+    "Segmentation fault", "core dumped", "out of memory", "terminate called after throwing",
     "arning", "WARNING", "eprecat", "sub-optimal", "allback", "not found", "etract",
 )
 _HINT = compile_literals(SEVERITY_LITERALS)

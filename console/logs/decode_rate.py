@@ -4,8 +4,11 @@ SGLang's `gen throughput` is the tokens generated since the previous Decode line
 wall time since it (`metrics_reporter.py:942-944`); `last_decode_stats_tic` is not reset while
 the server idles. So the first Decode line after an idle spell divides a stale token count by a
 window that spans the idle time (a simulator that restarts the window on wake divides it by
-almost nothing: the "91k tok/s" spike). Either way that line is not a rate, and neither is the
-first Decode line of a stream (its window began before we saw anything).
+almost nothing: the "91k tok/s" spike). Either way that line is not a rate.
+
+The first Decode line we see is a rate: its window began before the log (or the excerpt)
+did, but SGLang divided real tokens by real time; a log cut from a busy server often has its
+peak there (issue 23). Only a detected idle spell makes a line not a rate.
 
 An idle spell, read from the log alone: a gap of IDLE_GAP_S or more between two batch lines
 that ends in a `Prefill batch` admitting work to an empty server (`#running-req: 0`), or any
@@ -15,18 +18,10 @@ A slow but busy server logs Decode lines further apart without either sign.
 
 from __future__ import annotations
 
-from datetime import datetime
+from console.sglang.prefix import timestamp_seconds
 
 IDLE_GAP_S = 3.0
 STALE_GAP_S = 30.0
-
-
-def parse_timestamp(value: str) -> datetime | None:
-    """`2026-02-19 05:25:03` (optionally `.123` or `,123`) as a datetime, else None."""
-    try:
-        return datetime.fromisoformat(value.replace(",", "."))
-    except ValueError:
-        return None
 
 
 class DecodeRateGate:
@@ -41,19 +36,19 @@ class DecodeRateGate:
 
     def __init__(self) -> None:
         self.last_stamp: str | None = None
-        self._last_time: datetime | None = None
-        self.after_idle = True  # the stream's first Decode line is not a rate either
+        self._last_time: float | None = None
+        self.after_idle = False
 
     def _gap(self, timestamp: str | None) -> float:
         """Seconds since the previous batch line (0 when unknown or within the same second)."""
         if timestamp is None or timestamp == self.last_stamp:
             return 0.0
-        when = parse_timestamp(timestamp)
+        when = timestamp_seconds(timestamp)
         previous = self._last_time
         self.last_stamp, self._last_time = timestamp, when
         if when is None or previous is None:
             return 0.0
-        return (when - previous).total_seconds()
+        return when - previous
 
     def prefill(self, running_reqs: int | None, timestamp: str | None) -> None:
         gap = self._gap(timestamp)

@@ -1,26 +1,23 @@
-"""SGLang's line format (docs/sglang.md §2.1, §2.6): prefix, rank parts, uvicorn level/access lines.
-
-`[%(asctime)s{.ms}{ranks}] %(message)s` with ranks in the emitted order
-DP, PP, ATTN_CP, MOE_DP, TP, EP (the in-tree log_parser.py has the order wrong).
-"""
+"""Raw log lines made safe to show (clean_line) and uvicorn access lines read; the prefix
+grammar itself (every shape SGLang and logging configs write) is console/sglang/prefix.py."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+# The names the assembler's hot loop and the whole-log scan's regex use, from the grammar.
+from console.sglang.prefix import (
+    ACCESS,
+    PREFIX,
+    RANKS,
+    TIMESTAMP,
+    UVICORN_LEVEL,
+    logging_config_match,
+)
 from console.text import sanitize
 
-# Encoder disaggregation uses ` encode_server` / ` encode_dp_worker[N]` instead of ranks.
-# `(?:x|)` rather than `(?:x)?`: the same matches, faster in `re`. The pieces are public for
-# the whole-log scan's regex (scan_rows.py). ASCII: \d is [0-9] (faster, and a timestamp in
-# other scripts' digits is not SGLang's).
-TIMESTAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3}|)"
-RANKS = (r"(?: DP\d+|)(?: PP\d+|)(?: ATTN_CP\d+|)(?: MOE_DP\d+|)(?: TP\d+|)(?: EP\d+|)"
-         r"|(?: encode_server| encode_dp_worker\[\d+\])")
-PREFIX = re.compile(rf"\[({TIMESTAMP})({RANKS})\] ?", re.ASCII)
-UVICORN_LEVEL = re.compile(r"(TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
-ACCESS = re.compile(r'(\S+) - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})(?: (.*))?$')
+__all__ = ["ACCESS", "PREFIX", "RANKS", "TIMESTAMP", "UVICORN_LEVEL", "AccessLine",
+           "clean_line", "logging_config_match", "parse_access"]
 
 MAX_LINE_CHARS = (1 << 20) + 4096
 """Longer lines are cut (with a marker) on entry, so one runaway line cannot pin unbounded

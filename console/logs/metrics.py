@@ -1,8 +1,6 @@
 """`/metrics` (with `--enable-metrics`) as a typed snapshot; parsed by prometheus-client.
 
-Scheduler series carry `tp_rank`/`dp_rank`/... labels (docs/sglang.md §3.6). Per DP group the TP
-ranks report the same value, so a gauge is reduced as: max within a dp_rank, then summed across
-dp_ranks for counts and rates, or max across dp_ranks for usages/ratios.
+Names, labels and how a gauge is reduced across ranks are console/sglang/metrics_names.py's.
 """
 
 from __future__ import annotations
@@ -11,24 +9,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-_SUMMED = (
-    "sglang:num_running_reqs",
-    "sglang:num_queue_reqs",
-    "sglang:gen_throughput",
-    "sglang:num_used_tokens",
-    "sglang:num_retracted_reqs",
-    "sglang:num_grammar_queue_reqs",
-    "sglang:num_paused_reqs",
-)
-_MAXED = (
-    "sglang:token_usage",
-    "sglang:cache_hit_rate",
-    "sglang:is_cuda_graph",
-    "sglang:spec_accept_length",
-    "sglang:spec_accept_rate",
-    "sglang:utilization",
-    "sglang:max_total_num_tokens",
-    "sglang:context_len",
+from console.sglang.metrics_names import (
+    DP_LABEL,
+    MAXED,
+    RANK_LABELS,
+    is_sglang,
+    normalise_text,
 )
 
 
@@ -54,7 +40,9 @@ class MetricsSnapshot:
 
 
 def parse_metrics(text: str) -> MetricsSnapshot:
-    """Parse a Prometheus text exposition; raises ValueError on malformed input."""
+    """Parse a Prometheus text exposition (either name prefix, metrics_names.py); raises
+    ValueError on malformed input."""
+    text = normalise_text(text)
     # name -> (dp_rank, other labels) -> max over the remaining rank labels (TP/PP/EP).
     per_group: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
     from prometheus_client.parser import text_string_to_metric_families  # on first scrape
@@ -62,7 +50,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             name = sample.name
-            if not name.startswith("sglang:") or name.endswith(("_bucket", "_created")):
+            if not is_sglang(name) or name.endswith(("_bucket", "_created")):
                 continue
             value = float(sample.value)
             if math.isnan(value):
@@ -76,7 +64,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
         by_dp: dict[str, float] = defaultdict(float)
         for (dp, _other), value in groups.items():
             by_dp[dp] += value  # e.g. is_streaming=true + is_streaming=false
-        reduce = max if name in _MAXED else sum
+        reduce = max if name in MAXED else sum
         values[name] = reduce(by_dp.values())
     graph = values.get("sglang:is_cuda_graph")
     return MetricsSnapshot(
@@ -98,11 +86,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     )
 
 
-_RANK_LABELS = frozenset({"tp_rank", "pp_rank", "moe_ep_rank", "dp_rank", "model_name",
-                          "engine_type"})
-
-
 def _group_key(labels: dict[str, str]) -> tuple[str, str]:
     """(dp_rank, non-rank labels)."""
-    other = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in _RANK_LABELS)
-    return labels.get("dp_rank", ""), other
+    other = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in RANK_LABELS)
+    return labels.get(DP_LABEL, ""), other

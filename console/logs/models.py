@@ -6,12 +6,17 @@ must keep up with hundreds of thousands of lines per second.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
-from typing import Any, Literal, TypeVar
+from typing import Literal
+
+from console.fast_objects import fast_constructor
+from console.sglang.batch import BATCH_PREFIXES
+from console.sglang.prefix import parse_timestamp, rank_parts
+
+__all__ = ["fast_constructor"]  # re-exported: older imports name it here
 
 
 class Severity(IntEnum):
@@ -65,9 +70,7 @@ EventKind = Literal["sglang", "uvicorn", "access", "traceback", "plain"]
 traceback: an unprefixed `Traceback (most recent call last):` block; plain: anything else
 (tqdm bars, Python warnings, print output)."""
 
-_RANK_PART = re.compile(r"([A-Z_]+?)(\d+)")
 
-_TS_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,62 +109,15 @@ class LogEvent:
     @property
     def rank_map(self) -> dict[str, int]:
         """`"DP1 TP5"` -> `{"DP": 1, "TP": 5}`."""
-        return {m.group(1): int(m.group(2)) for m in _RANK_PART.finditer(self.ranks)}
+        return rank_parts(self.ranks)
 
     @property
     def time(self) -> datetime | None:
-        if self.timestamp is None:
-            return None
-        for fmt in _TS_FORMATS:
-            try:
-                return datetime.strptime(self.timestamp, fmt)
-            except ValueError:
-                continue
-        return None
+        return None if self.timestamp is None else parse_timestamp(self.timestamp)
 
     @property
     def is_batch(self) -> bool:
-        return self.message.startswith(("Decode batch", "Prefill batch"))
-
-
-_T = TypeVar("_T")
-
-
-def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
-    """A constructor for frozen slotted dataclass `cls` that is ~4x cheaper; it takes every
-    field, positionally, in declaration order (no defaults).
-
-    A frozen dataclass's `__init__` sets every field through `object.__setattr__` (about
-    70 ns each); the parser builds one event per log line, so that alone was a quarter of the
-    parse time. We build a mutable twin with the same slots (plain attribute stores) and then
-    re-class the instance: the result IS a `cls` (frozen, same eq/hash/repr). CPython allows
-    the `__class__` switch only between identical layouts; if that ever fails we fall back to
-    the real constructor, so the worst case is the old speed, never a wrong object.
-    """
-    twin = make_dataclass(
-        f"_{cls.__name__}Builder",
-        [(f.name, Any) for f in fields(cls)],  # type: ignore[arg-type]
-        slots=True,
-        eq=False,
-        repr=False,
-    )
-
-    def build(*args: Any) -> _T:
-        obj = twin(*args)
-        obj.__class__ = cls
-        return obj  # type: ignore[return-value]
-
-    build.twin = twin if _can_reclass(twin, cls) else None  # type: ignore[attr-defined]
-    return build if build.twin is not None else cls  # type: ignore[attr-defined]
-
-
-def _can_reclass(twin: type, cls: type) -> bool:
-    try:
-        obj = twin(*(None for _ in fields(cls)))  # type: ignore[arg-type]
-        obj.__class__ = cls
-    except TypeError:
-        return False
-    return type(obj) is cls
+        return self.message.startswith(BATCH_PREFIXES)
 
 
 @dataclass(frozen=True, slots=True)

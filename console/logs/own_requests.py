@@ -13,8 +13,8 @@ import re
 from collections import deque
 from collections.abc import Iterable
 
-from console.logs.decode_rate import parse_timestamp
 from console.logs.models import LogEvent
+from console.sglang.prefix import parse_timestamp
 
 PROBE_PATHS = frozenset({"/metrics", "/ready", "/health", "/server_info", "/get_server_info"})
 _PROBE = re.compile(r'\S+ - "GET (/[a-z_]+)[ ?]')

@@ -6,44 +6,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from itertools import islice
 from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from console.logs.batch_stats import scan_values
 from console.logs.catalogue import Catalogue, default_catalogue
-from console.logs.classify import BATCH_PREFIXES, access_severity
+from console.logs.classify import access_severity
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
+from console.logs.scan_launch import Launch, LaunchState, feed_launch, finish_launch
 from console.logs.scan_rows import A_STATUS, Row, batch_row
+from console.sglang.batch import BATCH_PREFIXES, scan_values
+from console.sglang.crash import TRACEBACK, exception_line, is_oom
+from console.sglang.dp import NodeBatches, NodeSample, imbalance
+from console.sglang.prefix import dp_rank
+from console.sglang.server_args import server_args_form
+from console.sglang.startup import parse_startup
 
 _MAX_OTHER = 1000
 _N = TypeVar("_N", int, float)
 _DEBUG = Severity.DEBUG
 _EXAMPLE_CHARS = 300
-_ELAPSED = re.compile(r"elapsed=([\d.]+) s")
-_TIMINGS = re.compile(r"(\w+)=([\d.]+)")
-_GRAPH_BEGIN = re.compile(r"Capture .*CUDA graph begin\.")
-_GRAPH_END = re.compile(r"Capture .*CUDA graph end\.")
-_FATAL_IDS = frozenset(
-    {
-        "scheduler-exception",
-        "manager-exception",
-        "sigquit-child-launch",
-        "sigquit-running",
-        "warmup-failed",
-        "scheduler-died-init",
-        "not-enough-memory",
-        "cuda-graph-capture-failed",
-        "decode-oom",
-        "subprocess-crashed",
-        "watchdog-timeout",
-    }
-)
-
-
 class NotableSummary(BaseModel):
     id: str
     title: str
@@ -67,34 +51,29 @@ class OtherSummary(BaseModel):
     example: str
 
 
-class StartupPhase(BaseModel):
-    name: str
-    seconds: float
-    start_line: int
-    source: str = "timestamps"
-    """`timestamps` (1 s resolution without SGLANG_LOG_MS) or `elapsed` (SGLang's own figure)."""
-
-
-class Launch(BaseModel):
-    index: int
-    start_line: int
-    start_timestamp: str | None = None
-    outcome: str = "unknown"
-    """ready | failed | stopped | unknown (log ends while starting)."""
-    ready_line: int | None = None
-    ready_timestamp: str | None = None
-    startup_seconds: float | None = None
-    phases: list[StartupPhase] = Field(default_factory=list)
-    engine_timings: dict[str, float] = Field(default_factory=dict)
-    fatal: str | None = None
-
-
 class CudaGraphOffPeriod(BaseModel):
     start_line: int
     end_line: int
     start_timestamp: str | None = None
     end_timestamp: str | None = None
     decode_lines: int
+
+
+class NodeSummary(BaseModel):
+    """Node level with DP ranks (console/sglang/dp.py): the ranks' latest lines summed."""
+
+    samples: int = 0
+    max_running_reqs: int | None = None
+    max_queue_reqs: int | None = None
+    peak_gen_throughput: float | None = None
+    peak_gen_timestamp: str | None = None
+    mean_gen_throughput: float | None = None
+    busiest_rank: str | None = None
+    idlest_rank: str | None = None
+    rank_running_mean_max: float | None = None
+    rank_running_mean_min: float | None = None
+    rank_imbalance: float | None = None
+    """Mean #running-req of the busiest DP rank over the idlest's."""
 
 
 class BatchSummary(BaseModel):
@@ -113,6 +92,24 @@ class BatchSummary(BaseModel):
     max_token_usage: float | None = None
     mean_accept_len: float | None = None
     cuda_graph_off: list[CudaGraphOffPeriod] = Field(default_factory=list)
+    decode_lines_with_graph: int = 0
+    """Decode lines with a graph field: none (before SGLang 0.4) means the graph state is
+    unknown, never "off"."""
+    decode_lines_eager: int = 0
+    """Decode lines with `cuda graph: False`."""
+    dp_ranks: list[str] = Field(default_factory=list)
+    """DP ranks that wrote batch lines (`DP0`, ...); empty for a single stream."""
+    node: NodeSummary | None = None
+    """With 2+ DP ranks: what the node ran (the ranks' lines summed per timestamp)."""
+
+
+class ExceptionSummary(BaseModel):
+    """A traceback's final exception line (whether or not the catalogue knows it)."""
+
+    line: int
+    timestamp: str | None = None
+    text: str
+    oom: bool = False
 
 
 class ScanReport(BaseModel):
@@ -124,23 +121,9 @@ class ScanReport(BaseModel):
     other: list[OtherSummary] = Field(default_factory=list)
     launches: list[Launch] = Field(default_factory=list)
     batches: BatchSummary = Field(default_factory=BatchSummary)
-
-
-class _LaunchState:
-    def __init__(self, index: int, event: LogEvent) -> None:
-        self.launch = Launch(index=index, start_line=event.seq + 1,
-                             start_timestamp=event.timestamp)
-        # Opened by its `server_args=` line, or implicitly by the file's first timestamped
-        # line (a log that begins mid-launch).
-        self.from_args = event.message.startswith("server_args=")
-        self.served = False  # saw batch or access lines: a running server, not a preamble
-        self.marks: dict[str, tuple[int, str | None]] = {}
-        self.elapsed: dict[str, float] = {}
-        self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
-
-    def mark(self, key: str, event: LogEvent, *, last: bool = False) -> None:
-        if last or key not in self.marks:
-            self.marks[key] = (event.seq + 1, event.timestamp)
+    exceptions: list[ExceptionSummary] = Field(default_factory=list)
+    oom: bool = False
+    """Some line reports the GPU out of memory, in any wording (console/sglang/crash.py)."""
 
 
 class LogScanner:
@@ -156,7 +139,7 @@ class LogScanner:
         self.report_ = ScanReport(source=source)
         self._notable: dict[str, NotableSummary] = {}
         self._other: dict[str, OtherSummary] = {}
-        self._launches: list[_LaunchState] = []
+        self._launches: list[LaunchState] = []
         self._counts: dict[Severity, int] = {}  # in order of first appearance, as reported
         self._lines = 0
         self._events = 0
@@ -178,6 +161,17 @@ class LogScanner:
         # rest of a row); bounded, see _convert.
         self._ints: dict[str, int] = {}
         self._floats: dict[str, float] = {}
+        self._graph_lines = 0
+        self._eager_lines = 0
+        self._node = NodeBatches()
+        self._node_samples = 0
+        self._node_max_running: int | None = None
+        self._node_max_queue: int | None = None
+        self._node_peak: tuple[float, str | None] | None = None
+        self._node_gen_sum = 0.0
+        self._node_gen_n = 0
+        self._exceptions: list[ExceptionSummary] = []
+        self._oom = False
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         counts = self._counts
@@ -202,6 +196,8 @@ class LogScanner:
                 launches[-1].served = True
                 continue
             self._launch_marks(event)
+            if severity >= warning:
+                self._crash(event)
             if event.catalogue_id is not None:
                 self._note(event, event.catalogue_id)
                 if event.cause_id is not None:
@@ -213,6 +209,9 @@ class LogScanner:
 
     def report(self) -> ScanReport:
         report = self.report_
+        self._node_sample(self._node.flush())
+        report.exceptions = self._exceptions
+        report.oom = self._oom
         report.lines = self._lines
         report.events = self._events
         report.severity_counts = {severity.label: n for severity, n in self._counts.items()}
@@ -222,7 +221,7 @@ class LogScanner:
             self._notable.values(), key=lambda n: (order[n.severity], n.first_line)
         )
         report.other = sorted(self._other.values(), key=lambda o: (order[o.severity], -o.count))
-        report.launches = [self._finish_launch(state) for state in self._launches]
+        report.launches = [finish_launch(state) for state in self._launches]
         batches = report.batches
         batches.prefill_lines = self._prefill_lines
         batches.decode_lines = self._decode_lines
@@ -240,7 +239,57 @@ class LogScanner:
         batches.mean_accept_len = (
             round(self._accept_sum / self._accept_n, 3) if self._accept_n else None
         )
+        batches.decode_lines_with_graph = self._graph_lines
+        batches.decode_lines_eager = self._eager_lines
+        batches.dp_ranks = sorted((k for k in self._node.tallies if k),
+                                  key=lambda k: int(k[2:]))
+        if len(batches.dp_ranks) > 1:
+            batches.node = self._node_summary()
         return report
+
+    def _node_summary(self) -> NodeSummary:
+        node = NodeSummary(samples=self._node_samples, max_running_reqs=self._node_max_running,
+                           max_queue_reqs=self._node_max_queue)
+        if self._node_peak is not None:
+            node.peak_gen_throughput, node.peak_gen_timestamp = self._node_peak
+        if self._node_gen_n:
+            node.mean_gen_throughput = round(self._node_gen_sum / self._node_gen_n, 2)
+        spread = imbalance(self._node.tallies)
+        if spread is not None:
+            node.busiest_rank, node.idlest_rank = spread.busiest, spread.idlest
+            node.rank_running_mean_max = spread.running_mean_max
+            node.rank_running_mean_min = spread.running_mean_min
+            node.rank_imbalance = spread.ratio
+        return node
+
+    def _node_sample(self, sample: NodeSample | None) -> None:
+        if sample is None:
+            return
+        self._node_samples += 1
+        if self._node_max_running is None or sample.running > self._node_max_running:
+            self._node_max_running = sample.running
+        if self._node_max_queue is None or sample.queue > self._node_max_queue:
+            self._node_max_queue = sample.queue
+        gen = sample.gen_throughput
+        if gen is not None:
+            if self._node_peak is None or gen > self._node_peak[0]:
+                self._node_peak = (gen, sample.timestamp)
+            if sample.running:
+                self._node_gen_sum += gen
+                self._node_gen_n += 1
+
+    # -- crashes ----------------------------------------------------------------------------
+
+    def _crash(self, event: LogEvent) -> None:
+        """A traceback's exception line, and GPU out-of-memory in any wording."""
+        text = exception_line(event.lines) if len(event.lines) > 1 or event.kind == "traceback" \
+            else None
+        if text is not None and len(self._exceptions) < _MAX_OTHER:
+            self._exceptions.append(ExceptionSummary(
+                line=event.seq + 1, timestamp=event.timestamp, text=text[:_EXAMPLE_CHARS],
+                oom=is_oom(text)))
+        if not self._oom and (is_oom(event.message) or (text is not None and is_oom(text))):
+            self._oom = True
 
     # -- notable ----------------------------------------------------------------------------
 
@@ -276,7 +325,10 @@ class LogScanner:
         found.last_timestamp = event.timestamp
 
     def _other_event(self, event: LogEvent) -> None:
-        key = re.sub(r"\d+", "N", event.message[:160])
+        message = event.message
+        if event.kind == "traceback" or TRACEBACK in message:
+            message = exception_line(event.lines) or message  # the exception, not the header
+        key = re.sub(r"\d+", "N", message[:160])
         found = self._other.get(key)
         if found is not None:
             found.count += 1
@@ -285,7 +337,7 @@ class LogScanner:
                 severity=event.severity.label,
                 count=1,
                 first_line=event.seq + 1,
-                example=event.message[:_EXAMPLE_CHARS],
+                example=message[:_EXAMPLE_CHARS],
             )
 
     # -- batches ----------------------------------------------------------------------------
@@ -313,7 +365,8 @@ class LogScanner:
     def _batch(self, event: LogEvent) -> None:
         values = scan_values(event.message)
         if values is not None:
-            self._tally((batch_row(values, event.timestamp),), 0, 1, event.seq)
+            dp = dp_rank(event.ranks)[2:] if event.ranks else ""
+            self._tally((batch_row(values, event.timestamp, dp),), 0, 1, event.seq)
 
     def _tally(self, rows: Sequence[Row], start: int, end: int, seq: int) -> int:
         """Batch stats of the batch rows in `rows[start:end]` and the severity counts of its
@@ -336,12 +389,13 @@ class LogScanner:
         decode_lines, prefill_lines, not_rate = (
             self._decode_lines, self._prefill_lines, self._decode_not_rate)
         graph_off = self._graph_off is not None
+        graph_lines, eager_lines = self._graph_lines, self._eager_lines
         ints, floats = self._ints, self._floats
         not_debug = 0
         line = seq - start + 1  # the 1-based line of rows[index] is line + index
-        for index, (ts, decode, run, use, alen, graph, gen, queue, prefill, p_use, p_run, p_queue,
-                    p_rate, method, path, status, _raw) in enumerate(islice(rows, start, end),
-                                                                      start):
+        for index, (ts, dp, decode, run, use, alen, graph, gen, queue, prefill, p_use, p_run,
+                    p_queue, p_rate, method, path, status, _raw) in enumerate(
+                        islice(rows, start, end), start):
             if decode:
                 decode_lines += 1
                 if ts == stamp and not idle:
@@ -374,12 +428,20 @@ class LogScanner:
                         accept_sum += _convert(floats, alen, float)
                     accept_n += 1
                 if graph == "True":
+                    graph_lines += 1
                     if graph_off:
                         self._close_graph_off()
                         graph_off = False
                 elif graph == "False":
+                    graph_lines += 1
+                    eager_lines += 1
                     self._graph_off_line(line + index, ts)
                     graph_off = True
+                if dp:  # DP ranks: the node runs their sum (console/sglang/dp.py)
+                    self._node_sample(self._node.add(
+                        ts, "DP" + dp, running, _opt_int(queue),
+                        float(gen) if rate_ok and gen else None,
+                        _opt_float(use), None if not graph else graph == "True"))
             elif prefill:
                 prefill_lines += 1
                 running = None
@@ -427,6 +489,7 @@ class LogScanner:
         self._accept_sum, self._accept_n = accept_sum, accept_n
         self._decode_lines, self._prefill_lines, self._decode_not_rate = (
             decode_lines, prefill_lines, not_rate)
+        self._graph_lines, self._eager_lines = graph_lines, eager_lines
         return not_debug
 
     def _graph_off_line(self, line: int, timestamp: str | None) -> None:
@@ -451,100 +514,35 @@ class LogScanner:
     # -- launches and startup phases --------------------------------------------------------
 
     def _launch_marks(self, event: LogEvent) -> None:
-        message = event.message
-        if message.startswith("server_args="):
+        if server_args_form(event.message) is not None:
             if self._is_preamble():
                 # Lines before the argument line (a warning from ServerArgs' checks, the
                 # launcher's notices) belong to this launch: do not count a second one.
                 self._launches[-1].from_args = True
             else:
-                self._launches.append(_LaunchState(len(self._launches) + 1, event))
+                self._launches.append(LaunchState(len(self._launches) + 1, event))
         elif not self._launches:
-            if event.timestamp is None:
+            # The first timestamped line opens a launch; so does a startup line of a log
+            # whose prefixes were stripped (pasted into an issue).
+            if event.timestamp is None and parse_startup(event.message) is None:
                 return
-            self._launches.append(_LaunchState(1, event))
+            self._launches.append(LaunchState(1, event))
         state = self._launches[-1]
         if event.kind == "access":
             state.served = True
-        launch = state.launch
-        if message.startswith("Load weight begin"):
-            state.mark("weights_begin", event)
-        elif message.startswith("Load weight end"):
-            state.mark("weights_end", event)
-            found = _ELAPSED.search(message)
-            if found:
-                state.elapsed.setdefault("load weights", float(found.group(1)))
-        elif message.startswith("Memory pool end") or "KV Cache is allocated" in message:
-            state.mark("kv_end", event, last=True)
-        elif _GRAPH_BEGIN.match(message):
-            state.mark("graph_begin", event)
-        elif _GRAPH_END.match(message):
-            state.mark("graph_end", event, last=True)
-            found = _ELAPSED.search(message)
-            if found:
-                # Every rank captures at the same time: sum a rank's captures (prefill, then
-                # decode graphs), never the ranks' (8 ranks of 1.2 s are 1.2 s of startup).
-                per_rank = state.graph_elapsed
-                per_rank[event.ranks] = per_rank.get(event.ranks, 0.0) + float(found.group(1))
-                state.elapsed["CUDA graph capture"] = round(max(per_rank.values()), 3)
-        elif message.startswith("max_total_num_tokens="):
-            state.mark("scheduler_ready", event)
-        elif message.startswith("Engine startup timings (s):"):
-            body = message.split(":", 1)[1]
-            launch.engine_timings = {k: float(v) for k, v in _TIMINGS.findall(body)}
-        elif message.startswith("Uvicorn running on"):
-            state.mark("http_up", event)
-        elif event.catalogue_id == "server-ready" and launch.outcome == "unknown":
-            launch.outcome = "ready"
-            launch.ready_line = event.seq + 1
-            launch.ready_timestamp = event.timestamp
-        elif event.catalogue_id in _FATAL_IDS and launch.outcome in ("unknown", "ready"):
-            launch.outcome = "failed"
-            launch.fatal = event.catalogue_id
-        elif event.catalogue_id == "sigterm-draining" and launch.outcome in ("unknown", "ready"):
-            launch.outcome = "stopped"
+        feed_launch(state, event)
 
     def _is_preamble(self) -> bool:
         """The open launch was opened implicitly and has seen nothing of a server yet."""
-        if not self._launches:
-            return False
-        state = self._launches[-1]
-        return not (
-            state.from_args
-            or state.served
-            or state.marks
-            or state.launch.outcome != "unknown"
-            or state.launch.engine_timings
-        )
+        return bool(self._launches) and self._launches[-1].is_preamble()
 
-    def _finish_launch(self, state: _LaunchState) -> Launch:
-        launch = state.launch
-        marks = state.marks
-        start = (launch.start_line, launch.start_timestamp)
-        ready = (
-            (launch.ready_line, launch.ready_timestamp) if launch.ready_line is not None else None
-        )
-        spans = [
-            ("load weights", marks.get("weights_begin"), marks.get("weights_end")),
-            ("KV cache allocation", marks.get("weights_end"), marks.get("kv_end")),
-            ("CUDA graph capture", marks.get("graph_begin"), marks.get("graph_end")),
-            ("HTTP server start", marks.get("scheduler_ready") or marks.get("graph_end"),
-             marks.get("http_up")),
-            ("warmup", marks.get("http_up"), ready),
-            ("total", start, ready),
-        ]
-        for name, begin, end in spans:
-            if name in state.elapsed and begin is not None:
-                launch.phases.append(StartupPhase(name=name, seconds=state.elapsed[name],
-                                                  start_line=begin[0], source="elapsed"))
-                continue
-            seconds = _seconds_between(begin, end)
-            if seconds is not None and begin is not None:
-                launch.phases.append(StartupPhase(name=name, seconds=seconds,
-                                                  start_line=begin[0]))
-        total = next((p.seconds for p in launch.phases if p.name == "total"), None)
-        launch.startup_seconds = total
-        return launch
+
+def _opt_int(text: str) -> int | None:
+    return int(text) if text else None
+
+
+def _opt_float(text: str) -> float | None:
+    return float(text) if text else None
 
 
 _CONVERTED_MAX = 4096
@@ -557,24 +555,3 @@ def _convert(cache: dict[str, _N], text: str, convert: Callable[[str], _N]) -> _
         cache.clear()
     cache[text] = value
     return value
-
-
-def _seconds_between(
-    begin: tuple[int, str | None] | None, end: tuple[int | None, str | None] | None
-) -> float | None:
-    if begin is None or end is None or begin[1] is None or end[1] is None:
-        return None
-    a, b = _parse_ts(begin[1]), _parse_ts(end[1])
-    if a is None or b is None or b < a:
-        return None
-    return round((b - a).total_seconds(), 3)
-
-
-def _parse_ts(value: str) -> datetime | None:
-    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S,%f"):
-        try:
-            return datetime.strptime(value, fmt)
-        except ValueError:
-            continue
-    return None
-

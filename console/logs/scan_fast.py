@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from console.logs.assembler import TRACEBACK, EventAssembler
+from console.logs.assembler import EventAssembler
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_rows import RAW, ROWS, TS, Row
+from console.sglang.crash import TRACEBACK
 
 _stamps = itemgetter(TS)  # "" on the rows of lines the regex did not read
 _MAY_CONTINUE = (" ", "\t", TRACEBACK)

@@ -8,7 +8,8 @@ ASCII) gives its timestamp and the fields the scan uses; any other line gives on
 walks the tuples (LogScanner.standard_rows), and the pipeline (scan_fast.py) sends the other
 lines through the assembler.
 
-Row layout (strings; `""` where a group did not take part): TS, then a decode line's mark
+Row layout (strings; `""` where a group did not take part): TS, the DP rank's number, then a
+decode line's mark
 (`D`) and fields, a prefill line's mark (`P`) and fields, an access line's method, path and
 status, and RAW. `DECODE_MARK` is non-empty exactly on decode rows, `PREFILL_MARK` on prefill
 rows, `A_STATUS` on access rows, `TS` on every standard row.
@@ -19,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from console.logs.batch_stats import DECODE_SHAPE, PREFILL_SHAPE, ScanValues, batch_shape
-from console.logs.line_format import RANKS, TIMESTAMP
+from console.sglang.batch import DECODE_SHAPE, PREFILL_SHAPE, ScanValues, batch_shape
+from console.sglang.prefix import RANKS_DP, TIMESTAMP
 
 Row = tuple[Any, ...]
 """One line's groups (strings, `""` when absent); TS is None in `batch_row`'s rows for an event
@@ -47,30 +48,32 @@ def _marked(shape: str, groups: tuple[str, ...]) -> str:
 
 _DECODE = _marked(DECODE_SHAPE, ("running", "usage", "accept_len", "graph", "rate", "queue"))
 _PREFILL = _marked(PREFILL_SHAPE, ("usage", "running", "queue", "rate"))
-# ` TP<n>` first: the ranks of most serving logs, read without trying each optional rank part
-# (RANKS alone accepts the same prefixes).
+# ` TP<n>` first: the ranks of most serving logs, read without trying each rank part
+# (RANKS_DP alone accepts the same prefixes, and captures the DP rank: a node sums DP ranks).
 ROWS = re.compile(
-    rf"\[({TIMESTAMP})(?:(?: TP\d+|{RANKS})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n"
+    rf"\[({TIMESTAMP})(?:(?: TP\d+|{RANKS_DP})\] ?(?:{_DECODE}|{_PREFILL})|\] ?{_ACCESS})\n"
     r"|(.*)\n",
     re.ASCII,
 )
 
-TS = 0
-DECODE_MARK, D_RUN, D_USE, D_ALEN, D_GRAPH, D_GEN, D_QUEUE = range(1, 8)
-PREFILL_MARK, P_USE, P_RUN, P_QUEUE, P_INPUT = range(8, 13)
-A_METHOD, A_PATH, A_STATUS = range(13, 16)
-RAW = 16
+TS, DP = 0, 1
+DECODE_MARK, D_RUN, D_USE, D_ALEN, D_GRAPH, D_GEN, D_QUEUE = range(2, 9)
+PREFILL_MARK, P_USE, P_RUN, P_QUEUE, P_INPUT = range(9, 14)
+A_METHOD, A_PATH, A_STATUS = range(14, 17)
+RAW = 17
 WIDTH = RAW + 1
 # The layout follows the shapes' groups, in this order (LogScanner._tally unpacks rows so).
 assert ROWS.groups == WIDTH
 
 
-def batch_row(values: ScanValues, timestamp: str | None) -> Row:
+def batch_row(values: ScanValues, timestamp: str | None, dp: str = "") -> Row:
     """The row of a batch line read by `scan_values` (a variant outside the fast shapes), so
-    that one code path (LogScanner._tally) accounts every batch line."""
+    that one code path (LogScanner._tally) accounts every batch line. `dp`: the DP rank's
+    number (`"3"` for `DP3`), `""` without one."""
     decode, running, queue, usage, graph, rate, accept = values
     row: list[Any] = [""] * WIDTH
     row[TS] = timestamp
+    row[DP] = dp
     fields: tuple[tuple[int, object], ...]
     if decode:
         row[DECODE_MARK] = "D"

@@ -10,10 +10,12 @@ from typing import Literal
 
 from console.hostnum import as_float, drawable
 from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, decode_values
-from console.logs.classify import BATCH_PREFIXES
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.metrics import MetricsSnapshot
 from console.logs.models import LogEvent
+from console.sglang.batch import BATCH_PREFIXES
+from console.sglang.dp import NodeBatches, NodeSample
+from console.sglang.prefix import dp_rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,8 @@ class ServerStats:
     """No generation for IDLE_AFTER_S (or /metrics says nothing runs): `gen_throughput` is
     None and `gen_last` is the last rate seen, for "idle · last N tok/s"."""
     gen_last: float | None = None
+    dp_ranks: int | None = None
+    """With DP ranks: how many the node figures above sum (console/sglang/dp.py)."""
     version: int = 0
     """Increments on every change, so a widget can skip identical updates."""
 
@@ -72,6 +76,7 @@ class StatsAggregator:
         self._retractions = 0
         self._version = 0
         self._snapshot: ServerStats | None = None
+        self._node = NodeBatches()  # DP ranks' decode lines, summed to the node
 
     def add_events(self, events: Iterable[LogEvent]) -> int:
         """Take the batch lines (and retraction warnings) out of `events`; returns how many
@@ -84,6 +89,15 @@ class StatsAggregator:
         for event in events:
             message = event.message
             if message.startswith(BATCH_PREFIXES):
+                if event.ranks and dp_rank(event.ranks):
+                    stats = batch_stats(event)
+                    if stats is not None:
+                        if pending is not None:
+                            self._set_decode_latest(pending)
+                            pending = None
+                        self.add(stats)
+                        used += 1
+                    continue
                 values = decode_values(message)
                 if values is None:  # not the standard decode line: the general path
                     stats = batch_stats(event)
@@ -122,6 +136,43 @@ class StatsAggregator:
             self._snapshot = None
         return used
 
+    def _add_rank(self, stats: BatchStats) -> None:
+        """One DP rank's batch line: the strip shows the node, the ranks' sum
+        (console/sglang/dp.py)."""
+        if stats.kind == "prefill":
+            self._gate.prefill(stats.running_reqs, stats.timestamp)
+            if stats.input_throughput is not None:
+                self._latest["input_throughput"] = stats.input_throughput
+            return
+        rate = self._gate.decode_is_rate(stats.timestamp)
+        self._add_node(self._node.add(
+            stats.timestamp, dp_rank(stats.ranks), stats.running_reqs, stats.queue_reqs,
+            stats.gen_throughput if rate else None, stats.token_usage, stats.cuda_graph))
+
+    def _add_node(self, sample: NodeSample | None) -> None:
+        if sample is None:
+            return
+        latest = self._latest
+        self._running.append(float(sample.running))
+        latest["running_reqs"] = float(sample.running)
+        self._queue.append(float(sample.queue))
+        latest["queue_reqs"] = float(sample.queue)
+        if sample.token_usage is not None:
+            self._usage.append(sample.token_usage)
+            latest["token_usage"] = sample.token_usage
+        if sample.cuda_graph is not None:
+            self._graph.append(sample.cuda_graph)
+            latest["cuda_graph"] = sample.cuda_graph
+        if sample.gen_throughput is not None:
+            self._gen.append(sample.gen_throughput)
+            latest["gen_throughput"] = sample.gen_throughput
+            self._fresh_rate(sample.gen_throughput)
+        if sample.timestamp is not None:
+            latest["last_timestamp"] = sample.timestamp
+        latest["dp_ranks"] = sample.ranks
+        self._source = "log"
+        self._changed()
+
     def _set_decode_latest(self, values: DecodeValues) -> None:
         run, queued, use, on, tput, tokens, accept = values
         latest = self._latest
@@ -135,6 +186,11 @@ class StatsAggregator:
         latest["accept_len"] = accept
 
     def add(self, stats: BatchStats) -> None:
+        if stats.ranks and dp_rank(stats.ranks):
+            # A DP rank's line: the node's sample comes out when the next timestamp arrives
+            # (the ranks of one step share a timestamp), so the strip is a second behind.
+            self._add_rank(stats)
+            return
         latest = self._latest
         if stats.running_reqs is not None:
             _push(self._running, stats.running_reqs)
@@ -240,6 +296,7 @@ class StatsAggregator:
                 last_timestamp=latest.get("last_timestamp"),  # type: ignore[arg-type]
                 gen_idle=bool(latest.get("gen_idle")),
                 gen_last=self._gen_last,
+                dp_ranks=latest.get("dp_ranks"),  # type: ignore[arg-type]
                 version=self._version,
             )
         return self._snapshot

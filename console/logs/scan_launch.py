@@ -1,0 +1,243 @@
+"""Launches in a whole-log scan: startup phases, what SGLang resolved, how each launch ended.
+
+Startup lines are read by console/sglang/startup.py and server_args.py (every release's
+wording); this module keeps the per-launch state. Weight loading is per TP rank: the phase is
+the slowest rank's (SGLang's own `elapsed=` when printed), and KV allocation starts after the
+LAST rank finished loading, so a slow rank is never counted as KV allocation (issue 23).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from console.logs.models import LogEvent
+from console.sglang.prefix import parse_timestamp
+from console.sglang.server_args import (
+    decode_graph_ceiling,
+    decode_graph_disabled,
+    parse_server_args,
+    server_args_form,
+)
+from console.sglang.startup import StartupLine, is_decode_phase, parse_sizing, parse_startup
+
+_SIZING_AT = "max_total_num_tokens="
+
+FATAL_IDS = frozenset(
+    {
+        "scheduler-exception",
+        "manager-exception",
+        "sigquit-child-launch",
+        "sigquit-running",
+        "warmup-failed",
+        "scheduler-died-init",
+        "not-enough-memory",
+        "cuda-graph-capture-failed",
+        "decode-oom",
+        "subprocess-crashed",
+        "watchdog-timeout",
+    }
+)
+
+
+class StartupPhase(BaseModel):
+    name: str
+    seconds: float
+    start_line: int
+    source: str = "timestamps"
+    """`timestamps` (1 s resolution without SGLANG_LOG_MS) or `elapsed` (SGLang's own figure)."""
+
+
+class Launch(BaseModel):
+    index: int
+    start_line: int
+    start_timestamp: str | None = None
+    outcome: str = "unknown"
+    """ready | failed | stopped | unknown (log ends while starting)."""
+    ready_line: int | None = None
+    ready_timestamp: str | None = None
+    startup_seconds: float | None = None
+    phases: list[StartupPhase] = Field(default_factory=list)
+    engine_timings: dict[str, float] = Field(default_factory=dict)
+    fatal: str | None = None
+    server_args_form: str | None = None
+    """`dict` (`server_args={...}`, 0.5.2x) or `dataclass` (`server_args=ServerArgs(...)`)."""
+    capture_wording: str | None = None
+    """`old` (`Capture cuda graph begin`) or `new` (`Capture target decode CUDA graph begin`)."""
+    captured_decode_bs: list[int] | None = None
+    """The decode CUDA-graph batch sizes the log shows were captured (begin, end or bs lines)."""
+    decode_graph_ceiling: int | None = None
+    """The largest decode graph: captured sizes, else what server_args asked for."""
+    cuda_graph_disabled: bool | None = None
+    max_running_requests: int | None = None
+    """Effective (the scheduler's sizing line, or a clamp's result)."""
+    max_running_requests_requested: int | None = None
+    """What was asked for, when a clamp line shows it was reduced."""
+    max_total_num_tokens: int | None = None
+    chunked_prefill_size: int | None = None
+
+
+class LaunchState:
+    def __init__(self, index: int, event: LogEvent) -> None:
+        self.launch = Launch(index=index, start_line=event.seq + 1,
+                             start_timestamp=event.timestamp)
+        # Opened by its `server_args=` line, or implicitly by the file's first timestamped
+        # line (a log that begins mid-launch).
+        self.from_args = server_args_form(event.message) is not None
+        self.served = False  # saw batch or access lines: a running server, not a preamble
+        self.marks: dict[str, tuple[int, str | None]] = {}
+        self.elapsed: dict[str, float] = {}
+        self.weights_elapsed: dict[str, float] = {}  # rank prefix -> its load seconds
+        self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
+        self.sizes: set[int] = set()
+
+    def mark(self, key: str, event: LogEvent, *, last: bool = False) -> None:
+        if last or key not in self.marks:
+            self.marks[key] = (event.seq + 1, event.timestamp)
+
+    def server_args(self, message: str) -> None:
+        launch = self.launch
+        launch.server_args_form = server_args_form(message)
+        args = parse_server_args(message)
+        if args is None:
+            return
+        launch.cuda_graph_disabled = decode_graph_disabled(args)
+        if launch.decode_graph_ceiling is None:
+            launch.decode_graph_ceiling = decode_graph_ceiling(args)
+        asked = args.get("max_running_requests")
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            launch.max_running_requests_requested = asked
+        chunked = args.get("chunked_prefill_size")
+        if isinstance(chunked, int) and not isinstance(chunked, bool):
+            launch.chunked_prefill_size = chunked
+
+    def startup(self, line: StartupLine, event: LogEvent) -> None:
+        kind = line.kind
+        launch = self.launch
+        if kind == "weights_begin":
+            self.mark("weights_begin", event)
+        elif kind == "weights_end":
+            self.mark("weights_end", event, last=True)  # the slowest rank's
+            if line.elapsed is not None:
+                self.weights_elapsed[event.ranks] = line.elapsed
+                self.elapsed["load weights"] = max(self.weights_elapsed.values())
+        elif kind in ("kv_allocated", "memory_pool_end"):
+            self.mark("kv_end", event, last=True)
+        elif kind in ("capture_begin", "capture_end", "capture_sizes"):
+            self._capture(line, event)
+        elif kind == "sizing":
+            self.mark("scheduler_ready", event)
+            values = line.values
+            for key in ("max_total_num_tokens", "max_running_requests", "chunked_prefill_size"):
+                if key in values:
+                    setattr(launch, key, int(values[key]))
+        elif kind == "clamp" and line.name == "max_running_requests":
+            if "requested" in line.values:
+                launch.max_running_requests_requested = int(line.values["requested"])
+            launch.max_running_requests = int(line.values["effective"])
+        elif kind == "engine_timings":
+            launch.engine_timings = dict(line.values)
+
+    def _capture(self, line: StartupLine, event: LogEvent) -> None:
+        launch = self.launch
+        if line.wording and launch.capture_wording is None:
+            launch.capture_wording = line.wording
+        if line.bs and is_decode_phase(line.phase):
+            self.sizes.update(line.bs)
+            launch.captured_decode_bs = sorted(self.sizes)
+            launch.decode_graph_ceiling = max(self.sizes)
+        if line.kind == "capture_begin":
+            self.mark("graph_begin", event)
+        elif line.kind == "capture_end":
+            self.mark("graph_end", event, last=True)
+            if line.elapsed is not None:
+                # Every rank captures at the same time: sum a rank's captures (prefill, then
+                # decode graphs), never the ranks' (8 ranks of 1.2 s are 1.2 s of startup).
+                per_rank = self.graph_elapsed
+                per_rank[event.ranks] = per_rank.get(event.ranks, 0.0) + line.elapsed
+                self.elapsed["CUDA graph capture"] = round(max(per_rank.values()), 3)
+
+    def milestone(self, event: LogEvent) -> None:
+        """Readiness, fatal errors and shutdown (catalogue ids), and the HTTP server."""
+        launch = self.launch
+        if event.message.startswith("Uvicorn running on"):
+            self.mark("http_up", event)
+        elif event.catalogue_id == "server-ready" and launch.outcome == "unknown":
+            launch.outcome = "ready"
+            launch.ready_line = event.seq + 1
+            launch.ready_timestamp = event.timestamp
+        elif event.catalogue_id in FATAL_IDS and launch.outcome in ("unknown", "ready"):
+            launch.outcome = "failed"
+            launch.fatal = event.catalogue_id
+        elif event.catalogue_id == "sigterm-draining" and launch.outcome in ("unknown", "ready"):
+            launch.outcome = "stopped"
+
+    def is_preamble(self) -> bool:
+        """Opened implicitly and has seen nothing of a server yet."""
+        return not (
+            self.from_args
+            or self.served
+            or self.marks
+            or self.launch.outcome != "unknown"
+            or self.launch.engine_timings
+        )
+
+
+def feed_launch(state: LaunchState, event: LogEvent) -> None:
+    """One non-batch event of the open launch."""
+    message = event.message
+    if server_args_form(message) is not None:
+        state.server_args(message)
+        return
+    line = parse_startup(message)
+    if line is not None:
+        state.startup(line, event)
+        if line.kind != "sizing" and _SIZING_AT in message:  # two lines pasted as one
+            sizing = parse_sizing(message)
+            if sizing is not None:
+                state.startup(sizing, event)
+    state.milestone(event)
+
+
+def finish_launch(state: LaunchState) -> Launch:
+    launch = state.launch
+    marks = state.marks
+    start = (launch.start_line, launch.start_timestamp)
+    ready = (
+        (launch.ready_line, launch.ready_timestamp) if launch.ready_line is not None else None
+    )
+    spans = [
+        ("load weights", marks.get("weights_begin"), marks.get("weights_end")),
+        ("KV cache allocation", marks.get("weights_end"), marks.get("kv_end")),
+        ("CUDA graph capture", marks.get("graph_begin"), marks.get("graph_end")),
+        ("HTTP server start", marks.get("scheduler_ready") or marks.get("graph_end"),
+         marks.get("http_up")),
+        ("warmup", marks.get("http_up"), ready),
+        ("total", start, ready),
+    ]
+    for name, begin, end in spans:
+        if name in state.elapsed and begin is not None:
+            launch.phases.append(StartupPhase(name=name, seconds=state.elapsed[name],
+                                              start_line=begin[0], source="elapsed"))
+            continue
+        seconds = _seconds_between(begin, end)
+        if seconds is not None and begin is not None:
+            launch.phases.append(StartupPhase(name=name, seconds=seconds, start_line=begin[0]))
+    launch.startup_seconds = next((p.seconds for p in launch.phases if p.name == "total"), None)
+    return launch
+
+
+def _seconds_between(
+    begin: tuple[int, str | None] | None, end: tuple[int | None, str | None] | None
+) -> float | None:
+    if begin is None or end is None or begin[1] is None or end[1] is None:
+        return None
+    a, b = _parse_ts(begin[1]), _parse_ts(end[1])
+    if a is None or b is None or b < a:
+        return None
+    return round((b - a).total_seconds(), 3)
+
+
+def _parse_ts(value: str) -> datetime | None:
+    return parse_timestamp(value)

@@ -1,0 +1,53 @@
+"""`/metrics` names (with `--enable-metrics`): both prefixes, the KV gauges, the rank labels.
+
+* The raw page uses `sglang:` (a maintainer, sglang PR #21326, 2026-08); pipelines and
+  dashboards rename it `sglang_` (llm-d PR #1970, smg-project/smg PR #813). Both are read.
+* Scheduler series carry `model_name, engine_type, tp_rank, pp_rank, moe_ep_rank[, dp_rank]`
+  (0.5.23 `srt/observability/metrics_collector.py`; docs/sglang.md §3.6). Per DP group the TP
+  ranks report the same value: a gauge is reduced as max within a dp_rank, then summed across
+  dp_ranks for counts and rates (SUMMED) or max across them for ratios (MAXED).
+* KV pool breakdown gauges `kv_available_tokens`, `kv_evictable_tokens`, `kv_used_tokens`
+  (PR #22726, v0.5.11).
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "sglang:"
+ALT_PREFIX = "sglang_"
+SUMMED = frozenset({
+    "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput",
+    "sglang:num_used_tokens", "sglang:num_retracted_reqs", "sglang:num_grammar_queue_reqs",
+    "sglang:num_paused_reqs", "sglang:kv_available_tokens", "sglang:kv_evictable_tokens",
+    "sglang:kv_used_tokens",
+})
+MAXED = frozenset({
+    "sglang:token_usage", "sglang:cache_hit_rate", "sglang:is_cuda_graph",
+    "sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:utilization",
+    "sglang:max_total_num_tokens", "sglang:context_len",
+})
+KV_GAUGES = ("sglang:kv_available_tokens", "sglang:kv_evictable_tokens", "sglang:kv_used_tokens")
+RANK_LABELS = frozenset({"tp_rank", "pp_rank", "moe_ep_rank", "dp_rank", "model_name",
+                         "engine_type"})
+DP_LABEL = "dp_rank"
+_ALT_LINE = re.compile(r"(?m)^(# (?:HELP|TYPE) |)sglang_")
+
+
+def normalise_name(name: str) -> str:
+    """`sglang_num_running_reqs` -> `sglang:num_running_reqs`; other names unchanged."""
+    if name.startswith(ALT_PREFIX):
+        return PREFIX + name[len(ALT_PREFIX):]
+    return name
+
+
+def normalise_text(text: str) -> str:
+    """A whole exposition page with every `sglang_` series (and its HELP/TYPE) renamed to
+    `sglang:`, so one reader serves both."""
+    if ALT_PREFIX not in text:
+        return text
+    return _ALT_LINE.sub(r"\1sglang:", text)
+
+
+def is_sglang(name: str) -> bool:
+    return name.startswith(PREFIX)

@@ -1,0 +1,166 @@
+"""Startup lines of every SGLang release: weight loading, KV allocation, CUDA-graph capture,
+the scheduler's sizing line, clamps of requested settings, and the startup summary.
+
+Wordings, by source:
+
+* weights: `Load weight begin. avail mem=138.52 GB` / `Load weight end. elapsed=21.43 s,
+  type=LlamaForCausalLM, ..., avail mem=.., mem usage=...` (0.5.23
+  `srt/model_executor/model_runner.py:1273-1379`); before ~0.4.4 the end line has no `elapsed=`
+  (`Load weight end. type=..., dtype=torch.bfloat16, avail mem=62.08 GB, mem usage=16.41 GB.`).
+  Every TP rank writes its own pair: a slow rank is weight loading, never KV allocation.
+* KV: `KV Cache is allocated. [dtype: .., ]#tokens: N, K size: .., V size: ..` or `KV size:`
+  (0.5.23 `srt/mem_cache/memory_pool.py:2087-2098`), `Memory pool end. avail mem=..`.
+* capture, old (up to ~0.5.10, `srt/model_executor/model_runner.py` `init_cuda_graphs`):
+  `Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB` /
+  `Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.` (plain
+  `Capture cuda graph end. Time elapsed: 5.37 s` before ~0.4.1); sizes on their own line
+  `Capture cuda graph bs [1, 2, 4, 8, ...]` (`cuda_graph_runner.py`); piecewise prefill graphs
+  `Capture piecewise CUDA graph begin/end` and `Capture cuda graph num tokens [...]`.
+* capture, new (the per-phase refactor, PR #23906): `Capture target decode CUDA graph begin.
+  backend=full, num_tokens_per_req=1, bs=[1, 2, 4, 8, 12, 16, 24], avail mem=2.04 GB` with
+  the sizes on the BEGIN line (0.5.18) or `Capture target decode CUDA graph end. bs=[...],
+  elapsed=9.87 s, mem usage=.., avail mem=..` with them on the END line (0.5.23
+  `srt/model_executor/model_runner_components/cuda_graph_setup.py:757-790`); phases `target
+  prefill`, `target verify`, `draft decode`, `draft extend`.
+* sizing (TP0, once per DP replica): `max_total_num_tokens=N, chunked_prefill_size=N,
+  max_prefill_tokens=N, max_running_requests=N, context_len=N, available_gpu_mem=x GB`
+  (0.5.23 `srt/managers/scheduler.py:1267-1276`; older releases omit some keys).
+* clamps: `max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to
+  the available KV cache capacity.` (`srt/mem_cache/kv_cache_configurator.py` ~0.5.20+).
+* `Max running requests is reset to 48 for speculative decoding. You can override this by
+  explicitly setting --max-running-requests.` (server_args.py, 0.5.x with spec decoding).
+* capture progress (tqdm, one line per size when not a TTY): `Capturing batches (bs=16
+  avail_mem=13.56 GB):  17%|...` (`cuda_graph_runner.py` ~0.4.9+).
+* summary: `Engine startup timings (s): load_weight=.., kv_cache_allocation=.., cuda_graph={
+  prefill=.., decode=..}, ...` (0.5.23 `srt/entrypoints/engine.py:1117-1126`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+StartupKind = Literal[
+    "weights_begin", "weights_end", "kv_allocated", "memory_pool_end", "capture_begin",
+    "capture_end", "capture_sizes", "sizing", "clamp", "engine_timings", "ready",
+]
+
+_ELAPSED = re.compile(r"(?:elapsed=|Time elapsed: )([0-9.]+) ?s")
+_BS = re.compile(r"\bbs=?\s?\[([0-9, ]*)\]")
+_CAPTURE = re.compile(r"Capture ((?:[a-z]+ )*?)(?:cuda|CUDA) graph (begin|end)\b")
+_CAPTURE_SIZES = re.compile(r"Capture cuda graph (bs|num tokens) \[([0-9, ]*)\]")
+_PAIRS = re.compile(r"(\w+)=(-?[0-9.]+)")
+_TIMINGS = re.compile(r"(\w+)=([0-9.]+)")
+_CLAMP = re.compile(r"(\w+) was reduced from (?:the requested )?([0-9]+) to ([0-9]+)")
+_KV_TOKENS = re.compile(r"#tokens: ([0-9]+)")
+_RESET = re.compile(r"Max running requests is reset to ([0-9]+)")
+_TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)")
+_SIZING_AT = "max_total_num_tokens="
+READY = "The server is fired up and ready to roll!"
+"""0.5.23 `srt/entrypoints/http_server.py:2600`; the same words since 0.1."""
+# The capture phases a decode step runs in: old-wording graphs are decode graphs (the
+# piecewise ones say so), `target verify` is decode under speculative decoding.
+DECODE_PHASES = frozenset({"decode", "target decode", "target verify"})
+
+
+@dataclass(frozen=True, slots=True)
+class StartupLine:
+    kind: StartupKind
+    elapsed: float | None = None
+    """SGLang's own seconds (`elapsed=`, `Time elapsed:`)."""
+    phase: str = ""
+    """Capture lines: `decode` / `prefill` (old wording) or the new name (`target decode`)."""
+    wording: Literal["old", "new", ""] = ""
+    bs: tuple[int, ...] | None = None
+    """Capture batch sizes printed on this line."""
+    values: dict[str, float] = field(default_factory=dict)
+    """sizing: every key=number; clamp: requested/effective; engine_timings: by name."""
+    name: str = ""
+    """clamp: the setting that was reduced."""
+
+
+def parse_startup(message: str) -> StartupLine | None:
+    """One startup line's facts (the message after the prefix); None for other lines."""
+    head = message[:12]
+    if head.startswith("Load weight "):
+        if message.startswith("Load weight begin"):
+            return StartupLine("weights_begin")
+        if message.startswith("Load weight end"):
+            return StartupLine("weights_end", elapsed=_elapsed(message))
+        return None
+    if head.startswith("Capture "):
+        return _capture(message)
+    if "KV Cache is allocated" in message:
+        found = _KV_TOKENS.search(message)
+        return StartupLine("kv_allocated",
+                           values={"tokens": float(found.group(1))} if found else {})
+    if head.startswith("Memory pool"):
+        return StartupLine("memory_pool_end") if message.startswith("Memory pool end") else None
+    if message.startswith(_SIZING_AT):
+        return parse_sizing(message)
+    if message.startswith("Capturing batches"):
+        found = _TQDM_BS.match(message)
+        return None if found is None else StartupLine(
+            "capture_sizes", phase="decode", bs=(int(found.group(1)),))
+    if message.startswith("Max running requests is reset"):
+        found = _RESET.match(message)
+        return None if found is None else StartupLine(
+            "clamp", name="max_running_requests", values={"effective": float(found.group(1))})
+    if " was reduced from " in message:
+        found = _CLAMP.search(message)
+        if found is None:
+            return None
+        return StartupLine("clamp", name=found.group(1), values={
+            "requested": float(found.group(2)), "effective": float(found.group(3))})
+    if message.startswith("Engine startup timings"):
+        body = message.split(":", 1)[1]
+        return StartupLine("engine_timings",
+                           values={k: float(v) for k, v in _TIMINGS.findall(body)})
+    if message.startswith(READY):
+        return StartupLine("ready")
+    return None
+
+
+def parse_sizing(message: str) -> StartupLine | None:
+    """The scheduler's sizing line, also when pasted onto the end of another line."""
+    at = message.find(_SIZING_AT)
+    if at < 0:
+        return None
+    return StartupLine("sizing", values={k: float(v) for k, v in _PAIRS.findall(message[at:])})
+
+
+def _capture(message: str) -> StartupLine | None:
+    sizes = _CAPTURE_SIZES.match(message)
+    if sizes is not None:
+        phase = "decode" if sizes.group(1) == "bs" else "prefill"
+        return StartupLine("capture_sizes", phase=phase, wording="old",
+                           bs=_ints(sizes.group(2)))
+    found = _CAPTURE.match(message)
+    if found is None:
+        return None
+    name = found.group(1).strip()
+    wording: Literal["old", "new"]
+    if not name:
+        phase, wording = "decode", "old"
+    elif name == "piecewise":
+        phase, wording = "prefill", "old"
+    else:
+        phase, wording = name, "new"
+    bs = _BS.search(message)
+    kind: StartupKind = "capture_begin" if found.group(2) == "begin" else "capture_end"
+    return StartupLine(kind, elapsed=_elapsed(message), phase=phase, wording=wording,
+                       bs=None if bs is None else _ints(bs.group(1)))
+
+
+def is_decode_phase(phase: str) -> bool:
+    return phase in DECODE_PHASES
+
+
+def _elapsed(message: str) -> float | None:
+    found = _ELAPSED.search(message)
+    return float(found.group(1)) if found else None
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
