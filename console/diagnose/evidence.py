@@ -27,6 +27,7 @@ from console.diagnose.models import (
 from console.logs.batch_stats import parse_batch_message
 from console.logs.line_format import PREFIX
 from console.logs.metrics import parse_metrics
+from console.sglang.effective import read_effective
 
 # The common 0.5.x shapes in one search each (reference §2.2, §2.3); any other shape (spec
 # decoding, hybrid pools, PD, MFU fields) goes through the general key: value parser.
@@ -39,7 +40,6 @@ _PREFILL_FAST = re.compile(
     r"token usage: ([\d.]+), #running-req: (\d+), #queue-req: (\d+)")
 _RETRACT = re.compile(r"KV cache pool is full\. Retract requests\. #retracted_reqs: (\d+)")
 _REDUCED = re.compile(r"max_running_requests was reduced from the requested (\d+) to (\d+)")
-_CAPTURE_END = re.compile(r"Capture target decode CUDA graph end\. bs=\[([0-9, ]*)\]")
 _SCHED_INFO = re.compile(
     r"max_total_num_tokens=(\d+), chunked_prefill_size=(-?\d+), max_prefill_tokens=\d+, "
     r"max_running_requests=(\d+)")
@@ -213,10 +213,9 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     profile's flags."""
     facts: dict[str, Any] = {}
     for line in lines:
-        if "Capture target decode CUDA graph end" in line:
-            found = _CAPTURE_END.search(line)
-            if found:
-                facts["capture_bs"] = [int(x) for x in found.group(1).split(",") if x.strip()]
+        sizes = read_effective((line,)).capture_bs  # every version's capture wording
+        if sizes:
+            facts["capture_bs"] = list(sizes)
         elif "max_running_requests was reduced" in line:
             found = _REDUCED.search(line)
             if found:
@@ -233,6 +232,8 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
         elif "server_args={" in line:
             facts.update(_from_server_args(_literal(message_of(line)[len("server_args="):])))
     facts.update(_from_server_args(server_info or {}))
+    if server_info and isinstance(server_info.get("version"), str):
+        facts["sglang_version"] = server_info["version"]
     for name, key in (("moe-runner-backend", "moe_runner_backend"),
                       ("quantization", "quantization"), ("kv-cache-dtype", "kv_cache_dtype")):
         if flags and name in flags and key not in facts:

@@ -23,6 +23,10 @@ from console.sim.model import (
 )
 
 DEFAULT_CONTEXT_LEN = 131072
+# 0.4.10's parser stores --tp-size as tensor_parallel_size etc.; ServerArgs.from_cli_args
+# (srt/server_args.py of v0.4.10) copies them to the dataclass fields.
+CLI_DEST_FIELDS = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
+                   "data_parallel_size": "dp_size", "expert_parallel_size": "ep_size"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class SimConfig:
         fields: dict[str, Any] = {}
         for row in options(self.version):
             dest = row.get("dest") or row["names"][0][2:].replace("-", "_")
+            dest = CLI_DEST_FIELDS.get(dest, dest)
             if str(row["type"]).startswith(("deprecated", "retired")) or dest in fields:
                 continue
             fields[dest] = sa.get(dest, row["default"])
@@ -117,12 +122,15 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     environ = dict(os.environ if env is None else env)
     sa: dict[str, Any] = dict(vars(args))
     traits = traits_for(sim.sglang_version)
+    for long_dest, field_name in CLI_DEST_FIELDS.items():  # 0.4.10 ServerArgs.from_cli_args
+        if long_dest in sa:
+            sa[field_name] = sa.pop(long_dest)
     if not traits.per_phase_graph_flags:  # 0.4.10: one decode graph setting, no prefill graphs
         sa["cuda_graph_max_bs_decode"] = sa.get("cuda_graph_max_bs")
         sa["cuda_graph_backend_decode"] = "disabled" if sa.get("disable_cuda_graph") else None
         sa["cuda_graph_backend_prefill"] = "disabled"
         sa["disable_cuda_graph"] = False
-    requested = {key: sa.get(key) for key in (
+    asked = {key: sa.get(key) for key in (
         "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs_decode",
         "cuda_graph_max_bs_prefill", "mem_fraction_static")}
     tp = max(1, int(sa["tp_size"]))
@@ -205,4 +213,4 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     reduced = (requested, effective) if requested is not None and effective < requested else None
     sa["max_running_requests"] = effective
     return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa,
-                     running_cap_reduced=reduced, env=environ, requested=requested)
+                     running_cap_reduced=reduced, env=environ, requested=asked)
