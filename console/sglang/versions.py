@@ -125,6 +125,6 @@ def traits_for(version: str | Version | None) -> Traits:
         return TRAITS[-1]
     chosen = TRAITS[0]
     for row in TRAITS:
-        if Version.parse(row.version) <= parsed:  # type: ignore[operator]
+        if Version.parse(row.version) <= parsed:
             chosen = row
     return chosen
