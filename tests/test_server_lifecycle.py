@@ -88,11 +88,12 @@ async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, 
 async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv, any_transport):
     life = server_env.lifecycle(any_transport)
     running = await life.start("a", server_env.profile())
-    bad = server_env.profile(**{"nsa-decode-backend": "flashmla_kv"})
+    # removed in 0.5.23 with no flag of that release to translate it to
+    bad = server_env.profile(**{"enforce-piecewise-cuda-graph": True})
     with pytest.raises(LifecycleError) as caught:
         await life.restart("bad", bad, server_env.record_event)
     assert caught.value.phase is Phase.VALIDATE
-    assert "--dsa-decode-backend" in str(caught.value)
+    assert "--enforce-piecewise-cuda-graph is not a flag" in str(caught.value)
     assert phases_finished(server_env.events) == []  # not even validate finished
     assert pid_alive(running.pid)
     assert len(server_env.logs()) == 1

@@ -247,6 +247,8 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
             facts["running_cap_reduced_from"] = int(startup.values["requested"])
             facts["max_running_requests"] = int(startup.values["effective"])
     facts.update(_from_server_args(server_info or {}))
+    if server_info and isinstance(server_info.get("version"), str):
+        facts["sglang_version"] = server_info["version"]
     for name, key in (("moe-runner-backend", "moe_runner_backend"),
                       ("quantization", "quantization"), ("kv-cache-dtype", "kv_cache_dtype")):
         if flags and name in flags and key not in facts:

@@ -125,6 +125,7 @@ class StartupFacts(Frozen):
     disable_custom_all_reduce: bool | None = None
     enable_mixed_chunk: bool | None = None
     mem_fraction_static: float | None = None
+    sglang_version: str | None = None  # /server_info "version": suggestions use its flag names
 
 
 class Topology(Frozen):

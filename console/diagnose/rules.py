@@ -22,6 +22,7 @@ from console.diagnose.models import (
     StepEvidence,
     Suggestion,
 )
+from console.sglang.flags import graph_max_bs_flag
 
 CAUSE_IDS = (
     "cuda-graph-ceiling", "eager-decode", "running-cap", "kv-cache-full",
@@ -130,7 +131,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         id="cuda-graph-ceiling", title="decode batch above the CUDA-graph ceiling runs eagerly",
         confidence=round(confidence, 2), evidence=evidence,
         suggest=Suggestion(
-            flags={"cuda-graph-max-bs-decode": target},
+            flags={graph_max_bs_flag(ev.startup.sglang_version).lstrip("-"): target},
             expect=f"batches up to {target} decode inside a CUDA graph: the eager penalty goes "
                    "and throughput keeps rising past the knee (sglang#33483, PR #21005)"))
 

@@ -50,6 +50,7 @@ from console.server.hostscript import run_host_script
 from console.server.lease import host_lease
 from console.server.records import LaunchRecord, display_command, redact_argv
 from console.server.startup import READY_LINE, diagnose, step_fraction, step_of
+from console.server.translate import translate_profile
 from console.server.validate import ValidationReport, check_safety, validate_profile
 from console.text import sanitize
 
@@ -382,7 +383,7 @@ class ServerLifecycle:
     ) -> LaunchRecord:
         async with self._lease(f"start {name}", wait):
             run = _Run(on_event)
-            await self._validate_phase(run, profile)
+            profile = await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
             running = await self.find_server(profile.port, profile.host, profile.launch)
             if running is not None:
@@ -408,7 +409,7 @@ class ServerLifecycle:
         launch and follow startup until ready."""
         async with self._lease(f"restart → {name}", wait):
             run = _Run(on_event)
-            await self._validate_phase(run, profile)
+            profile = await self._validate_phase(run, profile)
             key = self._require_key(run, profile)
             await self._stop_phases(run, profile.port, profile.host, profile.launch)
             record = await self._launch_and_wait(run, name, profile, key)
@@ -417,10 +418,17 @@ class ServerLifecycle:
 
     # ------------------------------------------------------------------ phases
 
-    async def _validate_phase(self, run: _Run, profile: ServerProfile) -> None:
+    async def _validate_phase(self, run: _Run, profile: ServerProfile) -> ServerProfile:
+        """Validate, and return the profile to launch: flags the host's SGLang renamed are
+        written in its names (console.server.translate), each with a note."""
         run.start(Phase.VALIDATE, "checking the profile against the host's --help")
         try:
             report = await self.validate(profile)
+            if check_safety(profile).ok:
+                translated, _ = translate_profile(
+                    profile, await self.discovery.schema_for(profile))
+            else:
+                translated = profile
         except PlateauError as exc:
             run.fail(Phase.VALIDATE, str(exc))
         for warning in report.warnings:
@@ -429,6 +437,7 @@ class ServerLifecycle:
             run.fail(Phase.VALIDATE, "invalid profile (nothing was stopped): "
                      + "; ".join(str(i) for i in report.errors))
         run.finish(Phase.VALIDATE, report.checked_against or "safety checks")
+        return translated
 
     def _require_key(self, run: _Run, profile: ServerProfile) -> str | None:
         key = self._api_key(profile)

@@ -17,6 +17,8 @@ from console.config_models import FlagValue, ServerProfile, oversize_values
 from console.errors import UsageError
 from console.server.flags import FlagSchema, FlagSpec
 from console.server.known import PROFILE_FIELD_FLAGS, RANGES, RENAMES
+from console.server.translate import rename_for
+from console.sglang.flags import translate
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -212,6 +214,14 @@ def validate_profile(
             continue
         if schema is None:
             continue
+        renamed = rename_for(use.name, use.raw if use.raw is not None else (
+            use.values[0] if use.values else True), schema) if use.origin == "flags" else None
+        if renamed is not None:
+            shown = " ".join(f"--{k}" if v is True else f"--{k} {v}"
+                             for k, v in renamed.flags.items())
+            out.warn("translated", f"--{use.name} is launched as {shown} on this host: "
+                     f"{renamed.note}", use.name, f"write {shown} in the profile")
+            continue
         spec = _resolve(use.name, schema, out)
         if spec is None:
             continue
@@ -270,6 +280,8 @@ def _resolve(name: str, schema: FlagSchema, out: _Collector) -> FlagSpec | None:
     if rename is not None and schema.get(rename[0]) is not None:
         new, since, note = rename
         rename_hint = f"renamed to --{new} in SGLang {since}: {note}"
+    elif schema.version and (refused := translate(name, None, schema.version).refused):
+        rename_hint = refused if "renamed" in refused or "call it" in refused else None
     prefixes = schema.prefix_matches(name)
     if len(prefixes) == 1 and rename_hint is None:
         out.warn(

@@ -1,4 +1,4 @@
-"""Regenerate data/sglang-0.5.23-options.json from Appendix A of the SGLang reference.
+"""Regenerate console/sglang/data/options-0.5.23.json from Appendix A of the SGLang reference.
 
 Run: python -m console.sim._gen_options docs/sglang.md
 The JSON keeps argparse's order so `--help` and prefix matching behave like the real parser.
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).parent / "data" / "sglang-0.5.23-options.json"
+OUT = Path(__file__).parents[1] / "sglang" / "data" / "options-0.5.23.json"
 
 
 def parse_appendix_a(text: str) -> list[dict[str, object]]:

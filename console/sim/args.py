@@ -1,7 +1,8 @@
-"""The simulator's command line: SGLang 0.5.23's `launch_server` parser plus `--sim-*` options.
+"""The simulator's command line: one SGLang version's `launch_server` parser plus `--sim-*`.
 
-The SGLang part is rebuilt from data/sglang-0.5.23-options.json (Appendix A of the reference:
-all 531 options, in argparse order, with their exact choices), so prefix abbreviation
+The SGLang part is rebuilt from console/sglang/data/options-<version>.json (0.5.23: Appendix A
+of the reference, all 531 options in argparse order with their exact choices; 0.5.18 and
+0.4.10: those releases' own parsers, console/sglang/flags.py says how), so prefix abbreviation
 (`--tp 8`), ambiguity errors (`--cuda-graph-max-bs`), unknown flags (`--nsa-decode-backend`)
 and `--help` behave like the real parser. `--sim-*` options are pulled out of argv *before*
 the SGLang parser sees it, so they cannot change SGLang's abbreviation behaviour, and they
@@ -16,11 +17,12 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-OPTIONS_FILE = Path(__file__).parent / "data" / "sglang-0.5.23-options.json"
+from console.sglang import flags as sglang_flags
+from console.sglang.versions import DEFAULT_VERSION, KNOWN_VERSIONS, traits_for
+
 PROG = "sglang serve"
 
 # A few real help strings (docs/sglang.md §1.5); the rest of the options print without help text.
@@ -82,53 +84,100 @@ _TYPES: dict[str, Any] = {
 }
 
 
+def _warn_deprecated(message: str) -> None:
+    """arg_groups/argparse_actions.py print_deprecated_warning (0.5.18, 0.5.23):
+    `logger.warning(f"\\033[1;33m{message}\\033[0m")` before logging is configured, so
+    Python's last-resort handler writes the bare message to stderr."""
+    print(f"\033[1;33m{message}\033[0m", file=sys.stderr)
+
+
+def _replacement(new_flag: str | None) -> str:
+    return f" Use '{new_flag}' instead." if new_flag else ""
+
+
 class _DeprecatedFlag(argparse.Action):
     """Accepted, prints SGLang's yellow deprecation line, stores True (or the value)."""
 
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+    def __init__(self, option_strings: list[str], dest: str, new_flag: str | None = None,
+                 const_value: Any = None, **kwargs: Any) -> None:
         kwargs.setdefault("nargs", 0)
+        self.new_flag = new_flag
+        self.const_value = const_value
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
-        message = DEPRECATION.get(self.option_strings[0], f"{option_string} is deprecated.")
-        print(f"\033[33m{message}\033[0m", file=sys.stderr)
-        setattr(namespace, self.dest, values if values not in (None, []) else True)
-
-
-@cache
-def option_rows() -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(OPTIONS_FILE.read_text())
-    return rows
-
-
-def build_sglang_parser() -> argparse.ArgumentParser:
-    """A parser with the exact option names, aliases, types and choices of SGLang 0.5.23."""
-    parser = argparse.ArgumentParser(prog=PROG)
-    for row in option_rows():
-        names: list[str] = row["names"]
-        kind: str = row["type"]
-        kwargs: dict[str, Any] = {"default": row["default"], "help": HELP.get(names[0])}
-        dest = names[0][2:].replace("-", "_")
-        kwargs["dest"] = dest
-        if names[0] == "--model-path":
-            kwargs["required"] = True
-        if kind == "flag":
-            kwargs["action"] = "store_true"
-        elif kind == "flag/--no-":
-            names = [n for n in names if not n.startswith("--no-")]
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif kind == "deprecated":
-            kwargs["action"] = _DeprecatedFlag
-            if row["choices"]:
-                kwargs["nargs"] = "?"
-                kwargs["choices"] = row["choices"]
+        message = DEPRECATION.get(self.option_strings[0]) or (
+            f"'{option_string}' is deprecated and will be removed in a future release."
+            f"{_replacement(self.new_flag)}")
+        _warn_deprecated(message)
+        if self.const_value is not None:
+            value: Any = self.const_value
         else:
-            base, _, nargs = kind.partition(" nargs=")
-            kwargs["type"] = _TYPES.get(base, str)
-            if nargs:
-                kwargs["nargs"] = nargs
-            if row["choices"]:
-                kwargs["choices"] = row["choices"]
+            value = values if values not in (None, []) or self.nargs == "+" else True
+        setattr(namespace, self.dest, value)
+
+
+class _RetiredFlag(argparse.Action):
+    """0.5.18 argparse_actions.py DeprecatedAction: accepted, warns, stores nothing."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs["nargs"] = 0
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        _warn_deprecated(f"The command line argument '{option_string}' is deprecated and will "
+                         "be removed in future versions.")
+
+
+def option_rows(version: str | None = None) -> list[dict[str, Any]]:
+    return list(sglang_flags.options(version or DEFAULT_VERSION))
+
+
+def _typed(kwargs: dict[str, Any], spec: str, choices: list[str] | None) -> None:
+    base, _, nargs = spec.partition(" nargs=")
+    kwargs["type"] = _TYPES.get(base, str)
+    if nargs:
+        kwargs["nargs"] = nargs
+    if choices:
+        kwargs["choices"] = choices
+
+
+def _row_kwargs(row: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, Any]]:
+    kind: str = row["type"]
+    kwargs: dict[str, Any] = {"default": row["default"], "help": HELP.get(names[0]),
+                              "dest": row.get("dest") or names[0][2:].replace("-", "_")}
+    if names[0] == "--model-path":
+        kwargs["required"] = True
+    if kind == "flag":
+        kwargs["action"] = "store_true"
+    elif kind == "flag/--no-":
+        names = [n for n in names if not n.startswith("--no-")]
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif kind == "deprecated":
+        kwargs.update(action=_DeprecatedFlag, new_flag=row.get("new_flag"))
+        if row["choices"]:
+            kwargs["nargs"] = "?"
+            kwargs["choices"] = row["choices"]
+    elif kind == "deprecated-const":
+        kwargs.update(action=_DeprecatedFlag, new_flag=row.get("new_flag"),
+                      const_value=row.get("const"))
+    elif kind.startswith("deprecated-alias "):
+        kwargs.update(action=_DeprecatedFlag, new_flag=row.get("new_flag"), nargs=None)
+        _typed(kwargs, kind.removeprefix("deprecated-alias "), row["choices"])
+    elif kind == "retired":
+        kwargs["action"] = _RetiredFlag
+    else:
+        _typed(kwargs, kind, row["choices"])
+    if kwargs.get("action") in (_DeprecatedFlag, _RetiredFlag) and kwargs["default"] is None:
+        kwargs.pop("default")  # several options share one dest: the first default stands
+    return names, kwargs
+
+
+def build_sglang_parser(version: str | None = None) -> argparse.ArgumentParser:
+    """A parser with the exact option names, aliases, types and choices of SGLang `version`."""
+    parser = argparse.ArgumentParser(prog=traits_for(version or DEFAULT_VERSION).prog)
+    for row in option_rows(version):
+        names, kwargs = _row_kwargs(row, list(row["names"]))
         parser.add_argument(*names, **kwargs)
     return parser
 
@@ -151,6 +200,9 @@ def build_sim_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--sim-help", action="store_true", help="show these options and exit")
     p.add_argument("--sim-seed", type=int, default=None, help="seed: deterministic runs")
+    p.add_argument("--sim-sglang-version", default=DEFAULT_VERSION, choices=KNOWN_VERSIONS,
+                   help="the SGLang release to play: its flags, its log lines, its /server_info "
+                   f"version (default {DEFAULT_VERSION})")
     p.add_argument("--sim-ideal-ttft-ms", type=float, default=None,
                    help="ideal-timing mode: fixed time to first token (no model, no noise)")
     p.add_argument("--sim-ideal-itl-ms", type=float, default=None,
@@ -213,6 +265,7 @@ def split_sim_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 @dataclass(frozen=True)
 class SimOptions:
     seed: int | None = None
+    sglang_version: str = DEFAULT_VERSION
     ideal_ttft_ms: float | None = None
     ideal_itl_ms: float | None = None
     ideal_procs: int = 1
@@ -295,9 +348,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         sim_parser.print_help()
         raise SystemExit(0)
     _check_ideal_procs(sim_ns)
-    args = build_sglang_parser().parse_args(sglang_argv)
+    args = build_sglang_parser(sim_ns.sim_sglang_version).parse_args(sglang_argv)
     sim = SimOptions(
         seed=sim_ns.sim_seed,
+        sglang_version=sim_ns.sim_sglang_version,
         ideal_ttft_ms=sim_ns.sim_ideal_ttft_ms,
         ideal_itl_ms=sim_ns.sim_ideal_itl_ms,
         ideal_procs=sim_ns.sim_ideal_procs,

@@ -11,15 +11,22 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.sglang.flags import options
+from console.sglang.versions import Traits, traits_for
 from console.sim.args import SimOptions
 from console.sim.model import (
     Profile,
     auto_chunked_and_graph_bs,
     auto_mem_fraction,
+    decode_graph_ladder,
     default_max_running_requests,
 )
 
 DEFAULT_CONTEXT_LEN = 131072
+# 0.4.10's parser stores --tp-size as tensor_parallel_size etc.; ServerArgs.from_cli_args
+# (srt/server_args.py of v0.4.10) copies them to the dataclass fields.
+CLI_DEST_FIELDS = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
+                   "data_parallel_size": "dp_size", "expert_parallel_size": "ep_size"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,43 @@ class SimConfig:
     # (requested, effective) when SGLang cut --max-running-requests to fit the KV pool
     running_cap_reduced: tuple[int, int] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # What the command line asked for, before SGLang's resolution (None: left to SGLang)
+    requested: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def traits(self) -> Traits:
+        return traits_for(self.sim.sglang_version)
+
+    @property
+    def version(self) -> str:
+        return self.traits.version
+
+    def logged_server_args(self) -> dict[str, Any]:
+        """server_args as this version prints it and reports it in /server_info: 0.5.23 its
+        resolved dict; older releases their own ServerArgs fields, where the per-phase graph
+        fields keep what was asked (0.5.18 resolves into cuda_graph_config only, as the
+        ServerArgs repr of a real 0.5.18 log shows) and 0.4.10's cuda_graph_max_bs is resolved
+        (its ServerArgs.__post_init__ sets it from the GPU memory)."""
+        sa = self.server_args
+        if not self.traits.server_args_dataclass:
+            return dict(sa)
+        fields: dict[str, Any] = {}
+        for row in options(self.version):
+            dest = row.get("dest") or row["names"][0][2:].replace("-", "_")
+            dest = CLI_DEST_FIELDS.get(dest, dest)
+            if str(row["type"]).startswith(("deprecated", "retired")) or dest in fields:
+                continue
+            fields[dest] = sa.get(dest, row["default"])
+        if self.traits.per_phase_graph_flags:
+            for key in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs_prefill"):
+                if key in fields:
+                    fields[key] = self.requested.get(key)
+            graph = {phase: dict(cfg) for phase, cfg in sa["cuda_graph_config"].items()}
+            graph["decode"]["bs"] = decode_graph_ladder(int(sa["cuda_graph_max_bs_decode"]))
+            fields["cuda_graph_config"] = graph
+        else:
+            fields["cuda_graph_max_bs"] = sa["cuda_graph_max_bs_decode"]
+        return fields
 
     @property
     def served_model_name(self) -> str:
@@ -77,6 +121,18 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     NCCL through host memory, as on a real host."""
     environ = dict(os.environ if env is None else env)
     sa: dict[str, Any] = dict(vars(args))
+    traits = traits_for(sim.sglang_version)
+    for long_dest, field_name in CLI_DEST_FIELDS.items():  # 0.4.10 ServerArgs.from_cli_args
+        if long_dest in sa:
+            sa[field_name] = sa.pop(long_dest)
+    if not traits.per_phase_graph_flags:  # 0.4.10: one decode graph setting, no prefill graphs
+        sa["cuda_graph_max_bs_decode"] = sa.get("cuda_graph_max_bs")
+        sa["cuda_graph_backend_decode"] = "disabled" if sa.get("disable_cuda_graph") else None
+        sa["cuda_graph_backend_prefill"] = "disabled"
+        sa["disable_cuda_graph"] = False
+    asked = {key: sa.get(key) for key in (
+        "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs_decode",
+        "cuda_graph_max_bs_prefill", "mem_fraction_static")}
     tp = max(1, int(sa["tp_size"]))
     pp = max(1, int(sa.get("pp_size") or 1))
     chunked_auto, graph_bs_auto = auto_chunked_and_graph_bs(sim.gpu_memory_mib, tp)
@@ -157,4 +213,4 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     reduced = (requested, effective) if requested is not None and effective < requested else None
     sa["max_running_requests"] = effective
     return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa,
-                     running_cap_reduced=reduced, env=environ)
+                     running_cap_reduced=reduced, env=environ, requested=asked)

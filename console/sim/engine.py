@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import aio
+from console.sim import shapes
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
 from console.sim.noise import GpuNoise
@@ -448,14 +449,11 @@ class Engine(BaseEngine):
         sa = self.cfg.server_args
         graph = sa["cuda_graph_backend_prefill"] != "disabled" and new_tokens <= int(
             sa["cuda_graph_max_bs_prefill"])
-        self.log.sglang(
-            f"Prefill batch, #new-seq: {len(done) + len(partial)}, #new-token: {new_tokens}, "
-            f"#cached-token: 0, token usage: {self.kv_used / self.capacity:.2f}, "
-            f"#running-req: {len(self.running)}, #queue-req: {len(self.waiting) - len(partial)}, "
-            f"#pending-token: {pending}, cuda graph: {graph}, "
-            f"input throughput (token/s): {new_tokens / gap:.2f}",
-            self.prefix,
-        )
+        self.log.sglang(shapes.prefill_batch(
+            self.cfg.traits, seqs=len(done) + len(partial), new=new_tokens, cached=0,
+            usage=self.kv_used / self.capacity, running=len(self.running),
+            queued=len(self.waiting) - len(partial), pending=pending, graph=graph,
+            throughput=new_tokens / gap), self.prefix)
 
     def _log_decode(self, batch: int, clock: float) -> None:
         """SGLang's gen throughput is tokens over the wall time between Decode lines
@@ -471,13 +469,10 @@ class Engine(BaseEngine):
         self.stats.last_decode_log_at = now
         self._log_t = now
         self._log_tokens = 0
-        self.log.sglang(
-            f"Decode batch, #running-req: {batch}, #token: {self.kv_used}, "
-            f"token usage: {self.kv_used / self.capacity:.2f}, "
-            f"cuda graph: {self.profile.uses_graph(batch)}, "
-            f"gen throughput (token/s): {throughput:.2f}, #queue-req: {len(self.waiting)}",
-            self.prefix,
-        )
+        self.log.sglang(shapes.decode_batch(
+            self.cfg.traits, running=batch, tokens=self.kv_used,
+            usage=self.kv_used / self.capacity, graph=self.profile.uses_graph(batch),
+            throughput=throughput, queued=len(self.waiting)), self.prefix)
 
 
 class IdealEngine(BaseEngine):

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from console.sim import gpu_state
+from console.sim import gpu_state, shapes
 from console.sim.config import SimConfig, rank_prefix
 from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
 from console.sim.lateness import Lateness
@@ -143,16 +143,17 @@ class Runner:
         log = self.log
         ranks = self._ranks()
         total_gb = p.gpu_memory_gb
-        log.sglang(f"server_args={sa!r}")
+        traits = cfg.traits
+        log.sglang(shapes.server_args_line(traits, cfg.logged_server_args()))
         self.set_phase("loading")
         t0 = time.monotonic()
         for prefix in ranks:
-            log.sglang("Init parallel begin.", prefix)
+            log.sglang(shapes.init_begin(traits), prefix)
         await self._pause(0.05)
         for prefix in ranks:
-            log.sglang(f"Init parallel ends. elapsed={time.monotonic() - t0:.2f} s", prefix)
-            log.sglang("Memory baseline taken. mem usage=0.52 GB", prefix)
-        if p.tp > 1:
+            for line in shapes.init_end(traits, time.monotonic() - t0, 0.52):
+                log.sglang(line, prefix)
+        if p.tp > 1 and traits.startup_timings:  # 0.5.x distributed/bootstrap.py (not 0.4.10)
             for prefix in ranks:
                 log.sglang(f"NCCL/RCCL/HCCL warmup completed in 0.412s (tp_size={p.tp}, "
                            f"pp_size=1, ep_size={sa.get('ep_size') or 1})", prefix)
@@ -177,11 +178,11 @@ class Runner:
                 f"{cfg.sim.gpu_memory_mib / 1024 - 0.19:.2f} GiB memory in use.",
             ])
         load_s = time.monotonic() - t_load
-        quant = f"quant={sa['quantization']}, fmt=e4m3, " if sa.get("quantization") else ""
         avail -= weights
         for prefix in ranks:
-            log.sglang(f"Load weight end. elapsed={load_s:.2f} s, type={ARCH}, {quant}"
-                       f"avail mem={avail:.2f} GB, mem usage={weights:.2f} GB.", prefix)
+            log.sglang(shapes.load_weight_end(
+                traits, elapsed=load_s, arch=ARCH, quant=sa.get("quantization"), avail=avail,
+                usage=weights), prefix)
         t_kv = time.monotonic()
         tokens = p.max_total_num_tokens
         if tokens <= 0 or p.kv_pool_gb <= 0:
@@ -197,11 +198,10 @@ class Runner:
         avail -= kv_gb
         self.gpu_mem_used_mib += kv_gb * 1024
         for prefix in ranks:
-            log.sglang(f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, "
-                       f"K size: {kv_gb / 2:.2f} GB, V size: {kv_gb / 2:.2f} GB", prefix)
+            log.sglang(shapes.kv_allocated(traits, dtype, tokens, kv_gb / 2), prefix)
             log.sglang(f"Memory pool end. avail mem={avail:.2f} GB", prefix)
         kv_s = time.monotonic() - t_kv
-        if cfg.running_cap_reduced is not None:
+        if cfg.running_cap_reduced is not None and traits.running_cap_warning:
             requested, effective = cfg.running_cap_reduced
             for prefix in ranks:  # kv_cache_configurator.py resolve_max_num_reqs
                 log.warning(f"max_running_requests was reduced from the requested {requested} to "
@@ -216,30 +216,15 @@ class Runner:
             sizes = [n for n in (512, 1024, 2048, 4096, 8192, 16384)
                      if n <= int(sa["cuda_graph_max_bs_prefill"])]
             for prefix in ranks:
-                log.sglang("Capture target prefill CUDA graph begin. backend="
-                           f"{sa['cuda_graph_backend_prefill']}, num_tokens={sizes}, "
-                           f"avail mem={avail:.2f} GB", prefix)
+                log.sglang(shapes.prefill_capture_begin(sa["cuda_graph_backend_prefill"], sizes,
+                                                        avail), prefix)
             await self._pause(0.12)
             avail -= 0.3
             graph["prefill"] = round(time.monotonic() - t_g, 2)
             for prefix in ranks:
-                log.sglang(f"Capture target prefill CUDA graph end. elapsed={graph['prefill']:.2f}"
-                           f" s, mem usage=0.30 GB, avail mem={avail:.2f} GB.", prefix)
+                log.sglang(shapes.prefill_capture_end(graph["prefill"], 0.30, avail), prefix)
         if sa["cuda_graph_backend_decode"] != "disabled":
-            t_g = time.monotonic()
-            max_bs = p.cuda_graph_max_bs
-            bs = decode_graph_ladder(max_bs)
-            for prefix in ranks:
-                log.sglang("Capture target decode CUDA graph begin. backend="
-                           f"{sa['cuda_graph_backend_decode']}, num_tokens_per_req=1, "
-                           f"avail mem={avail:.2f} GB", prefix)
-            await self._pause(0.18)
-            avail -= p.graph_gb
-            graph["decode"] = round(time.monotonic() - t_g, 2)
-            for prefix in ranks:
-                log.sglang(f"Capture target decode CUDA graph end. bs={bs}, elapsed="
-                           f"{graph['decode']:.2f} s, mem usage={p.graph_gb:.2f} GB, "
-                           f"avail mem={avail:.2f} GB.", prefix)
+            avail = await self._capture_decode(ranks, avail, graph)
         self.gpu_mem_used_mib += (0.3 + p.graph_gb) * 1024
         log.sglang(
             f"max_total_num_tokens={tokens}, chunked_prefill_size={sa['chunked_prefill_size']}, "
@@ -248,12 +233,35 @@ class Runner:
             f"available_gpu_mem={avail:.2f} GB", ranks[0])
         scheduler_e2e = time.monotonic() - t0
         graph_text = ", ".join(f"{k}={v:.2f}" for k, v in graph.items())
-        log.sglang(f"Engine startup timings (s): load_weight={load_s:.2f}, kv_cache_allocation="
-                   f"{kv_s:.2f}, scheduler_e2e={scheduler_e2e:.2f}, cuda_graph={{{graph_text}}}, "
-                   f"tokenizer_e2e={scheduler_e2e + 0.4:.2f}")
+        if traits.startup_timings:  # 0.5.x entrypoints/engine.py
+            log.sglang(f"Engine startup timings (s): load_weight={load_s:.2f}, "
+                       f"kv_cache_allocation={kv_s:.2f}, scheduler_e2e={scheduler_e2e:.2f}, "
+                       f"cuda_graph={{{graph_text}}}, tokenizer_e2e={scheduler_e2e + 0.4:.2f}")
         return {"load_weight": round(load_s, 2), "kv_cache_allocation": round(kv_s, 2),
                 "scheduler_e2e": round(scheduler_e2e, 2), "cuda_graph": graph,
                 "tokenizer_e2e": round(scheduler_e2e + 0.4, 2)}
+
+    async def _capture_decode(self, ranks: list[str], avail: float,
+                              graph: dict[str, float]) -> float:
+        """The decode capture as the version writes it: begin line, tqdm bar (TP0's stderr),
+        end line; returns the memory left."""
+        traits = self.cfg.traits
+        p = self.cfg.profile
+        backend = self.cfg.server_args["cuda_graph_backend_decode"]
+        t_g = time.monotonic()
+        bs = decode_graph_ladder(p.cuda_graph_max_bs)
+        if traits.capture == "single":  # 0.4.10 cuda_graph_runner.py:238, on rank 0
+            self.log.sglang(shapes.capture_bs_line(bs), ranks[0])
+        for prefix in ranks:
+            self.log.sglang(shapes.decode_capture_begin(traits, backend, bs, avail), prefix)
+        await self._pause(0.18)
+        graph["decode"] = round(time.monotonic() - t_g, 2)
+        self.log.raw(shapes.capture_progress(bs, avail - 0.02, graph["decode"]))
+        avail -= p.graph_gb
+        for prefix in ranks:
+            self.log.sglang(shapes.decode_capture_end(traits, bs, graph["decode"], p.graph_gb,
+                                                      avail), prefix)
+        return avail
 
     def _flag_warnings(self, ranks: list[str]) -> None:
         sa = self.cfg.server_args
@@ -422,17 +430,17 @@ class Runner:
         asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
+        """tokenizer_manager.py sigterm_watchdog: a line every 5 s while requests remain, and
+        one more once none do (`Remaining number of requests 0`), then the exit."""
         next_log = time.monotonic()
         while True:
             remaining = [r for r in self.engine.requests()
                          if not r.rid.startswith("HEALTH_CHECK")]
+            if not remaining or time.monotonic() >= next_log:
+                self.log.sglang(shapes.draining(self.cfg.traits, [r.rid for r in remaining]))
+                next_log += DRAIN_LOG_INTERVAL_S
             if not remaining:
                 break
-            if time.monotonic() >= next_log:
-                rids = [r.rid for r in remaining]
-                self.log.sglang(f"Gracefully exiting... Remaining number of requests "
-                                f"{len(rids)}. Remaining requests remaining_rids={rids}.")
-                next_log += DRAIN_LOG_INTERVAL_S
             await asyncio.sleep(0.05)
         self._stop.set()
 

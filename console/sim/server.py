@@ -21,7 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from console.sim import protocol as P
-from console.sim.config import SimConfig
+from console.sim import shapes
+from console.sim.config import SimConfig, rank_prefix
 from console.sim.engine import BaseEngine, Req
 from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
@@ -29,7 +30,7 @@ from console.sim.procs import ProcGroup
 from console.sim.streams import NativeStream
 from console.sim.tokens import EOS_TOKEN_ID
 
-VERSION = "0.5.23"
+VERSION = "0.5.23"  # the default; /server_info reports the version the sim plays
 FLUSH_OK = (
     "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
     "waiting requests, the operation will not be performed.)\n"
@@ -171,8 +172,9 @@ async def model_info(request: web.Request) -> web.Response:
 def server_info_dict(state: SimState) -> dict[str, Any]:
     cfg = state.cfg
     profile = cfg.profile
-    sa = dict(cfg.server_args)
-    sa["enable_dp_attention"] = int(sa.get("attn_dp_size") or 1) > 1
+    sa = cfg.logged_server_args()
+    if "attn_dp_size" in sa:
+        sa["enable_dp_attention"] = int(sa.get("attn_dp_size") or 1) > 1
     # SGLang 0.5.23 reports every resolved field verbatim, `api_key` included (only watermark
     # secrets are redacted): clients must not store this snapshot as it comes.
     internal = dict(sa)
@@ -201,7 +203,7 @@ def server_info_dict(state: SimState) -> dict[str, Any]:
             "hicache_object_layout": None,
             "kv_events": None,
             "internal_states": [internal],
-            "version": VERSION,
+            "version": cfg.version,
             "frontend": "python",
         }
     )
@@ -319,6 +321,22 @@ async def sim_lateness_local(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="application/octet-stream")
 
 
+def _log_freeze_gc(state: SimState) -> None:
+    """/freeze_gc (http_server.py) -> TokenizerManager.freeze_gc: the scheduler ranks and the
+    detokenizer freeze too (managers/tokenizer_manager.py, scheduler.py handle_freeze_gc,
+    detokenizer_manager.py), each writing utils/common.py freeze_gc's line at the version's
+    level (0.5.18 INFO, 0.5.23 DEBUG; 0.4.10 none)."""
+    level = state.cfg.traits.freeze_gc_level
+    if not level:
+        return
+    state.log.sglang(shapes.freeze_gc("Tokenizer Manager", (1843, 312, 51922)), level=level)
+    sa = state.cfg.server_args
+    for tp_rank in range(state.cfg.profile.tp):
+        state.log.sglang(shapes.freeze_gc("Scheduler", (2011, 407, 88214)),
+                         rank_prefix(sa, tp_rank), level=level)
+    state.log.sglang(shapes.freeze_gc("Detokenizer Manager", (611, 95, 20873)), level=level)
+
+
 async def simple_ok(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if request.path == "/pause_generation":
@@ -326,6 +344,8 @@ async def simple_ok(request: web.Request) -> web.Response:
     elif request.path == "/continue_generation":
         state.engine.paused = False
         state.engine._wake.set()
+    elif request.path == "/freeze_gc":
+        _log_freeze_gc(state)
     elif request.path == "/abort_request":
         try:
             body = await request.json()
