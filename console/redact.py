@@ -63,3 +63,37 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(arg)
     return out
+
+
+MAX_STRING = 2000
+MAX_ITEMS = 200
+MAX_KEYS = 1000  # SGLang 0.5.23 reports ~300 ServerArgs fields: all kept
+MAX_DEPTH = 8
+
+
+def bounded(value: Any, depth: int = 0) -> Any:
+    """`value` (parsed JSON from the host) cut to a size worth storing with every run: long
+    strings, long lists and big or deep objects are shortened and say so. A server that
+    returns a 10 MB /server_info must not add 10 MB to every run in the history."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else (
+            f"{value[:MAX_STRING]}… [{len(value) - MAX_STRING} more characters]")
+    if depth >= MAX_DEPTH and isinstance(value, dict | list):
+        return "<nested too deep>"
+    if isinstance(value, list):
+        items = [bounded(item, depth + 1) for item in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"… [{len(value) - MAX_ITEMS} more items]")
+        return items
+    if isinstance(value, dict):
+        out = {key: bounded(item, depth + 1)
+               for key, item in list(value.items())[:MAX_KEYS]}
+        if len(value) > MAX_KEYS:
+            out["…"] = f"{len(value) - MAX_KEYS} more keys"
+        return out
+    return value
+
+
+def stored_server_info(value: Any) -> Any:
+    """What is kept of a /server_info: secrets out, size bounded."""
+    return bounded(redact_server_info(value))

@@ -111,3 +111,18 @@ async def test_bench_serving_result_file_is_removed_from_the_host(tmp_path: Path
     assert outcome.metrics.completed == 2 and outcome.metrics.total_tok_s == 10.0
     assert "server_info" not in (outcome.raw or {})
     assert not list(tmp_path.glob("plateau-bench-*.jsonl"))
+
+
+def test_a_huge_server_info_is_bounded_in_the_history(tmp_path: Path) -> None:
+    """A 10 MB /server_info once added 10.5 MB to every stored run."""
+    info = {"version": "0.5.23", "api_key": SECRET, "blob": "x" * 10_000_000,
+            "many": list(range(100_000)), "deep": {"a": {"b": {"c": {"d": {"e": {"f": {
+                "g": {"h": {"i": 1}}}}}}}}}}
+    db = tmp_path / "h.db"
+    with RunStore(db) as store:
+        run = store.create_run(RunMeta(host="box", server_info=info))
+        got = store.get_run(run).summary.meta.server_info
+    assert got is not None and got["version"] == "0.5.23" and got["api_key"] == "<redacted>"
+    assert len(got["blob"]) < 3000 and "more characters" in got["blob"]
+    assert len(got["many"]) == 201 and "more items" in got["many"][-1]
+    assert db.stat().st_size < 1_000_000

@@ -76,6 +76,8 @@ def test_restart_during_a_sweep_is_refused_naming_the_holder(box, tmp_path: Path
                                            "restart", "box"))
         assert code == 1, text
         assert "busy" in text and "sweep sim" in text and f"pid {sweep.pid}" in text, text
+        # what the lease covers, said in the refusal: this account's run dir
+        assert f"this account's run dir {tmp_path / 'run'}" in text, text
         server = sim_processes(state)
         assert len(server) == 1  # untouched
         waiter = spawn_plateau(tmp_path, "--config", str(config), "server", "stop", "box",

@@ -38,7 +38,7 @@ from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.host.transport import Transport
-from console.redact import redact_server_info
+from console.redact import stored_server_info
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -92,7 +92,7 @@ async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = 
                     data = resp.json()
                 except ValueError:
                     return None
-                return redact_server_info(data) if isinstance(data, dict) else None
+                return stored_server_info(data) if isinstance(data, dict) else None
     return None
 
 

@@ -16,7 +16,37 @@ from console.host.transport import LineStream, Transport
 from console.text import sanitize
 
 HOST_SCRIPT = r'''
-import errno, json, os, socket, sys, time
+import errno, json, os, socket, stat, sys, time
+
+class Refused(Exception):
+    pass
+
+def own_dir(path):
+    # The run dir holds the lease, the launch record (which names the process group a stop
+    # signals) and key files: it must be a real directory of ours that no other user can
+    # write, inside parents no other user can rename it out of (a sticky /tmp is fine).
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    uid = os.getuid()
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused("run_dir %s is not a directory (a symbolic link?)" % path)
+    if st.st_uid != uid:
+        raise Refused("run_dir %s belongs to uid %d, not to this user (uid %d)"
+                      % (path, st.st_uid, uid))
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    parent = os.path.dirname(path)
+    while True:
+        pst = os.stat(parent)
+        foreign = pst.st_uid not in (0, uid)
+        shared = pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX
+        if foreign or shared:
+            raise Refused("run_dir %s is inside %s, which %s: another user could replace it"
+                          % (path, parent, "uid %d owns" % pst.st_uid if foreign
+                             else "others may write (and it is not sticky)"))
+        if parent == os.path.dirname(parent):
+            return path
+        parent = os.path.dirname(parent)
 
 def group_members(pgid):
     out = []
@@ -172,10 +202,9 @@ def cmd_probe(a):
     return out
 
 def cmd_prepare(a):
-    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+    run_dir = own_dir(os.path.abspath(os.path.expanduser(a["run_dir"])))
     # A profile's log_dir (its `~` is this host's home), else <run_dir>/logs.
     logs = os.path.abspath(os.path.expanduser(a.get("log_dir") or os.path.join(run_dir, "logs")))
-    os.makedirs(run_dir, mode=0o700, exist_ok=True)
     os.makedirs(logs, mode=0o700, exist_ok=True)
     for d in (run_dir, logs):  # logs carry what the server prints (its args, the API key)
         if os.stat(d).st_uid == os.getuid():
@@ -198,10 +227,16 @@ def cmd_prepare(a):
 
 def cmd_write(a):
     path = os.path.abspath(os.path.expanduser(a["path"]))
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    own_dir(os.path.dirname(path))
     tmp = path + ".tmp-%d" % os.getpid()
-    # 0600 from the first byte (records and key files are nobody else's business)
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+    # 0600 from the first byte (records and key files are nobody else's business); a new
+    # file, never through a link someone left at its name
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        os.unlink(tmp)  # left by a helper that died mid-write
+    except FileNotFoundError:
+        pass
+    with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
         f.write(sys.stdin.read())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
@@ -209,8 +244,9 @@ def cmd_write(a):
 
 def cmd_read(a):
     path = os.path.abspath(os.path.expanduser(a["path"]))
+    nofollow = 0 if a.get("follow") else os.O_NOFOLLOW  # our own state: never through a link
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(os.open(path, os.O_RDONLY | nofollow), "rb") as f:
             if a.get("tail"):
                 f.seek(0, 2)
                 size = f.tell()
@@ -253,9 +289,8 @@ def lease_holder(fd):
 
 def cmd_lease(a):
     import fcntl, select
-    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
-    os.makedirs(run_dir, mode=0o700, exist_ok=True)
-    fd = os.open(os.path.join(run_dir, "lease"), os.O_RDWR | os.O_CREAT, 0o600)
+    run_dir = own_dir(os.path.abspath(os.path.expanduser(a["run_dir"])))
+    fd = os.open(os.path.join(run_dir, "lease"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     watch = select.poll()
     watch.register(1, select.POLLERR | select.POLLHUP)
     waiting = False
@@ -293,13 +328,19 @@ def recorded_server_proven(rec):
 def stop_recorded(run_dir):
     import signal
     try:
-        with open(os.path.join(run_dir, "server.json")) as f:
+        fd = os.open(os.path.join(run_dir, "server.json"), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as f:
             rec = json.load(f)
         pgid = int(rec.get("pgid") or 0)
     except (OSError, ValueError, TypeError, AttributeError):
         return
     if not recorded_server_proven(rec) or pgid == os.getpgid(0):
         return
+    try:  # a record can name anyone's process: signal only our own
+        if os.stat("/proc/%d" % pgid).st_uid != os.getuid():
+            return
+    except OSError:
+        pass  # the leader is gone; killpg below reaches only what we may signal
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 3.0)):
         try:
             os.killpg(pgid, sig)
@@ -336,15 +377,32 @@ def cmd_guard(a):
     cleanup()
 
 cmd, arg = sys.argv[1], json.loads(sys.argv[2])
-print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
-                  "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
-                  "guard": cmd_guard}[cmd](arg)))
+try:
+    print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
+                      "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
+                      "guard": cmd_guard}[cmd](arg)))
+except Refused as exc:
+    print(json.dumps({"refused": str(exc)}))
+    sys.exit(3)
 '''
 
 
 
 class HostScriptError(PlateauError):
     pass
+
+
+REFUSED_EXIT = 3
+"""The helper refused (an unsafe run dir): its last stdout line is {"refused": reason}."""
+
+
+def _refusal(stdout: str) -> str | None:
+    try:
+        parsed = json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    reason = parsed.get("refused") if isinstance(parsed, dict) else None
+    return f"refused: {sanitize(reason[:400])}" if isinstance(reason, str) else None
 
 
 def host_script_argv(
@@ -375,6 +433,9 @@ async def run_host_script(
     result = await transport.run(
         host_script_argv(python, program, command, args), input=stdin, timeout=timeout
     )
+    refusal = _refusal(result.stdout) if result.exit_status == REFUSED_EXIT else None
+    if refusal is not None:
+        raise HostScriptError(refusal)
     if not result.ok:
         raise HostScriptError(
             f"host helper `{command}` failed (exit {result.exit_status}): "

@@ -41,10 +41,15 @@ from console.text import sanitize
 class HostBusy(PlateauError):
     """The host's lease is held by someone else."""
 
-    def __init__(self, host: str, holder: LeaseHolder, wanted: str) -> None:
-        super().__init__(f"{host} is busy: {holder.describe()}; {wanted} refused")
+    def __init__(self, host: str, holder: LeaseHolder, wanted: str, run_dir: str = "") -> None:
+        super().__init__(f"{host} is busy: {holder.describe()}; {wanted} refused "
+                         f"(the lease covers this account's run dir{_in(run_dir)})")
         self.host = host
         self.holder = holder
+
+
+def _in(run_dir: str) -> str:
+    return f" {run_dir}" if run_dir else ""
 
 
 @dataclass(frozen=True)
@@ -228,11 +233,13 @@ async def _acquire(
             except ValueError:
                 continue
             state = message.get("state") if isinstance(message, dict) else None
+            if isinstance(message, dict) and isinstance(message.get("refused"), str):
+                raise PlateauError(f"{name}: refused: {sanitize(message['refused'][:400])}")
             if state == "held":
                 return stream
             if state == "busy":
                 raise HostBusy(name, LeaseHolder.from_record(message.get("holder")),
-                               str(who["purpose"]))
+                               str(who["purpose"]), host.run_dir)
             if state == "waiting" and on_wait is not None:
                 on_wait(LeaseHolder.from_record(message.get("holder")))
         raise PlateauError(f"{name}: could not take the host lease in {host.run_dir} "

@@ -657,7 +657,7 @@ class ServerLifecycle:
         if own is not None:  # SGLang reads one --config: the key joins the profile's own
             # Relative to the server's cwd (the run dir), as SGLang opens it.
             source = own[1] if own[1].startswith("~") else posixpath.join(run_dir, own[1])
-            found = await self._script("read", {"path": source})
+            found = await self._script("read", {"path": source, "follow": True})
             if not found.get("exists"):
                 run.fail(Phase.LAUNCH, f"the profile's --config {own[1]} does not exist on "
                          f"{self.host.name} (nothing was stopped)")

@@ -17,7 +17,7 @@ from typing import Any
 
 from console.bench.models import StepResult
 from console.errors import StoreError
-from console.redact import redact_server_info
+from console.redact import stored_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
 from console.store.paths import default_db_path
 from console.text import redact_secrets
@@ -229,7 +229,7 @@ class RunStore:
                     meta.server_version,
                     meta.profile,
                     json.dumps(meta.flags),
-                    json.dumps(redact_server_info(meta.server_info))
+                    json.dumps(stored_server_info(meta.server_info))
                     if meta.server_info is not None
                     else None,
                     json.dumps(meta.spec),
@@ -248,7 +248,7 @@ class RunStore:
             if key not in allowed:
                 raise ValueError(f"cannot update {key}")
             if key == "server_info" and value is not None:
-                value = redact_server_info(value)
+                value = stored_server_info(value)
             sets.append(f"{key} = ?")
             values.append(json.dumps(value) if key in ("server_info", "flags") else value)
         if not sets:
