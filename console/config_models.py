@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from typing import Annotated, Literal
@@ -20,12 +21,45 @@ FlagValue = str | int | float | bool
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_DNS_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
 
 DEFAULT_CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+MAX_TEXT_CHARS = 4096
+"""A path, address, user or env name longer than this is a mistake (PATH_MAX is 4096): refused
+in `config check`, never carried to the host nor echoed back."""
+
+
+def _bounded_text(value: str, what: str) -> str:
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValueError(f"{what} is {len(value)} characters long (at most {MAX_TEXT_CHARS})")
+    return _no_control_chars(value, what)
+
+
+def _check_address(value: str) -> str:
+    """A host name (RFC 1123: labels of 1-63 letters, digits or hyphens, 253 in all) or an IP
+    literal; asyncssh and the resolver fail later with a traceback on anything else."""
+    if not value:
+        return value
+    try:
+        ipaddress.ip_address(value.strip("[]"))
+        return value
+    except ValueError:
+        pass
+    name = value[:-1] if value.endswith(".") else value
+    if len(name) > 253:
+        raise ValueError(f"host name is {len(name)} characters long (at most 253)")
+    for label in name.split("."):
+        if not _DNS_LABEL.match(label):
+            shown = label if len(label) <= 20 else label[:20] + "…"
+            raise ValueError(f"host name label {shown!r} is not 1-63 letters, digits or "
+                             "hyphens (not starting or ending with a hyphen)")
+    return value
 
 
 def _no_control_chars(value: str, what: str) -> str:
@@ -68,7 +102,12 @@ class HostConfig(StrictModel):
     @field_validator("address", "user", "jump_host", "python", "run_dir")
     @classmethod
     def _check_text(cls, value: str | None) -> str | None:
-        return None if value is None else _no_control_chars(value, "value")
+        return None if value is None else _bounded_text(value, "value")
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str) -> str:
+        return _check_address(value)
 
     @field_validator("run_dir")
     @classmethod
@@ -138,7 +177,7 @@ class ServerProfile(StrictModel):
     @field_validator("model_path", "host", "log_dir", "api_key_env", "description")
     @classmethod
     def _check_text(cls, value: str | None) -> str | None:
-        return None if value is None else _no_control_chars(value, "value")
+        return None if value is None else _bounded_text(value, "value")
 
     @field_validator("launch")
     @classmethod

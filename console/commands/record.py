@@ -76,5 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
             await session.stop_server()
         await session.close()
         await drainer
+    if recorder.error is not None:
+        raise UsageError(f"{args.out}: {recorder.error}")
     print(f"recorded {recorder.count} event(s) of {host.name} to {args.out}", file=sys.stderr)
     return 0

@@ -447,4 +447,18 @@ async def run_host_script(
         raise HostScriptError(f"host helper `{command}` printed no JSON") from None
     if not isinstance(parsed, dict):
         raise HostScriptError(f"host helper `{command}` printed unexpected output")
+    missing = [key for key in _ANSWERS.get(command, ()) if key not in parsed]
+    if missing:  # e.g. `python` is a wrapper that prints JSON of its own
+        raise HostScriptError(f"host helper `{command}` answered without {', '.join(missing)}: "
+                              f"is `{sanitize(python[:200])}` a plain Python on the host?")
     return parsed
+
+
+_ANSWERS: dict[str, tuple[str, ...]] = {
+    "probe": ("pid_alive", "group", "own_pgids", "uid"),
+    "prepare": ("run_dir", "log_path", "current_link"),
+    "write": ("path",),
+    "read": ("path", "exists", "text"),
+    "remove": ("removed",),
+}
+"""The keys each helper command always answers (the lifecycle reads them without checking)."""

@@ -85,13 +85,18 @@ class Recorder:
         except OSError as exc:
             raise UsageError(f"cannot write the recording {path}: {exc.strerror}") from None
         self._started = time.monotonic()
+        self.error: str | None = None
         header = {
             "format": FORMAT,
             "version": VERSION,
             "started_at": time.time(),
             "hosts": [h.model_dump(mode="json", exclude=_PRIVATE_HOST_FIELDS) for h in hosts],
         }
-        self._file.write(json.dumps(header) + "\n")
+        try:
+            self._file.write(json.dumps(header) + "\n")
+        except OSError as exc:  # /dev/full, a full disk, a closed pipe
+            self.close()
+            raise UsageError(f"cannot write the recording {path}: {exc.strerror}") from None
         self.count = 0
 
     def write(self, event: SessionEvent) -> None:
@@ -107,13 +112,22 @@ class Recorder:
             text = json.dumps(line, allow_nan=False)
         except ValueError:  # a host's nan/inf somewhere in the event: rare, so walk it then
             text = json.dumps(_finite_json(line), allow_nan=False)
-        self._file.write(text + "\n")
+        try:
+            self._file.write(text + "\n")
+        except OSError as exc:  # the disk filled up mid-recording: keep what was written
+            self.error = f"the recording stopped after {self.count} event(s): {exc.strerror}"
+            self.close()
+            return
         self.count += 1
 
     def close(self) -> None:
+        """Close the file; a failure to flush (a full disk) is kept in `error`, not raised."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as exc:
+                self.error = self.error or f"the recording is incomplete: {exc.strerror}"
 
 
 def read_recording(path: Path) -> Recording:

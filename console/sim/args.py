@@ -349,6 +349,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         raise SystemExit(0)
     _check_ideal_procs(sim_ns)
     args = build_sglang_parser(sim_ns.sim_sglang_version).parse_args(sglang_argv)
+    if not 0 <= args.port <= 65535:  # bind() would raise OverflowError with a traceback
+        raise SystemExit(f"plateau-sim: --port {args.port} is not a TCP port (0-65535)")
     sim = SimOptions(
         seed=sim_ns.sim_seed,
         sglang_version=sim_ns.sim_sglang_version,
