@@ -18,6 +18,7 @@ from console.app.launch import record_sessions, replay_app
 from console.app.screenshot import export_text
 from console.cli import main
 from console.config_models import HostConfig
+from console.errors import UsageError
 from console.session.events import ConnectionChanged, Problem
 from console.session.recording import Recorder, read_recording
 from console.session.replay import ReplaySession
@@ -161,3 +162,44 @@ def test_plateau_record_demo_headless(tmp_path: Path, capsys: pytest.CaptureFixt
                  str(tmp_path / "x.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "nohost" in err and err.count("\n") == 1
+
+
+def test_a_torn_last_line_is_left_out_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path, [HostConfig(name="demo", local=True)])
+    for event in demo_events()[:3]:
+        recorder.write(event)
+    recorder.close()
+    text = path.read_text()
+    path.write_text(text + text.splitlines()[-1][:40])  # killed mid-write: no newline
+    recording = read_recording(path)
+    assert len(recording.events) == 3
+    assert recording.notes == ["line 5 was cut off mid-write and left out"]
+
+
+@pytest.mark.parametrize("junk", [
+    b"\xff\xfe\x00garbage\x9b" * 1000,
+    b"[" * 100_000 + b"]" * 100_000,
+])
+def test_junk_files_are_one_clear_error(tmp_path: Path, junk: bytes,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "junk.jsonl"
+    path.write_bytes(junk + b"\n")
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "not a plateau recording" in err and err.count("\n") == 1
+
+
+def test_deep_event_line_and_event_bound(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path, [HostConfig(name="demo", local=True)])
+    for _ in range(5):
+        recorder.write(demo_events()[0])
+    recorder.close()
+    assert len(read_recording(path, max_events=3).events) == 3
+    assert "played the first 3 events" in read_recording(path, max_events=3).notes[0]
+    with path.open("a") as handle:
+        handle.write('{"t": 1, "type": "Problem", "event": ' + "[" * 100_000 + "]" * 100_000
+                     + "}\n")
+    with pytest.raises(UsageError, match=r"r\.jsonl:7: bad event line"):
+        read_recording(path)

@@ -159,6 +159,11 @@ def replay_app(
     sessions = [
         ReplaySession.from_recording(h, recording.for_host(h.name), speed) for h in hosts
     ]
+    from console.session.events import Problem
+
+    for session in sessions:  # what reading left out, said in the event log
+        session.script = [Problem(session.host.name, "replay", note, level="warning")
+                          for note in recording.notes]
     app = PlateauApp(LoadedConfig(config, None), sessions, active_host=active, theme=theme)
     return app, sessions
 

@@ -18,7 +18,7 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -69,6 +69,8 @@ class Recording:
     started_at: float
     """Unix time the recording started."""
     events: list[RecordedEvent]
+    notes: list[str] = field(default_factory=list)
+    """What was left out when reading (a torn last line, events past the bound)."""
 
     def for_host(self, name: str) -> list[RecordedEvent]:
         return [r for r in self.events if r.event.host == name]
@@ -130,20 +132,65 @@ class Recorder:
                 self.error = self.error or f"the recording is incomplete: {exc.strerror}"
 
 
-def read_recording(path: Path) -> Recording:
-    """The recording at `path`; a bad file or line is a UsageError naming the line."""
+MAX_LINE_BYTES = 64 << 20
+"""An event line longer than this is not one Plateau wrote (a log batch is a few MB at most)."""
+MAX_EVENTS = 500_000
+"""Events read from one recording: about 300 MB in memory. A longer one is played up to here,
+and the replay says so."""
+
+
+def read_recording(path: Path, *, max_events: int = MAX_EVENTS) -> Recording:
+    """The recording at `path`, read line by line (bounded memory). A bad line is a UsageError
+    naming it, except a torn last line (a recorder killed mid-write), which is left out;
+    `notes` says what was left out."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            return _read(path, handle, max_events)
     except OSError as exc:
         raise UsageError(f"cannot read the recording {path}: {exc.strerror}") from None
-    lines = iter(enumerate(text.splitlines(), start=1))
-    header = _header(path, lines)
-    events = [_event(path, number, line) for number, line in lines if line.strip()]
-    return Recording(hosts=header[0], started_at=header[1], events=events)
+
+
+def _read(path: Path, handle: IO[bytes], max_events: int) -> Recording:
+    lines = _numbered_lines(path, handle)
+    hosts, started_at = _header(path, (item[:2] for item in lines))
+    events: list[RecordedEvent] = []
+    notes: list[str] = []
+    for number, line, complete in lines:
+        if not line.strip():
+            continue
+        if len(events) >= max_events:
+            notes.append(f"played the first {max_events} events; the rest (from line "
+                         f"{number}) was left out")
+            break
+        try:
+            events.append(_event(path, number, line))
+        except UsageError:
+            if complete:
+                raise
+            notes.append(f"line {number} was cut off mid-write and left out")
+    return Recording(hosts=hosts, started_at=started_at, events=events, notes=notes)
+
+
+def _numbered_lines(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, str, bool]]:
+    """(number, text, ended with a newline) for each line; undecodable bytes replaced."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise UsageError(f"{path}:{number}: a line of more than {MAX_LINE_BYTES >> 20} MB: "
+                             "not a plateau recording")
+        complete = raw.endswith(b"\n")
+        yield number, raw.decode("utf-8", errors="replace").rstrip("\r\n"), complete
 
 
 def _header(path: Path, lines: Iterator[tuple[int, str]]) -> tuple[list[HostConfig], float]:
     first = next(lines, (1, ""))[1]
+    if len(first) > 1 << 20:  # a header names a few hosts
+        raise UsageError(f"{path}:1: not a plateau recording (a first line of {len(first)} "
+                         "characters)")
     try:
         data = json.loads(first)
         if data.get("format") != FORMAT:
@@ -153,7 +200,8 @@ def _header(path: Path, lines: Iterator[tuple[int, str]]) -> tuple[list[HostConf
                              f"this plateau reads {VERSION}")
         hosts = [HostConfig.model_validate(_sanitized(h)) for h in data["hosts"]]
         return hosts, float(data.get("started_at", 0.0))
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError,
+            RecursionError) as exc:
         raise UsageError(f"{path}:1: not a plateau recording ({_why(exc)})") from None
 
 
@@ -165,7 +213,8 @@ def _event(path: Path, number: int, line: str) -> RecordedEvent:
             raise ValueError(f"unknown event type {name!r}")
         event = _adapter(name).validate_python(_sanitized(data["event"]))
         return RecordedEvent(float(data["t"]), event)
-    except (ValueError, KeyError, TypeError, ValidationError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError,
+            RecursionError) as exc:  # RecursionError: JSON nested 100,000 deep
         raise UsageError(f"{path}:{number}: bad event line ({_why(exc)})") from None
 
 
@@ -213,4 +262,4 @@ def _why(exc: Exception) -> str:
         return f"{where}: {first['msg']}" if where else first["msg"]
     if isinstance(exc, KeyError):
         return f"missing {exc.args[0]!r}"
-    return str(exc).splitlines()[0][:200]
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
