@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from console.demo import DEMO_HOST, demo_profile, temp_demo
 from console.host.local import LocalTransport
 from console.server.guard import OwnerGuard
@@ -72,6 +74,45 @@ def test_sigkill_of_sweep_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> Non
             os.killpg(owner.pid, signal.SIGKILL)
         for pid in _sims_under(temp):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_kill_of_ab_demo_takes_the_sim_and_temp_dir(tmp_path: Path, sig: int) -> None:
+    """`plateau ab --demo` once orphaned its simulator on SIGTERM (3/3) and SIGKILL (2/2)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**cli_env(tmp_path), "TMPDIR": str(temp)}
+    owner = subprocess.Popen(
+        plateau_argv("ab", "--demo", "--concurrency", "1", "--repeats", "1"),
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        _poll(lambda: bool(_sims_under(temp)) and any(
+            (d / "server.json").exists() and '"ready"' in (d / "server.json").read_text()
+            for d in temp.glob("plateau-demo-*")), "the demo server", 120)
+        run_dirs = list(temp.glob("plateau-demo-*"))
+        os.kill(owner.pid, sig)
+        owner.wait(30)
+        _poll(lambda: not _sims_under(temp), "the simulated server to go", 60)
+        _poll(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
+    finally:
+        if owner.poll() is None:
+            os.killpg(owner.pid, signal.SIGKILL)
+        for pid in _sims_under(temp):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+def test_usage_errors_of_demo_commands_leave_no_temp_dir(tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**cli_env(tmp_path), "TMPDIR": str(temp)}
+    for argv in (("ab", "--demo", "--a", "no-such-profile"),
+                 ("ab", "--demo", "--preset", "no-such-preset"),
+                 ("sweep", "--demo", "--preset", "no-such-preset")):
+        done = subprocess.run(plateau_argv(*argv), env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert list(temp.iterdir()) == [], (argv, list(temp.iterdir()))
 
 
 def _drain(fd: int) -> None:

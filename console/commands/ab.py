@@ -22,6 +22,7 @@ from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
 from console.jobs.server import lifecycle_for
+from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.db import RunStore
 from console.store.export import _finite
@@ -77,13 +78,17 @@ async def _lifecycle(host: HostConfig, stop_after: bool) -> AsyncIterator[Server
     transport = transport_for(host)
     await transport.connect()
     try:
-        life = lifecycle_for(transport, host)
-        try:
-            yield life
-        finally:
-            if stop_after:  # the demo's server lives only as long as the command
-                with contextlib.suppress(Exception):
-                    await life.stop()
+        async with contextlib.AsyncExitStack() as stack:
+            if stop_after:  # started first: if we are killed, the server and run dir go with us
+                await stack.enter_async_context(
+                    owner_guard(transport, host, stop_server=True, remove_run_dir=True))
+            life = lifecycle_for(transport, host)
+            try:
+                yield life
+            finally:
+                if stop_after:  # the demo's server lives only as long as the command
+                    with contextlib.suppress(Exception):
+                        await life.stop()
     finally:
         await transport.close()
 
@@ -116,7 +121,13 @@ async def _handle(args: argparse.Namespace) -> int:
     _run_dir = None
     if args.demo:
         config, _run_dir = temp_demo(startup_seconds=0)
-        config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
+        try:
+            config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
+            request = _request(args, config)
+            spec = request.spec(config.sweep(request.preset))
+        except BaseException:  # a usage error leaves no temp run dir behind
+            shutil.rmtree(_run_dir, ignore_errors=True)
+            raise
         host_name = DEMO_HOST
     else:
         config = user.config
@@ -124,11 +135,12 @@ async def _handle(args: argparse.Namespace) -> int:
             host_name = config.host(args.host).name
         except KeyError as exc:
             raise UsageError(str(exc.args[0])) from None
+        request = _request(args, config)
+        spec = request.spec(config.sweep(request.preset))
     host = config.host(host_name)
-    request = _request(args, config)
-    spec = request.spec(config.sweep(request.preset))
-    store = RunStore(args.db)
+    store: RunStore | None = None
     try:
+        store = RunStore(args.db)
         guess = estimate(
             spec, request.repeats, request.interleave,
             restart_s=restart_guess(config.profiles[request.a]),
@@ -149,7 +161,8 @@ async def _handle(args: argparse.Namespace) -> int:
                 interleave=request.interleave, store=store, preset=request.preset,
             )
     finally:
-        store.close()
+        if store is not None:
+            store.close()
         if _run_dir is not None:  # the demo's logs and state lived only for this A/B
             shutil.rmtree(_run_dir, ignore_errors=True)
     if args.json:
