@@ -58,15 +58,34 @@ def batch_of(points: Sequence[DecodePoint]) -> float:
     return median(p.running for p in points)
 
 
-def fit(steps: Sequence[StepEvidence], graph: bool | None) -> Fit | None:
-    """Step time against batch over every step's lines of one kind (`graph` True: replayed in
-    a CUDA graph; False: eager; None: all). None without a line."""
+def decode_step_s(step: StepEvidence, lines: Sequence[DecodePoint] | None = None
+                  ) -> float | None:
+    """One step's typical decode round: the client's ITL p50 (most gaps between a request's
+    tokens are one pure decode round; the lines' own figure also holds the prefills run
+    between them, which grow with the offered load), else the lines' median."""
+    client = step.client
+    if lines is None and client is not None and client.itl_p50_ms:
+        return client.itl_p50_ms / 1000.0
+    return step_seconds(step.decode if lines is None else lines)
+
+
+def fit(steps: Sequence[StepEvidence], graph: bool | None, *, client: bool = True
+        ) -> Fit | None:
+    """Decode step time against batch over the steps of one kind (`graph` True: most of the
+    step's Decode lines replayed a CUDA graph; False: most ran eagerly; None: all). None
+    without a step. `client` False: the Decode lines' own step times only (when the client's
+    timing is itself in question)."""
     pairs: list[tuple[float, float]] = []
     for step in steps:
-        lines = [p for p in step.decode if graph is None or p.cuda_graph is graph]
-        seconds = step_seconds(lines)
+        known = [p for p in step.decode if p.cuda_graph is not None]
+        if not step.decode:
+            continue
+        eager = sum(1 for p in known if not p.cuda_graph) / len(known) if known else 0.0
+        if graph is True and eager >= 0.5 or graph is False and eager < 0.5:
+            continue
+        seconds = decode_step_s(step) if client else step_seconds(step.decode)
         if seconds is not None:
-            pairs.append((batch_of(lines), seconds))
+            pairs.append((batch_of(step.decode), seconds))
     if not pairs:
         return None
     xs = [x for x, _ in pairs]

@@ -19,11 +19,11 @@ from typing import Any
 from console.diagnose.effects import (
     Fit,
     batch_of,
+    decode_step_s,
     fit,
     gain_pct,
     median,
     share,
-    step_seconds,
     throughput_share,
 )
 from console.diagnose.models import (
@@ -49,9 +49,10 @@ FULL_USAGE = 0.95  # token usage that counts as a full KV pool
 # scheduler (sglang#33483: eager steps 2-3x the graph ones at TP8).
 EAGER_FIXED_SHARE = 0.6
 # An untuned Triton MoE config: SGLang PR #33208 measured tuned kernels 1.6-15x faster on RTX
-# PRO 6000; the low end, applied to the batch-independent (weight-streaming) time, is what
-# the default config is taken to cost at least.
-MOE_UNTUNED_SPEEDUP = 1.6
+# PRO 6000 (flashinfer#3521: on H200, Triton ahead for bf16). 2x, near the low end, applied
+# to the batch-independent (weight-streaming) time, is what the default config is taken to
+# cost; only an A/B settles it.
+MOE_UNTUNED_SPEEDUP = 2.0
 # All-reduce latency per call inside a CUDA graph (plateau-causes.md "Multi-GPU
 # communication"): one-shot custom all-reduce ~4 us; NCCL ring ~20 us at TP4 over PCIe, i.e.
 # ~3.4 us per hop of its 2(tp-1); with NCCL_P2P_DISABLE=1 through host memory, the reference
@@ -141,13 +142,13 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
         return None
     lines = len(step.decode)
     eager_share = len(eager) / lines
-    t_eager = step_seconds(eager)
+    # The step's typical decode round is an eager one when most lines are eager.
+    t_eager = decode_step_s(step) if eager_share >= 0.5 else decode_step_s(step, eager)
     if t_eager is None:
         return None
     running = batch_of(eager)
-    t_graph = graph.at(running) if graph is not None else t_eager / 2.0
-    others = step_seconds([p for p in step.decode if p not in eager]) or t_graph
-    mean = eager_share * t_eager + (1 - eager_share) * others
+    t_graph = min(t_eager, graph.at(running)) if graph is not None else t_eager / 2.0
+    mean = eager_share * t_eager + (1 - eager_share) * t_graph
     explained = share(eager_share * max(0.0, t_eager - t_graph), mean)
     return explained, {"running_median": running, "eager_share": round(eager_share, 3),
                        "lines": lines, "eager_step_ms": round(t_eager * 1000, 1),
@@ -212,7 +213,7 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     eager = fit(ctx.all, graph=False)
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
-        seconds = step_seconds(step.decode)
+        seconds = decode_step_s(step)
         if seconds is None or eager is None:
             continue
         found.append((share(EAGER_FIXED_SHARE * eager.intercept, seconds), step, seconds))
@@ -471,7 +472,7 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
     model = ctx.graph_fit or ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
-        seconds = step_seconds(step.decode)
+        seconds = decode_step_s(step)
         if seconds is None or model is None:
             continue
         # All-reduce latency does not grow with the batch: it is bounded by the fit's
@@ -528,7 +529,9 @@ def _clock_effect(ctx: Context, reason: str) -> tuple[float, StepEvidence, Any] 
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
         busy = [g for g in step.gpu if (g.util or 0) > 5]
-        slowed = [g for g in busy if any(reason in r for r in g.reasons)]
+        # A sample slowed for heat is thermal's: its clock drop is not the power limit's.
+        slowed = [g for g in busy if any(reason in r for r in g.reasons)
+                  and (reason == "thermal" or not any("thermal" in r for r in g.reasons))]
         if not busy or len(slowed) < 0.3 * len(busy):
             continue
         ratios = [g.sm_clock_mhz / g.sm_clock_max_mhz for g in slowed
@@ -605,7 +608,7 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
     model = ctx.graph_fit or ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
-        seconds = step_seconds(step.decode)
+        seconds = decode_step_s(step)
         if seconds is not None and model is not None:
             excess = model.intercept * (1.0 - 1.0 / MOE_UNTUNED_SPEEDUP)
             found.append((share(excess, seconds), step, (seconds, excess)))
@@ -642,15 +645,21 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
         # The engine's own warning (a worker above 75% CPU or event-loop lag p99 > 20 ms,
         # AIPerf's thresholds) says the client may distort the step; holding fewer streams
         # than asked says by how much: throughput follows the streams actually held.
+        # The server's side says it better than the client's: a late client still counts a
+        # request in flight while it reads the chunks, but the server decodes fewer.
         busy = (c.client_cpu_max or 0.0) >= 0.85 or bool(c.client_warning)
         enough = c.num_prompts is None or c.num_prompts >= c.target
         if busy and enough:
-            short = max(0.0, 1.0 - c.measured_concurrency / c.target)
-            found.append((share(short, 1.0), step, c))
+            held = c.measured_concurrency
+            if step.decode:
+                held = min(held, batch_of(step.decode))
+            # The client's ITL is late here too: step times from the server's lines.
+            model = fit(ctx.all, graph=None, client=False)
+            found.append((throughput_share(held, c.target, model), step, (c, held)))
     best = _best(found)
     if best is None:
         return None
-    explained, step, c = best
+    explained, step, (c, held) = best
     workers = int(ev.flags.get("_workers", 0) or 0)
     gain, said = _predict(explained, step.concurrency, "the client held every stream")
     return Cause(
@@ -659,10 +668,13 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
         evidence=[EvidenceItem(
             source="client",
             text=f"{_window(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
-                 f"achieved concurrency {c.measured_concurrency:.1f} of {c.target}"
+                 f"achieved concurrency {c.measured_concurrency:.1f} of {c.target}, the "
+                 f"server decoding {held:.0f}"
                  + (f" ({c.client_warning})" if c.client_warning else ""),
             values={"client_cpu_max": c.client_cpu_max, "target": c.target,
-                    "measured_concurrency": round(c.measured_concurrency, 2)})],
+                    "measured_concurrency": round(c.measured_concurrency, 2),
+                    "server_running": held}),
+            _effect(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
         suggest=Suggestion(sweep={"workers": max(2, workers * 2) if workers else 4},
                            gain_pct=gain, at_concurrency=step.concurrency,
                            expect=f"{said}: achieved concurrency reaches the target"))

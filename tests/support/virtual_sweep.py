@@ -47,6 +47,10 @@ EPOCH = 1_800_000_000.0  # virtual unix time of loop time 0 (any fixed value)
 SAMPLE_S = 0.25  # the runner's state interval and the agent's sampling interval
 
 
+class SimDied(RuntimeError):
+    """The simulated server crashed (startup OOM, NaN): its last log lines."""
+
+
 class VirtualLoop(asyncio.SelectorEventLoop):
     """When nothing is ready to run, time jumps to the next timer. Correct only while every
     event comes from this loop's own timers and callbacks (no sockets, threads, processes)."""
@@ -266,6 +270,11 @@ async def _run(cfg: Any, spec: SweepPreset, env: dict[str, str], flags: dict[str
     runner.log.err = io.StringIO()
     runner.log.out = io.StringIO()
     runner.write_state = lambda: None  # type: ignore[method-assign]  # no state file needed
+
+    def die() -> None:  # the sim's crash kills its own process: here, fail the sweep instead
+        raise SimDied(runner.log.err.getvalue()[-2000:])
+
+    runner._die = die  # type: ignore[method-assign]
     await runner.startup()
     startup_lines = runner.log.err.getvalue().splitlines()
     engine_task = asyncio.create_task(runner.engine.run())
