@@ -115,5 +115,6 @@ def test_per_level_verdicts_are_corrected_for_the_number_of_levels() -> None:
     verdict = judge(steps([*same[:3], a_vals, *same[4:]]), steps([*same[:3], b_vals, *same[4:]]))
     point = verdict.point(64)
     assert point is not None and point.word == "within noise", point
-    assert verdict.level_confidence is not None and abs(verdict.level_confidence - 1 + 0.05 / 6) < 1e-9
+    assert verdict.level_confidence is not None
+    assert abs(verdict.level_confidence - (1 - 0.05 / 6)) < 1e-9
     assert any("Bonferroni" in n for n in verdict.notes)

@@ -296,7 +296,8 @@ def judge(
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
     return Verdict(
         label_a=label_a, label_b=label_b, confidence=confidence, points=points,
-        level_confidence=per_level, knee_range=levels, knee_delta_pct=delta, knee_half_width_pct=half,
+        level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
+        knee_half_width_pct=half,
         knee_word=knee_word, sentence=sentence, notes=notes,
     )
 

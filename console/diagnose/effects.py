@@ -60,13 +60,16 @@ def batch_of(points: Sequence[DecodePoint]) -> float:
 
 def decode_step_s(step: StepEvidence, lines: Sequence[DecodePoint] | None = None
                   ) -> float | None:
-    """One step's typical decode round: the client's ITL p50 (most gaps between a request's
-    tokens are one pure decode round; the lines' own figure also holds the prefills run
-    between them, which grow with the offered load), else the lines' median."""
+    """One step's typical decode round: the smaller of the client's ITL p50 and the lines'
+    median. Both can only overstate it: the lines' figure also holds the prefills run
+    between them (more of them the higher the load), the client's holds its own lateness
+    (a busy client, a loaded machine)."""
+    from_lines = step_seconds(step.decode if lines is None else lines)
     client = step.client
-    if lines is None and client is not None and client.itl_p50_ms:
-        return client.itl_p50_ms / 1000.0
-    return step_seconds(step.decode if lines is None else lines)
+    if lines is not None or client is None or not client.itl_p50_ms:
+        return from_lines
+    itl = client.itl_p50_ms / 1000.0
+    return itl if from_lines is None else min(itl, from_lines)
 
 
 def fit(steps: Sequence[StepEvidence], graph: bool | None, *, client: bool = True
@@ -81,7 +84,7 @@ def fit(steps: Sequence[StepEvidence], graph: bool | None, *, client: bool = Tru
         if not step.decode:
             continue
         eager = sum(1 for p in known if not p.cuda_graph) / len(known) if known else 0.0
-        if graph is True and eager >= 0.5 or graph is False and eager < 0.5:
+        if (graph is True and eager >= 0.5) or (graph is False and eager < 0.5):
             continue
         seconds = decode_step_s(step) if client else step_seconds(step.decode)
         if seconds is not None:

@@ -28,6 +28,7 @@ from console.diagnose.effects import (
 )
 from console.diagnose.models import (
     Cause,
+    ClientRecord,
     DecodePoint,
     EvidenceItem,
     GpuPoint,
@@ -117,10 +118,12 @@ def _effect(step: StepEvidence, explained: float, text: str, **values: Any) -> E
 
 
 def _best(found: list[tuple[float, StepEvidence, Any]]) -> tuple[float, StepEvidence, Any] | None:
-    """The late step where the mechanism explains the most (ties: the higher concurrency)."""
+    """The highest concurrency where the mechanism shows (the saturated level every cause is
+    measured at, so their shares compare: a fixed cost per step weighs less there than at a
+    lower level, and a plateau is about the top of the curve); among its repeats, the most."""
     if not found:
         return None
-    return max(found, key=lambda f: (f[0], f[1].concurrency))
+    return max(found, key=lambda f: (f[1].concurrency, f[0]))
 
 
 # ------------------------------------------------------------------------------ graph
@@ -680,7 +683,7 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
                            expect=f"{said}: achieved concurrency reaches the target"))
 
 
-def _ramp_drain(c: Any) -> float:
+def _ramp_drain(c: ClientRecord) -> float:
     """The share of a step spent ramping up and draining: outside the longest span at the
     steady ratio when the client measured it, else what Little's law says was missing; at
     least the first wave's wait for its prefills (TTFT p50 over the step)."""

@@ -155,7 +155,10 @@ class EngineStats:
         in progress, so a sample taken in the middle of a long step reads it busy."""
         step = self.in_flight
         part = 0.0 if step is None else min(max(0.0, now - step.start), step.end - step.start)
-        share = (lambda flag: part if flag else 0.0)
+
+        def share(flag: bool) -> float:
+            return part if flag else 0.0
+
         return GpuCounters(
             busy_s=self.busy_s + part,
             sm_busy_s=self.sm_busy_s + (part * step.sm_share if step else 0.0),

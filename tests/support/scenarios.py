@@ -68,5 +68,6 @@ SCENARIOS = [
              why="prompts = concurrency to save time"),
     Scenario("one-slow-worker", "client-bound",
              client=Client(workers=1, cpu_per_chunk_s=0.002),
-             why="one load-generator worker re-tokenizing and validating every chunk: ~2 ms CPU a chunk"),
+             why="one load-generator worker re-tokenizing and validating every chunk: ~2 ms "
+                 "of CPU a chunk"),
 ]

@@ -18,6 +18,7 @@ with an optional per-chunk CPU cost so a too-small client can be modelled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import random
 import types
@@ -234,7 +235,7 @@ class _Driver:
 
 
 def _ns(t: float) -> int:
-    return int(round((EPOCH + t) * 1e9))
+    return round((EPOCH + t) * 1e9)
 
 
 def _argv(flags: dict[str, Any]) -> list[str]:
@@ -296,10 +297,8 @@ async def _run(cfg: Any, spec: SweepPreset, env: dict[str, str], flags: dict[str
         sampler.cancel()
         engine_task.cancel()
         for task in (sampler, engine_task):
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
     sglang_flags = {k: v for k, v in flags.items() if not k.startswith("sim-")}
     header = {"gpus": [{"name": cfg.sim.gpu_name}] * cfg.sim.num_gpus,
               "topology": {"links": [["NV18" if cfg.sim.nvlink else "NODE"]],
