@@ -76,3 +76,22 @@ def test_one_wave_is_all_ramp_and_drain() -> None:
     steady = steady_state(records, 10, ratio=0.8)
     assert steady.window_s > 0
     assert not steady.reached  # nothing finished was replaced: it only drained
+
+
+def test_one_wave_with_staggered_starts_has_no_steady_state() -> None:
+    """Streams of one wave start a few ms apart; the late starters replaced nothing (no
+    request had finished), so the step has no steady state (README: `(no steady state)`)."""
+    from console.bench.metrics import RequestRecord
+    from console.bench.steady import steady_state
+
+    ms = 1_000_000
+    records = [RequestRecord(start_ns=i * 2 * ms, end_ns=1000 * ms + i * ms,
+                             chunks=[(500 * ms + i * ms, 10)], prompt_tokens=5,
+                             output_tokens=10) for i in range(16)]
+    state = steady_state(records, 16)
+    assert not state.reached
+    # The same streams, each followed by a second request once its first finished: steady.
+    again = [RequestRecord(start_ns=r.end_ns + ms, end_ns=r.end_ns + 1000 * ms,
+                           chunks=[(r.end_ns + 500 * ms, 10)], prompt_tokens=5,
+                           output_tokens=10) for r in records]
+    assert steady_state(records + again, 16).reached

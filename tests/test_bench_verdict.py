@@ -92,3 +92,29 @@ def test_differing_flags() -> None:
         {"tp": 8, "moe-runner-backend": "triton"},
         {"tp": 8, "moe-runner-backend": "cutlass", "enable-torch-compile": True},
     ) == [("enable-torch-compile", "-", "True"), ("moe-runner-backend", "triton", "cutlass")]
+
+
+def test_per_level_verdicts_are_corrected_for_the_number_of_levels() -> None:
+    """Six levels of an identical B: each level's interval is at 1 - 0.05/6 (Bonferroni), so
+    a difference a single 95% test calls real at one level is within noise here."""
+    from console.bench.models import StepMetrics, StepResult
+    from console.bench.verdict import judge, judge_point
+
+    a_vals, b_vals = [100.0, 100.6, 99.6], [98.8, 99.3, 98.6]  # -1.2% +- 1.0% at 95%
+    assert judge_point(64, a_vals, b_vals).word == "worse"  # one 95% test alone
+
+    def steps(values: list[list[float]]) -> list[StepResult]:
+        out = []
+        for level, reps in zip((8, 16, 32, 64, 128, 256), values, strict=True):
+            for r, v in enumerate(reps):
+                out.append(StepResult(index=len(out), concurrency=level, repeat=r, status="ok",
+                                      metrics=StepMetrics(concurrency=level, total_tok_s=v)))
+        return out
+
+    same = [[100.0, 100.5, 99.5]] * 6
+    verdict = judge(steps([*same[:3], a_vals, *same[4:]]), steps([*same[:3], b_vals, *same[4:]]))
+    point = verdict.point(64)
+    assert point is not None and point.word == "within noise", point
+    assert verdict.level_confidence is not None
+    assert abs(verdict.level_confidence - (1 - 0.05 / 6)) < 1e-9
+    assert any("Bonferroni" in n for n in verdict.notes)

@@ -230,7 +230,10 @@ def test_tp_allreduce_pcie(sim_factory: Any, tmp_path: Path) -> None:
                {"env": {"NCCL_P2P_DISABLE": None}})
     assert _values(a.top(), "topology") == {"tp": 8, "nvlink": False}
     assert _values(a.top(), "profile env") == {"NCCL_P2P_DISABLE": "1"}
-    assert _values(a.top(), "GPU telemetry")["util_median"] < 80
+    # The effect: 122 all-reduces a step through host memory, bounded by the step's fixed
+    # time (NVML's utilisation counts NCCL kernels as busy: no utilisation test here).
+    effect = _values(a.top(), "effect")
+    assert 0 < effect["allreduce_ms"] < effect["step_ms"] and effect["explained"] >= 0.15
     assert b.total(16) > 2.0 * a.total(16), (a.total(16), b.total(16))
 
 
@@ -299,7 +302,9 @@ def test_client_bound() -> None:
                                           client_warning=warning))
     diagnosis = diagnose([step], RunEvidence(steps=[step_evidence(step)]))
     top = diagnosis.causes[0]
-    assert top.id == "client-bound" and top.confidence == 0.85
+    # Without Decode lines or a fit, throughput is taken to follow the streams held.
+    assert top.id == "client-bound" and abs(top.confidence - (1 - 141 / 256)) < 1e-3
+    assert top.suggest.gain_pct is not None and top.suggest.at_concurrency == 256
     assert _values(top, "client")["measured_concurrency"] == 141.0
     assert top.suggest.sweep == {"workers": 4}
 

@@ -678,7 +678,11 @@ class PlateauApp(App[int]):
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
         from console.app import views_data
         from console.app.screens.modals import ABPicker
-        from console.bench.abplan import restart_guess, step_durations  # imports the engines
+        from console.bench.abplan import (  # imports the engines
+            model_steps,
+            restart_guess,
+            step_durations,
+        )
 
         presets = {name: self.config.sweep(name) for name in names_of_presets}
         stored = views_data.step_times(self.store_path, session.host.name)
@@ -694,6 +698,8 @@ class PlateauApp(App[int]):
                 list(self.config.profiles), presets, a, b,
                 restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
                 measured=lambda spec: step_durations(spec, stored),
+                modelled=lambda spec, a_name, b_name: model_steps(
+                    spec, self.config.profiles.get(a_name), self.config.profiles.get(b_name)),
             ),
             picked,
         )

@@ -48,14 +48,73 @@ def order_text(passes: list[Pass]) -> str:
     return " ".join(p.side if p.repeats == 1 else f"{p.side}x{p.repeats}" for p in passes)
 
 
-def guess_step_s(spec: SweepPreset, concurrency: int) -> float:
-    """A step's duration from the workload alone (no measurement to go by)."""
+# Without a measurement, the decode step grows with the batch: flat up to GUESS_FLAT_BATCH
+# (weight streaming dominates), then about linear (per-sequence compute and attention); the
+# reference story's log runs ~60 ms per step at 16 and ~250 ms at 128 on PCIe TP8.
+GUESS_FLAT_BATCH = 32
+
+
+def guess_itl_s(concurrency: int) -> float:
+    return GUESS_ITL_S * max(1.0, concurrency / GUESS_FLAT_BATCH)
+
+
+def guess_step_s(spec: SweepPreset, concurrency: int,
+                 itl_s: float | None = None) -> float:
+    """A step's duration from the workload: waves x (prefill + output tokens x the decode step
+    at this batch); `itl_s` is a known decode step time at this concurrency (from the
+    simulator's model or an earlier run of any workload), else a rough guess."""
     if spec.step_seconds is not None and spec.num_prompts is None:
         return spec.step_seconds + STEP_OVERHEAD_S
     prompts = prompts_for(spec, concurrency) or concurrency
     waves = math.ceil(prompts / concurrency)
-    warm = GUESS_TTFT_S + 16 * GUESS_ITL_S if spec.warmup_prompts else 0.0
-    return waves * (GUESS_TTFT_S + spec.output_len * GUESS_ITL_S) + warm + STEP_OVERHEAD_S
+    itl = itl_s if itl_s is not None else guess_itl_s(concurrency)
+    warm = GUESS_TTFT_S + 16 * itl if spec.warmup_prompts else 0.0
+    return waves * (GUESS_TTFT_S + spec.output_len * itl) + warm + STEP_OVERHEAD_S
+
+
+def sim_step_s(flags: dict[str, object], env: dict[str, str], spec: SweepPreset,
+               concurrency: int) -> float | None:
+    """A step's duration from the simulator's own performance model when the profile runs the
+    simulator (it has --sim-* flags): waves x (the wave's prefill chunks + output tokens x
+    the decode step at this batch), at --sim-speed. None for a real server."""
+    if not any(str(k).startswith("sim-") for k in flags):
+        return None
+    from console.sim.args import parse
+    from console.sim.config import resolve
+
+    argv = ["--model-path", "m"]
+    for name, value in flags.items():
+        if value is None or value is False or name in ("sim-state-file",):
+            continue
+        argv += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+    try:
+        args, sim, rest = parse(argv)
+        cfg = resolve(args, sim, rest, env=dict(env))
+    except (SystemExit, ValueError, TypeError):
+        return None
+    if spec.step_seconds is not None and spec.num_prompts is None:
+        return spec.step_seconds + STEP_OVERHEAD_S
+    profile = cfg.profile
+    batch = min(concurrency, cfg.max_running_requests)
+    prompts = prompts_for(spec, concurrency) or concurrency
+    waves = math.ceil(prompts / batch)
+    chunk = max(1, cfg.chunked_prefill_size)
+    tokens = batch * spec.input_len
+    prefill = sum(profile.prefill_seconds(min(chunk, tokens - done), 1)
+                  for done in range(0, tokens, chunk))
+    kv = batch * (spec.input_len + spec.output_len // 2)
+    decode = spec.output_len * profile.decode_seconds(batch, kv)
+    return (waves * (prefill + decode)) / sim.speed + STEP_OVERHEAD_S
+
+
+def itl_by_level(rows: Iterable[tuple[int, float]]) -> dict[int, float]:
+    """Median decode step (s) per concurrency from earlier steps of any workload on the host:
+    (concurrency, ITL p50 ms) rows."""
+    by_level: dict[int, list[float]] = {}
+    for concurrency, itl_ms in rows:
+        if itl_ms and itl_ms > 0:
+            by_level.setdefault(concurrency, []).append(itl_ms / 1000.0)
+    return {c: statistics.median(v) for c, v in by_level.items()}
 
 
 @dataclass(frozen=True)
@@ -64,9 +123,12 @@ class Estimate:
     restarts: int
     steps: int
     measured: bool  # from stored steps of the same workload (else a guess from the workload)
+    modelled: bool = False  # from the sim's model or measured decode steps, not a guess
 
     def text(self) -> str:
-        how = "from earlier steps of this workload" if self.measured else "rough guess"
+        how = ("from earlier steps of this workload" if self.measured else
+               "from the workload's tokens and the decode step time" if self.modelled else
+               "rough guess")
         return (
             f"\u2248 {format_duration(self.seconds)} ({self.restarts} restarts, "
             f"{self.steps} steps; {how})"
@@ -80,18 +142,27 @@ def estimate(
     *,
     restart_s: float | None = None,
     measured_step_s: dict[int, float] | None = None,
+    model_step_s: dict[int, float] | None = None,
+    itl_s: dict[int, float] | None = None,
 ) -> Estimate:
-    """Total time of an A/B: restarts plus every step (measured durations where known)."""
+    """Total time of an A/B: restarts plus every step. Per step, in order: a measured duration
+    of this workload, the simulator's model (`model_step_s`), the workload's tokens at a
+    decode step measured at that concurrency by any earlier run (`itl_s`), a rough guess."""
     passes = plan_passes(repeats, interleave)
     measured = measured_step_s or {}
+    model = model_step_s or {}
+    itl = itl_s or {}
     per_sweep = sum(
-        measured.get(c, guess_step_s(spec, c)) for c in spec.concurrency
+        measured.get(c, model.get(c, guess_step_s(spec, c, itl.get(c))))
+        for c in spec.concurrency
     )
     steps = 2 * repeats * len(spec.concurrency)
     restart = GUESS_RESTART_S if restart_s is None else restart_s
     seconds = len(passes) * restart + 2 * repeats * per_sweep
     known = bool(measured) and all(c in measured for c in spec.concurrency)
-    return Estimate(seconds, len(passes), steps, known)
+    modelled = not known and all(c in model or c in itl or c in measured
+                                 for c in spec.concurrency)
+    return Estimate(seconds, len(passes), steps, known, modelled)
 
 
 WORKLOAD_KEYS = (
@@ -122,6 +193,18 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def model_steps(spec: SweepPreset, *profiles: ServerProfile | None) -> dict[int, float]:
+    """Per concurrency, the simulator's modelled step time averaged over the profiles (A and
+    B); empty unless every profile runs the simulator."""
+    out: dict[int, float] = {}
+    for c in spec.concurrency:
+        times = [sim_step_s(dict(p.flags), dict(p.env), spec, c) if p is not None else None
+                 for p in profiles]
+        if times and all(t is not None for t in times):
+            out[c] = statistics.fmean(t for t in times if t is not None)
+    return out
 
 
 def restart_guess(profile: ServerProfile | None) -> float | None:

@@ -135,8 +135,12 @@ def steady_state(
     seconds = window.seconds
     # Steady means finished requests were replaced while the window lasted: one wave
     # (num_prompts == concurrency) starts everything at once and only drains (SGLang's docs
-    # advise num prompts >= 5x concurrency, reference/plateau-causes.md).
-    replaced = any(window.start_ns < r.start_ns < window.end_ns for r in records)
+    # advise num prompts >= 5x concurrency, reference/plateau-causes.md). A request that
+    # merely started late in the first wave (streams do not all start in the same
+    # nanosecond) replaced nothing: a replacement starts after some request has finished.
+    first_end = min((r.end_ns for r in records if r.end_ns > 0), default=window.end_ns)
+    replaced = any(max(window.start_ns, first_end) <= r.start_ns < window.end_ns
+                   for r in records)
     long_enough = step_s <= 0 or seconds >= MIN_WINDOW_SHARE * step_s
     reached = completed > 0 and replaced and long_enough
     origin = min(starts)

@@ -11,6 +11,14 @@ and does not assume A and B are equally noisy (a flag can make a server less sta
 interval is for the difference of means, expressed in % of A's mean (A's own uncertainty in the
 denominator is second order at the noise levels that matter here, 1-3 %).
 
+Corrected for the number of levels (Bonferroni): an A/B judges every concurrency, and six 95%
+tests in a row say "real" somewhere by chance about one time in four. Each level's interval is
+therefore at 1 - 0.05/m for m levels, so that all m hold together at 95% and an identical
+B reads "within noise" at every level 95% of the time. Bonferroni rather than Holm: Holm
+rejects a little more often but gives no per-level interval to print, and the verdict shows
+one; it holds whatever the dependence between levels (they share server lifetimes). The knee
+sentence is one test (the pooled delta at the knee) and stays at 95%.
+
 Throughput is each step's steady-state total tok/s (console.bench.steady) where the step had a
 steady state, else its whole-step figure (older runs, bench_serving steps); a step that never
 reached steady state is counted and said.
@@ -63,6 +71,7 @@ class Verdict(Frozen):
     knee_word: KneeWord = "noise unknown"
     sentence: str = ""
     notes: list[str] = []
+    level_confidence: float | None = None  # per-level intervals (Bonferroni over the levels)
 
     def point(self, concurrency: int) -> PointVerdict | None:
         return next((p for p in self.points if p.concurrency == concurrency), None)
@@ -249,11 +258,15 @@ def judge(
     a, b = _values(steps_a), _values(steps_b)
     common = sorted(set(a) & set(b))
     notes: list[str] = []
+    per_level = 1.0 - (1.0 - confidence) / max(1, len(common))
     points = [
-        judge_point(c, a[c][0], b[c][0], confidence=confidence,
+        judge_point(c, a[c][0], b[c][0], confidence=per_level,
                     no_steady_state=a[c][1] + b[c][1])
         for c in common
     ]
+    if len(common) > 1:
+        notes.append(f"per-level intervals at {per_level:.1%} (Bonferroni over {len(common)} "
+                     f"levels): together they hold at {confidence:.0%}")
     if not points:
         return Verdict(label_a=label_a, label_b=label_b, confidence=confidence,
                        sentence="no concurrency was measured in both runs")
@@ -283,7 +296,8 @@ def judge(
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
     return Verdict(
         label_a=label_a, label_b=label_b, confidence=confidence, points=points,
-        knee_range=levels, knee_delta_pct=delta, knee_half_width_pct=half,
+        level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
+        knee_half_width_pct=half,
         knee_word=knee_word, sentence=sentence, notes=notes,
     )
 

@@ -12,7 +12,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator
 
-from console.bench.abplan import estimate, restart_guess, step_durations
+from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
 from console.bench.report import verdict_report
 from console.commands.sweep import _int_list, _progress
 from console.config_models import HostConfig, PlateauConfig
@@ -145,6 +145,8 @@ async def _handle(args: argparse.Namespace) -> int:
             spec, request.repeats, request.interleave,
             restart_s=restart_guess(config.profiles[request.a]),
             measured_step_s=step_durations(spec, store.step_times(host.name)),
+            model_step_s=model_steps(spec, config.profiles[request.a],
+                                     config.profiles[request.b]),
         )
         order = "interleaved A B A B" if request.interleave else "A then B"
         _say(f"A/B {request.a} vs {request.b} on {host.name}: preset {request.preset}, "

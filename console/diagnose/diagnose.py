@@ -13,6 +13,7 @@ from typing import Any
 
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepResult
+from console.diagnose.effects import CLEAR_EFFECT, noise_share
 from console.diagnose.models import Cause, Diagnosis, KneeInfo, RunEvidence, StepEvidence
 from console.diagnose.rules import RULES, Context
 
@@ -21,11 +22,11 @@ CHECKED = {
     "eager-decode": "Decode lines / flags: decode CUDA graphs in use",
     "running-cap": "Decode lines: #running-req against max_running_requests, #queue-req",
     "kv-cache-full": "token usage, 'KV cache pool is full' lines",
-    "prefill-interference": "Prefill lines during decode, client ITL p99/p50",
-    "tp-allreduce-pcie": "topology (NVLink), TP size, NCCL env, GPU utilisation vs PCIe",
-    "power-cap": "GPU telemetry: power vs limit, SW power cap reason, SM clocks",
-    "thermal": "GPU telemetry: thermal slowdown reasons, temperature",
-    "moe-untuned": "startup log: 'Using default MoE kernel config' warning",
+    "prefill-interference": "Prefill lines during decode, client ITL mean vs p50",
+    "tp-allreduce-pcie": "topology (NVLink), TP size, NCCL env, custom all-reduce, step time",
+    "power-cap": "GPU telemetry: SW power cap reason with the SM clock drop",
+    "thermal": "GPU telemetry: thermal slowdown reasons with the SM clock drop",
+    "moe-untuned": "startup log: 'Using default MoE kernel config' warning, step time",
     "client-bound": "client: worker CPU, achieved vs target concurrency",
     "too-few-prompts": "client: prompts per concurrency, achieved concurrency",
 }
@@ -53,22 +54,29 @@ def _late(knee: KneeInfo, steps: list[StepEvidence]) -> list[StepEvidence]:
 
 
 def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
+    """Causes are mechanisms explaining at least CLEAR_EFFECT of the step's throughput, largest
+    first; candidates explain less but more than the run's noise; smaller effects are not
+    reported (they would be noise)."""
     knee = _knee_info(steps)
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
     ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence)
-    causes: list[Cause] = []
-    for rule in RULES.values():
-        cause = rule(evidence, ctx)
-        if cause is not None:
-            if knee.kind == "scaling" and cause.id not in ("client-bound", "too-few-prompts"):
-                # Nothing plateaued: a mechanism can be present without limiting this curve.
-                cause = cause.model_copy(update={"confidence": round(cause.confidence * 0.7, 2)})
-            causes.append(cause)
+    noise = noise_share(_repeats(steps))
+    found = [cause for rule in RULES.values() if (cause := rule(evidence, ctx)) is not None]
     order = list(RULES)
-    causes.sort(key=lambda c: (-c.confidence, order.index(c.id)))
-    return Diagnosis(knee=knee, causes=causes, checked=[CHECKED[k] for k in RULES],
-                     sources=list(evidence.sources))
+    found.sort(key=lambda c: (-c.confidence, order.index(c.id)))
+    causes = [c for c in found if c.confidence >= max(CLEAR_EFFECT, noise)]
+    candidates = [c for c in found if noise <= c.confidence < CLEAR_EFFECT]
+    return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
+                     checked=[CHECKED[k] for k in RULES], sources=list(evidence.sources))
+
+
+def _repeats(steps: Sequence[StepResult]) -> dict[int, list[float]]:
+    by_level: dict[int, list[float]] = {}
+    for step in steps:
+        if step.status == "ok" and step.metrics is not None:
+            by_level.setdefault(step.concurrency, []).append(step.metrics.headline_total_tok_s())
+    return by_level
 
 
 def diagnose_stored(store: Any, run_id: int | None, steps: Sequence[StepResult]) -> Diagnosis:
@@ -93,6 +101,9 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
             }
             for c in diagnosis.causes
         ],
+        "candidates": [{"id": c.id, "title": c.title, "confidence": c.confidence}
+                       for c in diagnosis.candidates],
+        "noise": diagnosis.noise,
         "checked": diagnosis.checked,
         "sources": diagnosis.sources,
         "verdict": diagnosis.verdict,
@@ -102,7 +113,7 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
 def diagnosis_lines(diagnosis: Diagnosis, top: int = 3) -> list[str]:
     """The text under the knee sentence: top causes with their first evidence and the fix."""
     if not diagnosis.causes:
-        return ["why: no clear cause. Checked: " + "; ".join(diagnosis.checked)]
+        return [no_clear_cause(diagnosis)]
     lines = []
     for rank, cause in enumerate(diagnosis.causes[:top], 1):
         lines.append(f"why #{rank}: {cause.id} ({cause.confidence:.0%}): {cause.title}")
@@ -112,6 +123,15 @@ def diagnosis_lines(diagnosis: Diagnosis, top: int = 3) -> list[str]:
         if fix:
             lines.append(f"    try: {fix}")
     return lines
+
+
+def no_clear_cause(diagnosis: Diagnosis) -> str:
+    """What was checked, and the strongest small effects (explained share of throughput)."""
+    strongest = ", ".join(f"{c.id} {c.confidence:.0%}" for c in diagnosis.candidates[:3])
+    noise = f"{diagnosis.noise:.0%}" if diagnosis.noise is not None else "?"
+    small = (f"strongest candidates: {strongest} (below {CLEAR_EFFECT:.0%}); "
+             if strongest else f"nothing above the run's noise ({noise}); ")
+    return f"why: no clear cause; {small}checked: " + "; ".join(diagnosis.checked)
 
 
 def suggestion_text(cause: Cause) -> str:

@@ -70,7 +70,12 @@ class ClientRecord(Frozen):
     client_warning: str | None = None
     itl_p50_ms: float | None = None
     itl_p99_ms: float | None = None
+    itl_mean_ms: float | None = None
+    tpot_mean_ms: float | None = None
     ttft_p50_ms: float | None = None
+    steady_reached: bool | None = None  # None: measured without a steady-state check
+    steady_window_s: float | None = None  # the longest span at >= ratio x concurrency
+    step_s: float | None = None  # first request's start to last request's end
     total_tok_s: float | None = None
     output_tok_s: float | None = None
     duration_s: float | None = None
@@ -126,6 +131,7 @@ class StartupFacts(Frozen):
     enable_mixed_chunk: bool | None = None
     mem_fraction_static: float | None = None
     sglang_version: str | None = None  # /server_info "version": suggestions use its flag names
+    num_layers: int | None = None  # the model's hidden layers, when the server said
 
 
 class Topology(Frozen):
@@ -160,9 +166,16 @@ class Suggestion(Frozen):
     sweep: dict[str, Any] = {}  # sweep settings (prompts_per_concurrency, workers, ...)
     host: str | None = None  # a change outside SGLang (power limit, cooling)
     expect: str = ""  # the expected effect, in words
+    # The predicted effect of the change, so an A/B (or tune) can check it: total tok/s
+    # gain in % at this concurrency (None: no prediction).
+    gain_pct: float | None = None
+    at_concurrency: int | None = None
 
 
 class Cause(Frozen):
+    """`confidence` is the share of the step's throughput the mechanism explains (0..1),
+    computed from its own evidence (README "How confidence is computed")."""
+
     id: str
     title: str
     confidence: float  # 0..1
@@ -180,7 +193,10 @@ class KneeInfo(Frozen):
 
 class Diagnosis(Frozen):
     knee: KneeInfo
-    causes: list[Cause] = []
+    causes: list[Cause] = []  # explained share >= the clear-cause threshold, largest first
+    # Effects above the run's noise but below the threshold: listed when nothing is clear.
+    candidates: list[Cause] = []
+    noise: float | None = None  # the run's noise as a share of step time (effects below: dropped)
     checked: list[str] = []  # what was looked at (the honest "no clear cause" answer)
     sources: list[str] = []
 

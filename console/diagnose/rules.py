@@ -1,22 +1,37 @@
 """One rule per cause id: each reads the run's evidence and returns a Cause or None.
 
 Cause ids are stable (scripts and the console key on them). The mechanisms and their sources
-are in shared/reference/plateau-causes.md; the thresholds are ours and documented per rule.
-Rules look at the saturated region (the knee's step and those after it) unless said otherwise.
+are in shared/reference/plateau-causes.md. A rule's confidence is the share of the step's
+throughput its mechanism explains, computed from the mechanism's own evidence (step times
+from the Decode lines, clocks from the GPU telemetry, the client's record), and its suggestion
+carries the gain that predicts (console/diagnose/effects.py; README "How confidence is
+computed" lists the arithmetic per id). Rules look at the saturated region (the knee's step
+and those after it) unless said otherwise.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from console.diagnose.effects import (
+    Fit,
+    batch_of,
+    decode_step_s,
+    fit,
+    gain_pct,
+    median,
+    share,
+    throughput_share,
+)
 from console.diagnose.models import (
     Cause,
+    ClientRecord,
     DecodePoint,
     EvidenceItem,
+    GpuPoint,
     KneeInfo,
     RunEvidence,
     StepEvidence,
@@ -29,9 +44,26 @@ CAUSE_IDS = (
     "prefill-interference", "tp-allreduce-pcie", "power-cap", "thermal", "moe-untuned",
     "client-bound", "too-few-prompts",
 )
-EAGER_SHARE = 0.5  # share of Decode lines with `cuda graph: False` that counts as eager
 FULL_USAGE = 0.95  # token usage that counts as a full KV pool
-PCIE_SLOW_UTIL = 80.0  # GPU utilisation (%) below which the GPUs wait on communication
+# With decode CUDA graphs off there is no graph step to compare with: the launch-bound share
+# of the batch-independent step time is taken as this (an estimate, said as one): Python
+# launches every kernel of every layer, the rest of the fixed time is weight streaming and the
+# scheduler (sglang#33483: eager steps 2-3x the graph ones at TP8).
+EAGER_FIXED_SHARE = 0.6
+# An untuned Triton MoE config: SGLang PR #33208 measured tuned kernels 1.6-15x faster on RTX
+# PRO 6000 (flashinfer#3521: on H200, Triton ahead for bf16). 2x, near the low end, applied
+# to the batch-independent (weight-streaming) time, is what the default config is taken to
+# cost; only an A/B settles it.
+MOE_UNTUNED_SPEEDUP = 2.0
+# All-reduce latency per call inside a CUDA graph (plateau-causes.md "Multi-GPU
+# communication"): one-shot custom all-reduce ~4 us; NCCL ring ~20 us at TP4 over PCIe, i.e.
+# ~3.4 us per hop of its 2(tp-1); with NCCL_P2P_DISABLE=1 through host memory, the reference
+# story's log (+126 ms per decode step at TP8, 61 layers) gives ~22x that.
+ONE_SHOT_S = 4e-6
+NCCL_HOP_S = 3.4e-6
+HOST_MEMORY_FACTOR = 22.0
+ALLREDUCE_PER_LAYER = 2
+DEFAULT_LAYERS = 61  # when the model's layer count is not known (DeepSeek-V3 class)
 
 
 @dataclass(frozen=True)
@@ -39,6 +71,14 @@ class Context:
     knee: KneeInfo
     late: list[StepEvidence]  # the knee's step and every step above it
     all: list[StepEvidence]
+
+    @property
+    def graph_fit(self) -> Fit | None:
+        return fit(self.all, graph=True)
+
+    @property
+    def any_fit(self) -> Fit | None:
+        return fit(self.all, graph=None)
 
 
 def _clock(t: float) -> str:
@@ -49,12 +89,12 @@ def _window(step: StepEvidence) -> str:
     return f"step c={step.concurrency} ({_clock(step.started_at)}\u2013{_clock(step.finished_at)})"
 
 
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+def _pct(value: float) -> str:
+    return f"{value * 100:.0f}%"
 
 
-def _pct(share: float) -> str:
-    return f"{share * 100:.0f}%"
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
 
 
 def _eager_share(points: Sequence[DecodePoint]) -> float:
@@ -62,15 +102,29 @@ def _eager_share(points: Sequence[DecodePoint]) -> float:
     return sum(1 for p in known if not p.cuda_graph) / len(known) if known else 0.0
 
 
-def _step_time(points: Sequence[DecodePoint]) -> float | None:
-    """Seconds per decode step: #running-req / gen throughput, median over the lines."""
-    times = [p.running / p.gen_throughput for p in points if p.gen_throughput]
-    return _median(times) if times else None
-
-
 def _metric_share(step: StepEvidence, name: str, test: Callable[[float], bool]) -> tuple[int, int]:
     values = [m.values[name] for m in step.metrics if name in m.values]
     return sum(1 for v in values if test(v)), len(values)
+
+
+def _predict(explained: float, concurrency: int, condition: str) -> tuple[float, str]:
+    gain = gain_pct(explained)
+    return gain, f"+{gain:.0f}% at c={concurrency} if {condition}"
+
+
+def _effect(step: StepEvidence, explained: float, text: str, **values: Any) -> EvidenceItem:
+    return EvidenceItem(source="effect", text=f"{_window(step)}: {text}; explains "
+                                              f"{_pct(explained)} of the step's throughput",
+                        values={"explained": round(explained, 3), **values})
+
+
+def _best(found: list[tuple[float, StepEvidence, Any]]) -> tuple[float, StepEvidence, Any] | None:
+    """The highest concurrency where the mechanism shows (the saturated level every cause is
+    measured at, so their shares compare: a fixed cost per step weighs less there than at a
+    lower level, and a plateau is about the top of the curve); among its repeats, the most."""
+    if not found:
+        return None
+    return max(found, key=lambda f: (f[1].concurrency, f[0]))
 
 
 # ------------------------------------------------------------------------------ graph
@@ -83,27 +137,53 @@ def graph_ceiling(ev: RunEvidence) -> int | None:
     return facts.cuda_graph_max_bs_decode
 
 
+def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
+                  ) -> tuple[float, dict[str, Any]] | None:
+    """Explained share of eager steps above the ceiling: (eager time - graph time at the
+    same batch) x the share of eager lines, over the step's mean decode time."""
+    eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
+    if not eager or len(eager) < 0.25 * len(step.decode):
+        return None
+    lines = len(step.decode)
+    eager_share = len(eager) / lines
+    # The step's typical decode round is an eager one when most lines are eager.
+    t_eager = decode_step_s(step) if eager_share >= 0.5 else decode_step_s(step, eager)
+    if t_eager is None:
+        return None
+    running = batch_of(eager)
+    t_graph = min(t_eager, graph.at(running)) if graph is not None else t_eager / 2.0
+    mean = eager_share * t_eager + (1 - eager_share) * t_graph
+    explained = share(eager_share * max(0.0, t_eager - t_graph), mean)
+    return explained, {"running_median": running, "eager_share": round(eager_share, 3),
+                       "lines": lines, "eager_step_ms": round(t_eager * 1000, 1),
+                       "graph_step_ms": round(t_graph * 1000, 1),
+                       "graph_fit": graph is not None, "concurrency": step.concurrency}
+
+
 def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     ceiling = graph_ceiling(ev)
     if ceiling is None or ev.startup.decode_graph_disabled:
         return None
-    worst: tuple[float, StepEvidence, float] | None = None
-    for step in ctx.late:
-        above = [p for p in step.decode if p.running > ceiling]
-        if not above or len(above) < len(step.decode) / 2:
-            continue
-        share = _eager_share(step.decode)
-        if share >= EAGER_SHARE and (worst is None or share >= worst[0]):
-            worst = (share, step, _median([p.running for p in step.decode]))
-    if worst is None:
+    graph = ctx.graph_fit
+    found = [(r[0], step, r[1]) for step in ctx.late
+             if (r := _graph_excess(step, ceiling, graph)) is not None]
+    best = _best(found)
+    if best is None:
         return None
-    share, step, running = worst
+    explained, step, seen = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: #running-req median {running:.0f} > cuda-graph-max-bs-decode "
-             f"{ceiling}; cuda graph False in {_pct(share)} of {len(step.decode)} lines",
-        values={"running_median": running, "ceiling": ceiling, "eager_share": round(share, 3),
-                "lines": len(step.decode), "concurrency": step.concurrency})]
+        text=f"{_window(step)}: #running-req median {seen['running_median']:.0f} > "
+             f"cuda-graph-max-bs-decode {ceiling}; cuda graph False in "
+             f"{_pct(seen['eager_share'])} of {seen['lines']} lines",
+        values={**{k: seen[k] for k in ("running_median", "eager_share", "lines",
+                                         "concurrency")}, "ceiling": ceiling}),
+        _effect(step, explained,
+                f"eager step {seen['eager_step_ms']:.0f} ms vs {seen['graph_step_ms']:.0f} ms "
+                f"in a graph at the same batch ("
+                + ("step time vs batch fitted on the graph lines" if seen["graph_fit"]
+                   else "no graph line to fit: assumed half") + ")",
+                eager_step_ms=seen["eager_step_ms"], graph_step_ms=seen["graph_step_ms"])]
     if ev.startup.capture_bs:
         evidence.append(EvidenceItem(
             source="startup log",
@@ -115,34 +195,32 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         evidence.append(EvidenceItem(
             source="/metrics", text=f"sglang:is_cuda_graph 0 in {zeros} of {scrapes} scrapes",
             values={"zero": zeros, "scrapes": scrapes}))
-    slow = _step_time(step.decode)
-    below = [s for s in ctx.all if s.decode and _median([p.running for p in s.decode]) <= ceiling]
-    fast = _step_time(below[-1].decode) if below else None
-    if slow and fast:
-        evidence.append(EvidenceItem(
-            source="Decode lines",
-            text=f"decode step {slow * 1000:.0f} ms at #running-req {running:.0f} (eager) vs "
-                 f"{fast * 1000:.0f} ms at c={below[-1].concurrency} (graph)",
-            values={"eager_step_ms": round(slow * 1000, 1),
-                    "graph_step_ms": round(fast * 1000, 1)}))
-    target = max(int(running), max(s.concurrency for s in ctx.all))
-    confidence = min(0.95, 0.55 + 0.4 * share)
+    target = max(int(seen["running_median"]), max(s.concurrency for s in ctx.all))
+    gain, said = _predict(explained, step.concurrency, f"batches up to {target} ran in graphs")
     return Cause(
         id="cuda-graph-ceiling", title="decode batch above the CUDA-graph ceiling runs eagerly",
-        confidence=round(confidence, 2), evidence=evidence,
+        confidence=round(explained, 3), evidence=evidence,
         suggest=Suggestion(
             flags={graph_max_bs_flag(ev.startup.sglang_version).lstrip("-"): target},
-            expect=f"batches up to {target} decode inside a CUDA graph: the eager penalty goes "
-                   "and throughput keeps rising past the knee (sglang#33483, PR #21005)"))
+            gain_pct=gain, at_concurrency=step.concurrency,
+            expect=f"{said}: the eager penalty goes and throughput keeps rising past the knee "
+                   "(sglang#33483, PR #21005)"))
 
 
 def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     points = [p for s in ctx.all for p in s.decode]
     ceiling = graph_ceiling(ev)
     inside = [p for p in points if ceiling is None or p.running <= ceiling]
-    share = _eager_share(inside)
-    if not ev.startup.decode_graph_disabled and (len(inside) < 2 or share < 0.9):
+    eager_share = _eager_share(inside)
+    if not ev.startup.decode_graph_disabled and (len(inside) < 2 or eager_share < 0.9):
         return None
+    eager = fit(ctx.all, graph=False)
+    found: list[tuple[float, StepEvidence, Any]] = []
+    for step in ctx.late:
+        seconds = decode_step_s(step)
+        if seconds is None or eager is None:
+            continue
+        found.append((share(EAGER_FIXED_SHARE * eager.intercept, seconds), step, seconds))
     evidence = []
     if ev.startup.decode_graph_disabled:
         evidence.append(EvidenceItem(source="profile flags / server_info",
@@ -152,16 +230,28 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     if inside:
         evidence.append(EvidenceItem(
             source="Decode lines",
-            text=f"cuda graph False in {_pct(share)} of {len(inside)} lines at every batch size",
-            values={"eager_share": round(share, 3), "lines": len(inside)}))
+            text=f"cuda graph False in {_pct(eager_share)} of {len(inside)} lines at every "
+                 "batch size", values={"eager_share": round(eager_share, 3),
+                                       "lines": len(inside)}))
+    best = _best(found)
     flags: dict[str, object] = {"cuda-graph-backend-decode": "full"}
     if "disable-cuda-graph" in ev.flags:
         flags["disable-cuda-graph"] = None
+    if best is None or eager is None:
+        return Cause(id="eager-decode", title="decode runs without CUDA graphs",
+                     confidence=0.0, evidence=evidence, suggest=Suggestion(flags=flags))
+    explained, step, seconds = best
+    evidence.append(_effect(
+        step, explained, f"decode step {_ms(seconds)}, of which {_ms(eager.intercept)} does "
+                         f"not grow with the batch; {EAGER_FIXED_SHARE:.0%} of that taken as "
+                         "launch-bound (no graph step to compare with)",
+        step_ms=round(seconds * 1000, 1), fixed_ms=round(eager.intercept * 1000, 1)))
+    gain, said = _predict(explained, step.concurrency, "every decode step replayed a graph")
     return Cause(id="eager-decode", title="decode runs without CUDA graphs",
-                 confidence=0.9 if ev.startup.decode_graph_disabled else 0.7, evidence=evidence,
-                 suggest=Suggestion(flags=flags,
-                                    expect="every decode step replays a graph: lower per-step "
-                                           "launch cost at every concurrency"))
+                 confidence=round(explained, 3), evidence=evidence,
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
+                                    expect=f"{said}: lower per-step launch cost at every "
+                                           "concurrency"))
 
 
 # ------------------------------------------------------------------------------ scheduler
@@ -171,56 +261,85 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     cap = ev.startup.max_running_requests
     if not cap:
         return None
+    model = ctx.any_fit
+    found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
         if step.concurrency <= cap or not step.decode:
             continue
-        running = _median([p.running for p in step.decode])
-        queue = _median([p.queue for p in step.decode])
+        running = batch_of(step.decode)
+        queue = median(p.queue for p in step.decode)
         if running < 0.95 * cap or queue <= 0:
             continue
-        evidence = [EvidenceItem(
-            source="Decode lines",
-            text=f"{_window(step)}: #running-req median {running:.0f} = max_running_requests "
-                 f"{cap} while #queue-req median {queue:.0f}",
-            values={"running_median": running, "cap": cap, "queue_median": queue,
-                    "concurrency": step.concurrency})]
-        reduced = ev.startup.running_cap_reduced_from
-        flags: dict[str, object]
-        if reduced:
-            evidence.append(EvidenceItem(
-                source="startup log",
-                text=f"max_running_requests was reduced from the requested {reduced} to {cap} "
-                     "(KV cache capacity)", values={"requested": reduced, "effective": cap}))
-            flags = {"max-total-tokens": None} if "max-total-tokens" in ev.flags else {
-                "mem-fraction-static": round(min(0.95, (ev.startup.mem_fraction_static or 0.85)
-                                                 + 0.05), 3)}
-        else:
-            flags = {"max-running-requests": max(s.concurrency for s in ctx.all)}
-        return Cause(id="running-cap", title="running requests held at the scheduler's cap",
-                     confidence=0.9, evidence=evidence,
-                     suggest=Suggestion(flags=flags,
-                                        expect="#running-req follows the offered concurrency "
-                                               f"past {cap}; #queue-req drains"))
-    return None
+        explained = throughput_share(running, step.concurrency, model)
+        found.append((explained, step, (running, queue)))
+    best = _best(found)
+    if best is None:
+        return None
+    explained, step, (running, queue) = best
+    evidence = [EvidenceItem(
+        source="Decode lines",
+        text=f"{_window(step)}: #running-req median {running:.0f} = max_running_requests "
+             f"{cap} while #queue-req median {queue:.0f}",
+        values={"running_median": running, "cap": cap, "queue_median": queue,
+                "concurrency": step.concurrency}),
+        _effect(step, explained, f"{step.concurrency - running:.0f} of {step.concurrency} "
+                                 "requests queue; decoding all of them (step time vs batch "
+                                 "fitted on the Decode lines) would raise throughput")]
+    reduced = ev.startup.running_cap_reduced_from
+    flags: dict[str, object]
+    if reduced:
+        evidence.append(EvidenceItem(
+            source="startup log",
+            text=f"max_running_requests was reduced from the requested {reduced} to {cap} "
+                 "(KV cache capacity)", values={"requested": reduced, "effective": cap}))
+        flags = {"max-total-tokens": None} if "max-total-tokens" in ev.flags else {
+            "mem-fraction-static": round(min(0.95, (ev.startup.mem_fraction_static or 0.85)
+                                             + 0.05), 3)}
+    else:
+        flags = {"max-running-requests": max(s.concurrency for s in ctx.all)}
+    gain, said = _predict(explained, step.concurrency, "every offered request decoded")
+    return Cause(id="running-cap", title="running requests held at the scheduler's cap",
+                 confidence=round(explained, 3), evidence=evidence,
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
+                                    expect=f"{said}: #running-req follows the offered "
+                                           f"concurrency past {cap}; #queue-req drains"))
 
 
 def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
-    retract_lines = sum(s.retract_lines for s in ctx.late)
-    retracted = sum(s.retracted_reqs for s in ctx.late)
-    usages = [p.token_usage for s in ctx.late for p in s.decode if p.token_usage is not None]
-    peak = max(usages, default=0.0)
-    if not retract_lines and peak < FULL_USAGE:
+    model = ctx.any_fit
+    found: list[tuple[float, StepEvidence, Any]] = []
+    for step in ctx.late:
+        usages = [p.token_usage for p in step.decode if p.token_usage is not None]
+        peak = max(usages, default=0.0)
+        queue = median(p.queue for p in step.decode) if step.decode else 0.0
+        if not step.retract_lines and (peak < FULL_USAGE or queue <= 0):
+            continue
+        running = batch_of(step.decode) if step.decode else 0.0
+        cap = ev.startup.max_running_requests or step.concurrency
+        explained = throughput_share(running, min(step.concurrency, cap), model)
+        # Each retracted request is prefilled again: its decoded tokens are recomputed.
+        client = step.client
+        if step.retracted_reqs and client is not None and client.completed:
+            explained = min(0.99, explained + 0.5 * step.retracted_reqs / (
+                client.completed + step.retracted_reqs) * (1 - explained))
+        found.append((explained, step, (peak, running)))
+    best = _best(found)
+    if best is None:
         return None
+    explained, step, (peak, running) = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"token usage up to {peak:.2f} in steps c>={ctx.late[0].concurrency}",
-        values={"token_usage_max": peak})] if usages else []
-    if retract_lines:
+        text=f"{_window(step)}: token usage up to {peak:.2f}, #running-req median "
+             f"{running:.0f} of {step.concurrency} offered",
+        values={"token_usage_max": peak, "running_median": running})]
+    if step.retract_lines:
         evidence.insert(0, EvidenceItem(
             source="log warnings",
-            text=f"{retract_lines} 'KV cache pool is full. Retract requests.' lines, "
-                 f"{retracted} requests retracted",
-            values={"retract_lines": retract_lines, "retracted_reqs": retracted}))
+            text=f"{step.retract_lines} 'KV cache pool is full. Retract requests.' lines, "
+                 f"{step.retracted_reqs} requests retracted",
+            values={"retract_lines": step.retract_lines, "retracted_reqs": step.retracted_reqs}))
+    evidence.append(_effect(step, explained, "a full pool holds the running batch below the "
+                                             "offered load (and re-prefills retracted requests)"))
     if ev.startup.max_total_num_tokens:
         evidence.append(EvidenceItem(source="startup log",
                                      text=f"max_total_num_tokens={ev.startup.max_total_num_tokens}",
@@ -228,50 +347,76 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
                                              ev.startup.max_total_num_tokens}))
     if "max-total-tokens" in ev.flags:
         flags: dict[str, object] = {"max-total-tokens": None}
-    elif (ev.startup.kv_cache_dtype or "auto") in ("auto", "bf16", "bfloat16"):
-        flags = {"kv-cache-dtype": "fp8_e4m3"}
-    else:
+    elif "mem-fraction-static" in ev.flags or (ev.startup.kv_cache_dtype or "auto") not in (
+            "auto", "bf16", "bfloat16"):
         flags = {"mem-fraction-static": round(min(0.95, (ev.startup.mem_fraction_static or 0.85)
-                                                  + 0.05), 3)}
-    confidence = 0.9 if retract_lines else 0.7
+                                                  + 0.1), 3)}
+    else:
+        flags = {"kv-cache-dtype": "fp8_e4m3"}
+    gain, said = _predict(explained, step.concurrency, "the pool held every offered request")
     return Cause(id="kv-cache-full", title="KV cache pool full: requests wait or are retracted",
-                 confidence=confidence, evidence=evidence,
-                 suggest=Suggestion(flags=flags, expect="more KV tokens: no retractions, more "
-                                                        "requests decode together"))
+                 confidence=round(explained, 3), evidence=evidence,
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
+                                    expect=f"{said}: more KV tokens, no retractions"))
+
+
+def _stall(step: StepEvidence, chunk: int) -> tuple[float, dict[str, Any]] | None:
+    """Share of the running requests' decode time spent waiting for long prefills: the stall
+    share of ITL (mean, or TPOT, over p50: the typical gap is a pure decode step) times the
+    share of prefills run while requests decode that are long (#new-token >= half the chunk
+    size): the stalls a smaller chunk decoded inside (the suggestion) shortens. Short
+    prefills of new requests stall too, but no flag removes that (continuous batching)."""
+    client = step.client
+    mixed = [p for p in step.prefill if p.running > 0]
+    if not mixed or client is None or not client.itl_p50_ms:
+        return None
+    mean = client.itl_mean_ms or client.tpot_mean_ms
+    if not mean or mean <= client.itl_p50_ms:
+        return None
+    long = [p for p in mixed if p.new_token >= chunk / 2]
+    stalled = share(mean - client.itl_p50_ms, mean) * len(long) / len(mixed)
+    return stalled, {"mixed_prefills": len(mixed), "long_prefills": len(long),
+                     "new_token_median": median(p.new_token for p in mixed),
+                     "running_median": median(p.running for p in mixed),
+                     "itl_mean_ms": round(mean, 1), "itl_p50_ms": round(client.itl_p50_ms, 1),
+                     "itl_p99_ms": client.itl_p99_ms, "tpot_mean_ms": client.tpot_mean_ms}
 
 
 def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
-    for step in ctx.late:
-        client = step.client
-        mixed = [p for p in step.prefill if p.running > 0]
-        if not mixed or client is None or not client.itl_p50_ms or not client.itl_p99_ms:
-            continue
-        ratio = client.itl_p99_ms / client.itl_p50_ms
-        tokens = _median([p.new_token for p in mixed])
-        if ratio < 3.0 or tokens < 1024:
-            continue
-        chunk = ev.startup.chunked_prefill_size or 8192
-        return Cause(
-            id="prefill-interference", title="prefill chunks stall the running decode batch",
-            confidence=round(min(0.85, 0.4 + ratio / 20), 2),
-            evidence=[
-                EvidenceItem(source="Prefill lines",
-                             text=f"{_window(step)}: {len(mixed)} prefill batches while "
-                                  f"#running-req > 0, #new-token median {tokens:.0f} "
-                                  f"(chunked_prefill_size {chunk})",
-                             values={"mixed_prefills": len(mixed), "new_token_median": tokens,
-                                     "chunk": chunk}),
-                EvidenceItem(source="client",
-                             text=f"ITL p99 {client.itl_p99_ms:.0f} ms = {ratio:.1f}x p50 "
-                                  f"{client.itl_p50_ms:.0f} ms",
-                             values={"itl_p99_ms": client.itl_p99_ms,
-                                     "itl_p50_ms": client.itl_p50_ms, "ratio": round(ratio, 2)}),
-            ],
-            suggest=_shorter_stalls(ev, chunk))
-    return None
+    chunk = ev.startup.chunked_prefill_size or 8192
+    found = [(r[0], step, r[1]) for step in ctx.late
+             if (r := _stall(step, chunk)) is not None]
+    best = _best(found)
+    if best is None:
+        return None
+    explained, step, seen = best
+    return Cause(
+        id="prefill-interference", title="prefill chunks stall the running decode batch",
+        confidence=round(explained, 3),
+        evidence=[
+            EvidenceItem(source="Prefill lines",
+                         text=f"{_window(step)}: {seen['mixed_prefills']} prefill batches while "
+                              f"#running-req > 0 (median {seen['running_median']:.0f}), "
+                              f"{seen['long_prefills']} of them >= half a chunk, "
+                              f"#new-token median {seen['new_token_median']:.0f} "
+                              f"(chunked_prefill_size {chunk})",
+                         values={"mixed_prefills": seen["mixed_prefills"],
+                                 "long_prefills": seen["long_prefills"],
+                                 "new_token_median": seen["new_token_median"], "chunk": chunk}),
+            EvidenceItem(source="client",
+                         text=f"ITL mean {seen['itl_mean_ms']:.0f} ms vs p50 "
+                              f"{seen['itl_p50_ms']:.0f} ms (p99 "
+                              f"{seen['itl_p99_ms'] or 0:.0f} ms): the running requests wait "
+                              f"{_pct(explained)} of their decode time for long prefills "
+                              "(the share of decode throughput per request they lose)",
+                         values={k: seen[k] for k in ("itl_mean_ms", "itl_p50_ms",
+                                                      "itl_p99_ms", "tpot_mean_ms")}),
+        ],
+        suggest=_shorter_stalls(ev, chunk, explained, step.concurrency))
 
 
-def _shorter_stalls(ev: RunEvidence, chunk: int) -> Suggestion:
+def _shorter_stalls(ev: RunEvidence, chunk: int, explained: float,
+                    concurrency: int) -> Suggestion:
     """SGLang runs prefill first and continues a chunked prompt in the next round, so the
     running batch decodes between chunks only with --enable-mixed-chunk (scheduler.py
     `get_next_batch_to_run`, `mix_with_running`); then the chunk size bounds the stall."""
@@ -279,94 +424,179 @@ def _shorter_stalls(ev: RunEvidence, chunk: int) -> Suggestion:
     flags: dict[str, Any] = {"chunked-prefill-size": max(512, chunk // 4)}
     if not mixed:
         flags = {"enable-mixed-chunk": True, **flags}
-    return Suggestion(flags=flags, expect="the running batch decodes inside each smaller "
-                                          "prefill chunk: ITL p99 down (TTFT rises a little)")
+    gain, said = _predict(explained, concurrency, "the running batch decoded inside each chunk")
+    return Suggestion(flags=flags, gain_pct=gain, at_concurrency=concurrency,
+                      expect=f"{said}: ITL mean and p99 down (TTFT rises a little)")
 
 
 # ------------------------------------------------------------------------------ hardware
 
 
-def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
-    tp = ev.startup.tp_size or int(ev.flags.get("tp-size", 1) or 1)
-    if tp <= 2 or ev.topology.nvlink:
-        return None
+def _allreduce_s(tp: int, path: str) -> float:
+    if path == "custom":
+        return ONE_SHOT_S
+    hop = NCCL_HOP_S * 2 * (tp - 1)
+    return hop * (HOST_MEMORY_FACTOR if path == "nccl-host" else 1.0)
+
+
+def _paths(ev: RunEvidence, tp: int) -> tuple[str, str, Suggestion]:
+    """(the path the all-reduce takes now, the one the suggestion gives, the suggestion).
+    SGLang keeps its custom all-reduce only with NVLink or at most two PCIe ranks
+    (custom_all_reduce.py: "not supported on more than two PCIe-only GPUs")."""
+    nvlink = bool(ev.topology.nvlink)
     p2p_off = ev.env.get("NCCL_P2P_DISABLE", "").strip() in ("1", "true", "yes")
     custom_off = bool(ev.startup.disable_custom_all_reduce or ev.flags.get(
         "disable-custom-all-reduce"))
-    where = "no NVLink in the topology" if ev.topology.nvlink is False else "NVLink not seen"
+    custom_ok = nvlink or tp <= 2
+    now = "custom" if custom_ok and not custom_off else (
+        "nccl-host" if p2p_off and not nvlink else "nccl")
+    if now == "nccl-host":
+        return now, "custom" if custom_ok else "nccl", Suggestion(
+            env={"NCCL_P2P_DISABLE": None},
+            expect="all-reduce over PCIe P2P instead of host memory")
+    if custom_off and custom_ok:
+        return now, "custom", Suggestion(flags={"disable-custom-all-reduce": None},
+                                         expect="the one-shot custom all-reduce")
+    return now, now, Suggestion(flags={"tp-size": tp // 2, "dp-size": 2},
+                                expect="half the ranks per all-reduce; two replicas")
+
+
+def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
+    tp = ev.startup.tp_size or int(ev.flags.get("tp-size", 1) or 1)
+    if tp <= 2:
+        return None
+    now, fixed, suggest = _paths(ev, tp)
+    if now == "custom":
+        return None
+    layers = ev.startup.num_layers or DEFAULT_LAYERS
+    calls = ALLREDUCE_PER_LAYER * layers
+    # A structural cost (TP over PCIe) is measured against the one-shot path it cannot use.
+    against = "custom" if fixed == now else fixed
+    implied = calls * (_allreduce_s(tp, now) - _allreduce_s(tp, against))
+    model = ctx.graph_fit or ctx.any_fit
+    found: list[tuple[float, StepEvidence, Any]] = []
+    for step in ctx.late:
+        seconds = decode_step_s(step)
+        if seconds is None or model is None:
+            continue
+        # All-reduce latency does not grow with the batch: it is bounded by the fit's
+        # batch-independent time, whatever the model implies.
+        excess = min(implied, 0.9 * model.intercept)
+        found.append((share(excess, seconds), step, (seconds, excess)))
+    where = ("no NVLink in the topology" if ev.topology.nvlink is False else
+             "NVLink" if ev.topology.nvlink else "NVLink not seen")
     evidence = [EvidenceItem(source="topology",
-                             text=f"TP{tp} over PCIe ({where}): all-reduces go through NCCL",
+                             text=f"TP{tp} ({where}): all-reduce path {now}",
                              values={"tp": tp, "nvlink": ev.topology.nvlink})]
-    confidence = 0.45 if ev.topology.nvlink is False else 0.3
-    if p2p_off:
+    if "NCCL_P2P_DISABLE" in suggest.env:
         evidence.append(EvidenceItem(source="profile env",
                                      text="NCCL_P2P_DISABLE=1: all-reduce traffic goes through "
                                           "host memory", values={"NCCL_P2P_DISABLE": "1"}))
-        confidence += 0.2
-    if custom_off:
+    if "disable-custom-all-reduce" in suggest.flags:
         evidence.append(EvidenceItem(source="profile flags", text="--disable-custom-all-reduce",
                                      values={"disable_custom_all_reduce": True}))
-        confidence += 0.1
-    busy = [g for s in ctx.late for g in s.gpu if g.util is not None and g.util > 0]
-    if busy:
-        util = _median([g.util or 0.0 for g in busy])
-        pcie = _median([g.pcie_bytes_s or 0.0 for g in busy])
-        evidence.append(EvidenceItem(source="GPU telemetry",
-                                     text=f"GPU utilisation median {util:.0f}% with PCIe "
-                                          f"{pcie / 1e6:.0f} MB/s per GPU",
-                                     values={"util_median": util, "pcie_bytes_s": pcie}))
-        if util < PCIE_SLOW_UTIL:
-            confidence += 0.1
-    if p2p_off:
-        suggest = Suggestion(env={"NCCL_P2P_DISABLE": None},
-                             expect="all-reduce over PCIe P2P instead of host memory: a smaller "
-                                    "fixed cost per step at every concurrency")
-    elif custom_off:
-        suggest = Suggestion(flags={"disable-custom-all-reduce": None},
-                             expect="the one-shot custom all-reduce where it applies")
-    else:
-        suggest = Suggestion(flags={"tp-size": tp // 2, "dp-size": 2},
-                             expect="half the ranks per all-reduce; two replicas")
-    return Cause(id="tp-allreduce-pcie", title="tensor-parallel all-reduce over PCIe",
-                 confidence=round(min(0.85, confidence), 2), evidence=evidence, suggest=suggest)
+    best = _best(found)
+    if best is None:
+        return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
+                     confidence=0.0, evidence=evidence, suggest=suggest)
+    explained, step, (seconds, excess) = best
+    evidence.append(_effect(
+        step, explained, f"{calls} all-reduces per step at {_allreduce_s(tp, now) * 1e6:.0f} us "
+                         f"({now}) vs {_allreduce_s(tp, against) * 1e6:.0f} us ({against}): "
+                         f"{_ms(excess)} of a {_ms(seconds)} decode step (bounded by the "
+                         f"{_ms(model.intercept if model else 0.0)} that does not grow with "
+                         "the batch)", allreduce_ms=round(excess * 1000, 2),
+        step_ms=round(seconds * 1000, 1)))
+    gain, said = _predict(explained, step.concurrency, f"the all-reduce ran {against}")
+    return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
+                 confidence=round(explained, 3), evidence=evidence,
+                 suggest=suggest.model_copy(update={
+                     "gain_pct": gain, "at_concurrency": step.concurrency,
+                     "expect": f"{said}: {suggest.expect}"}))
+
+
+def _allreduce_title(path: str, ev: RunEvidence) -> str:
+    if ev.topology.nvlink:
+        return "tensor-parallel all-reduce through NCCL instead of the custom all-reduce"
+    return "tensor-parallel all-reduce over PCIe" + (
+        " through host memory" if path == "nccl-host" else "")
+
+
+def _busy(ctx: Context) -> list[tuple[StepEvidence, GpuPoint]]:
+    return [(s, g) for s in ctx.late for g in s.gpu if (g.util or 0) > 5]
+
+
+def _clock_effect(ctx: Context, reason: str) -> tuple[float, StepEvidence, Any] | None:
+    """Per late step: the share of busy samples slowed for `reason` x (1 - their SM clock /
+    max). Compute terms stretch by max/clock; weight streaming does not, so this is an upper
+    bound of the step-time effect (said as one)."""
+    found: list[tuple[float, StepEvidence, Any]] = []
+    for step in ctx.late:
+        busy = [g for g in step.gpu if (g.util or 0) > 5]
+        # A sample slowed for heat is thermal's: its clock drop is not the power limit's.
+        slowed = [g for g in busy if any(reason in r for r in g.reasons)
+                  and (reason == "thermal" or not any("thermal" in r for r in g.reasons))]
+        if not busy or len(slowed) < 0.3 * len(busy):
+            continue
+        ratios = [g.sm_clock_mhz / g.sm_clock_max_mhz for g in slowed
+                  if g.sm_clock_mhz and g.sm_clock_max_mhz]
+        if not ratios:
+            continue
+        clock = median(ratios)
+        slowed_share = len(slowed) / len(busy)
+        found.append((share(slowed_share * (1.0 - clock), 1.0), step, (slowed, slowed_share,
+                                                                      clock)))
+    return _best(found)
 
 
 def power_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
-    busy = [g for s in ctx.late for g in s.gpu if (g.util or 0) > 5]
-    capped = [g for g in busy if any("power" in r for r in g.reasons)]
-    if not busy or len(capped) < 0.5 * len(busy):
+    best = _clock_effect(ctx, "power")
+    if best is None:
         return None
-    power = _median([g.power_w or 0.0 for g in capped])
-    limit = _median([g.power_limit_w or 0.0 for g in capped])
-    clock = _median([g.sm_clock_mhz or 0.0 for g in capped])
-    top = _median([g.sm_clock_max_mhz or 0.0 for g in capped])
+    explained, step, (capped, capped_share, clock) = best
+    power = median(g.power_w or 0.0 for g in capped)
+    limit = median(g.power_limit_w or 0.0 for g in capped)
+    mhz = median(g.sm_clock_mhz or 0.0 for g in capped)
+    top = median(g.sm_clock_max_mhz or 0.0 for g in capped)
+    gain, said = _predict(explained, step.concurrency, "SM clocks stayed at their maximum")
     return Cause(
         id="power-cap", title="GPUs held at their power limit; SM clocks fall",
-        confidence=0.8,
+        confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="GPU telemetry",
-            text=f"sw power cap in {_pct(len(capped) / len(busy))} of busy samples; power "
-                 f"{power:.0f} W of {limit:.0f} W limit; SM clock {clock:.0f} of {top:.0f} MHz",
-            values={"capped_share": round(len(capped) / len(busy), 3), "power_w": power,
-                    "power_limit_w": limit, "sm_clock_mhz": clock, "sm_clock_max_mhz": top})],
+            text=f"{_window(step)}: sw power cap in {_pct(capped_share)} of busy samples; "
+                 f"power {power:.0f} W of {limit:.0f} W limit; SM clock {mhz:.0f} of "
+                 f"{top:.0f} MHz",
+            values={"capped_share": round(capped_share, 3), "power_w": power,
+                    "power_limit_w": limit, "sm_clock_mhz": mhz, "sm_clock_max_mhz": top}),
+            _effect(step, explained, f"clock at {_pct(clock)} of its maximum in the capped "
+                                     "samples (upper bound: weight streaming does not slow)",
+                    clock_ratio=round(clock, 3))],
         suggest=Suggestion(host="raise the board power limit (nvidia-smi -pl) or check cooling",
-                           expect="SM clocks back to their maximum: compute terms faster"))
+                           gain_pct=gain, at_concurrency=step.concurrency,
+                           expect=f"{said}: compute terms faster"))
 
 
 def thermal(ev: RunEvidence, ctx: Context) -> Cause | None:
-    busy = [g for s in ctx.late for g in s.gpu if (g.util or 0) > 5]
-    hot = [g for g in busy if any("thermal" in r for r in g.reasons)]
-    if not busy or len(hot) < 0.3 * len(busy):
+    best = _clock_effect(ctx, "thermal")
+    if best is None:
         return None
+    explained, step, (hot, hot_share, clock) = best
     temp = max(g.temp_c or 0.0 for g in hot)
-    return Cause(id="thermal", title="GPUs slow down for temperature", confidence=0.75,
+    gain, said = _predict(explained, step.concurrency, "the GPUs ran cool enough")
+    return Cause(id="thermal", title="GPUs slow down for temperature",
+                 confidence=round(explained, 3),
                  evidence=[EvidenceItem(
                      source="GPU telemetry",
-                     text=f"thermal slowdown in {_pct(len(hot) / len(busy))} of busy samples; "
-                          f"up to {temp:.0f} C",
-                     values={"thermal_share": round(len(hot) / len(busy), 3), "temp_max": temp})],
+                     text=f"{_window(step)}: thermal slowdown in {_pct(hot_share)} of busy "
+                          f"samples; up to {temp:.0f} C",
+                     values={"thermal_share": round(hot_share, 3), "temp_max": temp}),
+                     _effect(step, explained, f"clock at {_pct(clock)} of its maximum while "
+                                              "slowed (upper bound)",
+                             clock_ratio=round(clock, 3))],
                  suggest=Suggestion(host="check airflow and fan curves; lower the power limit",
-                                    expect="clocks stay at their maximum under load"))
+                                    gain_pct=gain, at_concurrency=step.concurrency,
+                                    expect=f"{said}: clocks stay at their maximum under load"))
 
 
 def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
@@ -379,74 +609,125 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
                              text="'Using default MoE kernel config. Performance might be "
                                   f"sub-optimal!' (moe-runner-backend {backend})",
                              values={"moe_runner_backend": backend})]
+    model = ctx.graph_fit or ctx.any_fit
+    found: list[tuple[float, StepEvidence, Any]] = []
+    for step in ctx.late:
+        seconds = decode_step_s(step)
+        if seconds is not None and model is not None:
+            excess = model.intercept * (1.0 - 1.0 / MOE_UNTUNED_SPEEDUP)
+            found.append((share(excess, seconds), step, (seconds, excess)))
+    best = _best(found)
+    suggest = Suggestion(flags={"moe-runner-backend": "cutlass"},
+                         expect="tuned MoE GEMMs: less time per step at every concurrency (or "
+                                "tune configs with SGLang's benchmark/kernels/fused_moe_triton)")
+    if best is None or model is None:
+        return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel "
+                     "config", confidence=0.0, evidence=evidence, suggest=suggest)
+    explained, step, (seconds, excess) = best
+    evidence.append(_effect(
+        step, explained, f"{_ms(model.intercept)} of the {_ms(seconds)} decode step does not "
+                         f"grow with the batch (expert weight streaming); a tuned kernel at "
+                         f">= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves {_ms(excess)}",
+        step_ms=round(seconds * 1000, 1), excess_ms=round(excess * 1000, 1)))
+    gain, said = _predict(explained, step.concurrency, "the MoE GEMMs ran a tuned kernel")
     return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel config",
-                 confidence=0.6, evidence=evidence,
-                 suggest=Suggestion(flags={"moe-runner-backend": "cutlass"},
-                                    expect="tuned MoE GEMMs: less time per step at every "
-                                           "concurrency (or tune configs with SGLang's "
-                                           "benchmark/kernels/fused_moe_triton)"))
+                 confidence=round(explained, 3), evidence=evidence,
+                 suggest=suggest.model_copy(update={
+                     "gain_pct": gain, "at_concurrency": step.concurrency,
+                     "expect": f"{said}: {suggest.expect}"}))
 
 
 # ------------------------------------------------------------------------------ client
 
 
 def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
+    found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
         c = step.client
         if c is None or c.measured_concurrency is None:
             continue
         # The engine's own warning (a worker above 75% CPU or event-loop lag p99 > 20 ms,
         # AIPerf's thresholds) says the client may distort the step; holding fewer streams
-        # than asked says it did.
+        # than asked says by how much: throughput follows the streams actually held.
+        # The server's side says it better than the client's: a late client still counts a
+        # request in flight while it reads the chunks, but the server decodes fewer.
         busy = (c.client_cpu_max or 0.0) >= 0.85 or bool(c.client_warning)
-        short = c.measured_concurrency < 0.85 * c.target
         enough = c.num_prompts is None or c.num_prompts >= c.target
         if busy and enough:
-            workers = int(ev.flags.get("_workers", 0) or 0)
-            return Cause(
-                id="client-bound", title="the load generator cannot hold the concurrency",
-                confidence=0.85 if short else 0.65,
-                evidence=[EvidenceItem(
-                    source="client",
-                    text=f"{_window(step)}: busiest worker CPU "
-                         f"{(c.client_cpu_max or 0) * 100:.0f}%, achieved concurrency "
-                         f"{c.measured_concurrency:.1f} of {c.target}"
-                         + (f" ({c.client_warning})" if c.client_warning else ""),
-                    values={"client_cpu_max": c.client_cpu_max, "target": c.target,
-                            "measured_concurrency": round(c.measured_concurrency, 2)})],
-                suggest=Suggestion(sweep={"workers": max(2, workers * 2) if workers else 4},
-                                   expect="achieved concurrency reaches the target"))
-    return None
+            held = c.measured_concurrency
+            if step.decode:
+                held = min(held, batch_of(step.decode))
+            # The client's ITL is late here too: step times from the server's lines.
+            model = fit(ctx.all, graph=None, client=False)
+            found.append((throughput_share(held, c.target, model), step, (c, held)))
+    best = _best(found)
+    if best is None:
+        return None
+    explained, step, (c, held) = best
+    workers = int(ev.flags.get("_workers", 0) or 0)
+    gain, said = _predict(explained, step.concurrency, "the client held every stream")
+    return Cause(
+        id="client-bound", title="the load generator cannot hold the concurrency",
+        confidence=round(explained, 3),
+        evidence=[EvidenceItem(
+            source="client",
+            text=f"{_window(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
+                 f"achieved concurrency {c.measured_concurrency:.1f} of {c.target}, the "
+                 f"server decoding {held:.0f}"
+                 + (f" ({c.client_warning})" if c.client_warning else ""),
+            values={"client_cpu_max": c.client_cpu_max, "target": c.target,
+                    "measured_concurrency": round(c.measured_concurrency, 2),
+                    "server_running": held}),
+            _effect(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
+        suggest=Suggestion(sweep={"workers": max(2, workers * 2) if workers else 4},
+                           gain_pct=gain, at_concurrency=step.concurrency,
+                           expect=f"{said}: achieved concurrency reaches the target"))
+
+
+def _ramp_drain(c: ClientRecord) -> float:
+    """The share of a step spent ramping up and draining: outside the longest span at the
+    steady ratio when the client measured it, else what Little's law says was missing; at
+    least the first wave's wait for its prefills (TTFT p50 over the step)."""
+    if c.step_s and c.steady_window_s is not None:
+        outside = 1.0 - min(1.0, c.steady_window_s / c.step_s)
+    else:
+        outside = max(0.0, 1.0 - (c.measured_concurrency or 0.0) / c.target)
+    ramp = (c.ttft_p50_ms or 0.0) / 1000.0 / c.step_s if c.step_s else 0.0
+    return min(0.99, max(outside, ramp))
 
 
 def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
-    worst: tuple[float, StepEvidence] | None = None
+    found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.all:
         c = step.client
         if c is None or not c.num_prompts:
             continue
         waves = c.num_prompts / c.target
-        if waves < 2 and (worst is None or waves < worst[0]):
-            worst = (waves, step)
-    if worst is None:
+        if waves >= 2 and c.steady_reached is not False:
+            continue
+        found.append((_ramp_drain(c), step, (c, waves)))
+    best = _best(found)
+    if best is None:
         return None
-    waves, step = worst
-    c = step.client
-    assert c is not None
+    explained, step, (c, waves) = best
     achieved = c.measured_concurrency or 0.0
-    strong = waves < 1 or achieved < 0.8 * c.target
+    steady = ("no steady state" if c.steady_reached is False else
+              "steady state reached" if c.steady_reached else "steady state not measured")
     return Cause(
         id="too-few-prompts", title="too few prompts per concurrency: no steady state",
-        confidence=0.85 if strong else 0.25,
+        confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="client",
             text=f"{_window(step)}: {c.num_prompts} prompts at concurrency {c.target} "
-                 f"({waves:.2f} waves); achieved concurrency {achieved:.1f}",
+                 f"({waves:.2f} waves, {steady}); achieved concurrency {achieved:.1f}; "
+                 f"ramp-up and drain {_pct(explained)} of the step",
             values={"num_prompts": c.num_prompts, "target": c.target, "waves": round(waves, 3),
-                    "measured_concurrency": round(achieved, 2)})],
-        suggest=Suggestion(sweep={"prompts_per_concurrency": 5},
+                    "measured_concurrency": round(achieved, 2),
+                    "steady_reached": c.steady_reached, "ramp_drain": round(explained, 3)})],
+        suggest=Suggestion(sweep={"prompts_per_concurrency": 5}, at_concurrency=step.concurrency,
                            expect="five waves per step: ramp-up and drain stop dominating "
-                                  "(SGLang's docs advise >= 5x the concurrency)"))
+                                  "(SGLang's docs advise >= 5x the concurrency); the step's "
+                                  "number becomes a steady-state one"))
 
 
 RULES: dict[str, Callable[[RunEvidence, Context], Cause | None]] = {

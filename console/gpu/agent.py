@@ -1060,16 +1060,27 @@ class SimGpu:
             self.ambient = ambient  # the simulated host's cooling (28 C: keep the jitter)
         hot = bool(g.get("thermal_slowdown")) if g else False
         busy = activity > 0.01
-        # Time-based util: any kernel in flight counts, so it saturates early.
-        util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) if busy else 0.0
+        sm_activity = clean_num(g.get("sm_activity")) if g else None
         base = self.idle_power + (45.0 if in_use else 0.0)
-        demand = base + 720.0 * activity * (0.55 + 0.45 * tensor)
-        capped = demand > self.power_limit * 0.97
+        if sm_activity is None:  # a state file before sm_activity: activity is SM time
+            util = min(100.0, 100.0 * math.sqrt(activity) + rng.uniform(-1.5, 1.5)) \
+                if busy else 0.0
+            sm_activity = activity
+        else:  # NVML utilization.gpu: share of the period with any kernel running
+            util = min(100.0, 100.0 * activity + rng.uniform(-1.0, 0.0)) if busy else 0.0
+        demand = base + 720.0 * unit(sm_activity) * (0.55 + 0.45 * tensor)
+        told = g.get("power_capped") if g else None
+        # The simulator says when its modelled clock was cut by the limit; reading the cap off
+        # a window average would flag a cap the GPU never hit (or miss one it did).
+        capped = bool(told) if isinstance(told, bool) else demand > self.power_limit * 0.97
         power = min(demand, self.power_limit * 0.975) + rng.uniform(-2.0, 2.0)
         # Thermal inertia: first-order lag towards the steady temperature for this power.
         target = self.ambient + 12.0 + power * 0.085
         self.temp += (target - self.temp) * (1.0 - math.exp(-dt / 25.0))
-        if capped:
+        ratio = clean_num(g.get("sm_clock_ratio")) if g else None
+        if ratio is not None and busy:
+            sm = self.sm_max * min(1.0, max(0.1, ratio)) - rng.uniform(0, 30) * (ratio >= 0.99)
+        elif capped:
             sm = self.sm_max * math.sqrt(self.power_limit * 0.975 / demand)
         elif busy or in_use:
             sm = self.sm_max - rng.uniform(0, 30)

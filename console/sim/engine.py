@@ -79,6 +79,33 @@ class Req:
         self.waiter = None
 
 
+@dataclass(frozen=True)
+class GpuCounters:
+    """Cumulative GPU-time counters up to an instant, the step in progress included (what a
+    real GPU's counters would read): sampled twice, their difference over the interval is a
+    utilisation, a clock average, a share of time power-capped."""
+
+    busy_s: float = 0.0  # any kernel running (compute, all-reduce, launches)
+    sm_busy_s: float = 0.0  # SMs computing (sets the power draw)
+    prefill_busy_s: float = 0.0
+    clock_s: float = 0.0  # busy seconds x SM clock / max
+    power_capped_s: float = 0.0  # busy seconds run with the clock cut by the power limit
+    thermal_s: float = 0.0  # busy seconds run thermally slowed
+
+
+@dataclass(frozen=True)
+class StepInFlight:
+    """The step the GPU is running now, on the engine's (catch-up) timeline."""
+
+    start: float
+    end: float
+    sm_share: float
+    clock: float
+    power_capped: bool
+    thermal: bool
+    prefill: bool
+
+
 @dataclass
 class EngineStats:
     prompt_tokens_total: int = 0
@@ -90,6 +117,11 @@ class EngineStats:
     sm_busy_s: float = 0.0  # of which SMs computed (not waiting on all-reduce or launches)
     sm_clock_ratio: float = 1.0  # last step's SM clock / max (power cap, thermal)
     thermal_slowdown: bool = False  # the last decode step ran thermally slowed
+    power_capped: bool = False  # the last decode step's clock was cut by the power limit
+    clock_s: float = 0.0
+    power_capped_s: float = 0.0
+    thermal_s: float = 0.0
+    in_flight: StepInFlight | None = None
     prefill_busy_s: float = 0.0
     pcie_bytes: float = 0.0
     last_gen_throughput: float = 0.0
@@ -98,6 +130,44 @@ class EngineStats:
     ttft: list[float] = field(default_factory=list)  # drained by the metrics collector
     itl: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
+
+    def begin_step(self, step: StepInFlight) -> None:
+        self.in_flight = step
+
+    def end_step(self) -> None:
+        """Book the step in progress whole (its partial share stops being extrapolated)."""
+        step = self.in_flight
+        if step is None:
+            return
+        self.in_flight = None
+        seconds = max(0.0, step.end - step.start)
+        self._book(step, seconds)
+
+    def _book(self, step: StepInFlight, seconds: float) -> None:
+        self.busy_s += seconds
+        self.sm_busy_s += seconds * step.sm_share
+        self.prefill_busy_s += seconds if step.prefill else 0.0
+        self.clock_s += seconds * step.clock
+        self.power_capped_s += seconds if step.power_capped else 0.0
+        self.thermal_s += seconds if step.thermal else 0.0
+
+    def counters(self, now: float) -> GpuCounters:
+        """The counters at `now` (loop time): finished steps plus the elapsed part of the one
+        in progress, so a sample taken in the middle of a long step reads it busy."""
+        step = self.in_flight
+        part = 0.0 if step is None else min(max(0.0, now - step.start), step.end - step.start)
+
+        def share(flag: bool) -> float:
+            return part if flag else 0.0
+
+        return GpuCounters(
+            busy_s=self.busy_s + part,
+            sm_busy_s=self.sm_busy_s + (part * step.sm_share if step else 0.0),
+            prefill_busy_s=self.prefill_busy_s + (share(step.prefill) if step else 0.0),
+            clock_s=self.clock_s + (part * step.clock if step else 0.0),
+            power_capped_s=self.power_capped_s + (share(step.power_capped) if step else 0.0),
+            thermal_s=self.thermal_s + (share(step.thermal) if step else 0.0),
+        )
 
 
 GEN_THROUGHPUT_STALENESS_S = 30.0
@@ -356,11 +426,13 @@ class Engine(BaseEngine):
             duration = sum(parts.values()) * noise
             self.last_step_kind = "decode"
             t_end = start + duration / self.speed
-            await asyncio.sleep(max(0.0, t_end - loop.time()))
-            self.stats.busy_s += duration / self.speed
+            idle = (parts["allreduce"] + parts["eager"]) * noise / max(1e-12, duration)
+            self._begin(start, t_end, 1.0 - idle, prefill=False)
+            try:
+                await asyncio.sleep(max(0.0, t_end - loop.time()))
+            finally:
+                self.stats.end_step()
             self.noise.advance(duration)
-            self.stats.sm_busy_s += (duration - (parts["allreduce"] + parts["eager"]) * noise) \
-                / self.speed
             self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
@@ -391,14 +463,14 @@ class Engine(BaseEngine):
         t_end = start + duration / self.speed
         self._log_prefill(done, partial, new_tokens)
         self.prefilling = done
+        sm_share = max(0.0, duration - self.profile.comm_seconds()) / max(1e-12, duration)
+        self._begin(start, t_end, sm_share, prefill=True)
         try:
             await asyncio.sleep(max(0.0, t_end - loop.time()))
         finally:
             self.prefilling = []
-        self.stats.busy_s += duration / self.speed
-        self.stats.prefill_busy_s += duration / self.speed
+            self.stats.end_step()
         self.noise.advance(duration)
-        self.stats.sm_busy_s += max(0.0, duration - self.profile.comm_seconds()) / self.speed
         self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens + riding)
         stamp = time.monotonic()
         if riding:
@@ -423,6 +495,14 @@ class Engine(BaseEngine):
             return False
         return True
 
+    def _begin(self, start: float, end: float, sm_share: float, *, prefill: bool) -> None:
+        """GPU telemetry: the step now running, at the clock the last decode step set."""
+        stats = self.stats
+        stats.begin_step(StepInFlight(start=start, end=end, sm_share=sm_share,
+                                      clock=stats.sm_clock_ratio,
+                                      power_capped=stats.power_capped,
+                                      thermal=stats.thermal_slowdown, prefill=prefill))
+
     def _decode_parts(self, batch: int) -> dict[str, float]:
         """The step's terms at the clock the power limit allows: under load the SMs are busy
         for the non-communication share of the step, which sets the board's power demand."""
@@ -432,6 +512,7 @@ class Engine(BaseEngine):
         clock = self.profile.clock_ratio(busy, 0.45 * busy)
         self.stats.sm_clock_ratio = clock
         self.stats.thermal_slowdown = self.profile.thermal_slowdown(busy, 0.45 * busy)
+        self.stats.power_capped = self.profile.power_capped(busy, 0.45 * busy)
         if clock < 1.0:
             parts = self.profile.decode_parts(batch, self.kv_used, clock)
         return parts

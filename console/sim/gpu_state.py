@@ -18,8 +18,14 @@ Contract (version 1):
      "phase": "starting"|"loading"|"capturing"|"ready"|"draining"|"stopped",
      "gpu_name": str, "num_gpus": int, "memory_total_mib": int,
      "gpus": [{"index": i, "in_use": bool, "memory_used_mib": float,
-               "activity": 0..1,          # fraction of the last window spent in GPU steps
+               "activity": 0..1,          # fraction of the last window a kernel ran (any
+                                          # step, all-reduce included): NVML's utilization.gpu
+               "sm_activity": 0..1,       # fraction of the window the SMs computed (power)
                "tensor_activity": 0..1,   # fraction of the window the tensor cores were busy
+               "sm_clock_ratio": 0..1,    # SM clock / max, averaged over the busy time
+               "power_capped": bool,      # most of the busy time ran with the clock cut by the
+                                          # power limit (modelled demand above the limit)
+               "thermal_slowdown": bool,  # most of the busy time ran thermally slowed
                "pcie_tx_bytes_per_s": float, "pcie_rx_bytes_per_s": float}, ...],
      "tokens_per_s": float, "running": int, "queued": int}
 
@@ -27,6 +33,10 @@ Contract (version 1):
   is not alive, as "stopped".
 
 ``compute_state()`` is a pure function of its inputs so the agent's tests can build files.
+``GpuSampler`` reads the engine's cumulative GPU-time counters (the step in progress included)
+at each write, so every figure is a counter difference over the sample period, as NVML's are:
+a window inside one long step reads busy, not 0 (a window that saw only finished steps used
+to read 0 or 1 when steps were as long as the window, and the GPU panel flickered).
 """
 
 from __future__ import annotations
@@ -37,11 +47,16 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.sim.args import default_state_file
 
-__all__ = ["PHASES", "GpuLoad", "compute_state", "default_state_file", "write_state"]
+if TYPE_CHECKING:
+    from console.sim.config import SimConfig
+    from console.sim.engine import EngineStats
+
+__all__ = ["PHASES", "GpuLoad", "GpuSampler", "compute_state", "default_state_file",
+           "write_state"]
 
 PHASES = ("starting", "loading", "capturing", "ready", "draining", "stopped")
 CONTEXT_MIB = 520.0  # CUDA context + driver reservation per GPU a process holds
@@ -55,8 +70,11 @@ class GpuLoad:
     gpus_in_use: int  # ranks: tp * dp, on GPUs base_gpu_id.. (clamped to num_gpus)
     base_gpu_id: int = 0
     memory_used_mib: float = 0.0  # per in-use GPU
-    activity: float = 0.0
+    activity: float = 0.0  # kernel time share of the window (utilisation)
     tensor_activity: float = 0.0
+    sm_activity: float | None = None  # SM compute share (None: same as activity)
+    sm_clock_ratio: float = 1.0
+    power_capped: bool = False
     pcie_bytes_per_s: float = 0.0  # per in-use GPU, each direction
     tokens_per_s: float = 0.0
     running: int = 0
@@ -96,6 +114,10 @@ def compute_state(
                 "power_limit_w": load.power_limit_w,
                 "ambient_c": load.ambient_c,
                 "thermal_slowdown": bool(load.thermal_slowdown and in_use and load.activity),
+                "sm_activity": round(_unit(load.activity if load.sm_activity is None
+                                           else load.sm_activity), 4) if in_use else 0.0,
+                "sm_clock_ratio": round(_unit(load.sm_clock_ratio), 4),
+                "power_capped": bool(load.power_capped and in_use and load.activity),
             }
         )
     return {
@@ -111,6 +133,53 @@ def compute_state(
         "running": 0 if stopped else load.running,
         "queued": 0 if stopped else load.queued,
     }
+
+
+class GpuSampler:
+    """GPU figures over each sample period from the engine's counters (console.sim.engine
+    `GpuCounters`): `sample(now)` returns the load since the previous call."""
+
+    def __init__(self, cfg: SimConfig, stats: EngineStats) -> None:
+        self.cfg = cfg
+        self.stats = stats
+        self._last: tuple[float, Any, float, int] | None = None
+
+    def sample(self, now: float, phase: str, *, running: int = 0, queued: int = 0,
+               memory_used_mib: float = 0.0) -> GpuLoad:
+        stats = self.stats
+        counters = stats.counters(now)
+        mark = (now, counters, stats.pcie_bytes, stats.generation_tokens_total)
+        prev = self._last or mark
+        self._last = mark
+        dt = max(1e-3, now - prev[0])
+        before = prev[1]
+        busy = max(0.0, counters.busy_s - before.busy_s)
+        serving = phase in ("ready", "draining")
+        activity = _unit(busy / dt) if serving else (0.35 if phase == "capturing" else 0.0)
+        sm = _unit((counters.sm_busy_s - before.sm_busy_s) / dt) if serving else activity
+        prefill = _unit((counters.prefill_busy_s - before.prefill_busy_s) / busy) if busy else 0.0
+        clock = (counters.clock_s - before.clock_s) / busy if busy else 1.0
+        capped = busy > 0 and (counters.power_capped_s - before.power_capped_s) >= 0.5 * busy
+        hot = busy > 0 and (counters.thermal_s - before.thermal_s) >= 0.5 * busy
+        sim = self.cfg.sim
+        return GpuLoad(
+            phase=phase,
+            gpus_in_use=self.cfg.gpus_in_use(),
+            base_gpu_id=int(self.cfg.server_args.get("base_gpu_id") or 0),
+            memory_used_mib=memory_used_mib + (300.0 * activity if activity else 0.0),
+            activity=activity,
+            sm_activity=sm,
+            tensor_activity=sm * (0.45 + 0.45 * prefill),
+            sm_clock_ratio=clock if serving else 1.0,
+            power_capped=capped and serving,
+            pcie_bytes_per_s=(mark[2] - prev[2]) / dt,
+            tokens_per_s=(mark[3] - prev[3]) / dt,
+            running=running,
+            queued=queued,
+            power_limit_w=sim.power_limit_w,
+            ambient_c=sim.ambient_c,
+            thermal_slowdown=hot and serving,
+        )
 
 
 def write_state(path: str, state: dict[str, Any]) -> None:

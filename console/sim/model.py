@@ -286,6 +286,11 @@ class Profile:
     def thermal_slowdown(self, activity: float, tensor: float) -> bool:
         return self.temperature_c(activity, tensor) > THERMAL_SLOWDOWN_C
 
+    def power_capped(self, activity: float, tensor: float) -> bool:
+        """The board's demand at this load exceeds its power limit: SM clocks are cut."""
+        demand = IDLE_POWER_W + DYNAMIC_POWER_W * activity * (0.55 + 0.45 * tensor)
+        return demand > self.power_limit_w * 0.975
+
     def clock_ratio(self, activity: float, tensor: float) -> float:
         """SM clock / max under the board power limit (same formula as the agent's SimGpu)
         and, when the board runs too hot, thermal slowdown."""

@@ -57,37 +57,14 @@ class Runner:
         self.gpu_mem_used_mib = 0.0
         self._stop = asyncio.Event()
         self._exit_code = 0
-        self._last_sample: tuple[float, float, float, float, int] | None = None
+        self.sampler = gpu_state.GpuSampler(cfg, self.engine.stats)
 
     # ---- GPU state ----------------------------------------------------------------------------
     def _load(self) -> gpu_state.GpuLoad:
-        stats = self.engine.stats
-        now = time.monotonic()
-        sample = (now, stats.sm_busy_s, stats.prefill_busy_s, stats.pcie_bytes,
-                  stats.generation_tokens_total)
-        prev = self._last_sample or sample
-        self._last_sample = sample
-        dt = max(1e-3, now - prev[0])
-        activity = min(1.0, (sample[1] - prev[1]) / dt) if self.phase in ("ready", "draining") \
-            else (0.35 if self.phase == "capturing" else 0.0)
-        prefill_share = min(1.0, (sample[2] - prev[2]) / max(1e-6, sample[1] - prev[1])) \
-            if activity else 0
-        tensor = activity * (0.45 + 0.45 * prefill_share)
-        return gpu_state.GpuLoad(
-            phase=self.phase,
-            gpus_in_use=self.cfg.gpus_in_use(),
-            base_gpu_id=int(self.cfg.server_args.get("base_gpu_id") or 0),
-            memory_used_mib=self.gpu_mem_used_mib + (300.0 * activity if activity else 0.0),
-            activity=activity,
-            tensor_activity=tensor,
-            pcie_bytes_per_s=(sample[3] - prev[3]) / dt,
-            tokens_per_s=(sample[4] - prev[4]) / dt,
-            running=len(self.engine.running),
-            queued=len(self.engine.waiting),
-            power_limit_w=self.cfg.sim.power_limit_w,
-            ambient_c=self.cfg.sim.ambient_c,
-            thermal_slowdown=stats.thermal_slowdown,
-        )
+        now = asyncio.get_running_loop().time() if _loop_running() else time.monotonic()
+        return self.sampler.sample(now, self.phase, running=len(self.engine.running),
+                                   queued=len(self.engine.waiting),
+                                   memory_used_mib=self.gpu_mem_used_mib)
 
     def write_state(self) -> None:
         sim = self.cfg.sim
@@ -468,6 +445,14 @@ class Runner:
         self.log.sglang("SIGQUIT received. signum=None, frame=None. It usually means one child "
                         "failed.")
         self._die()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def child_main(cfg: SimConfig, procs: ProcGroup) -> int:

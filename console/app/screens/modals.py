@@ -84,6 +84,8 @@ class ABPicker(ModalScreen[ABRequest | None]):
         *,
         restart_s: Callable[[str], float | None] = lambda _name: None,
         measured: Callable[[SweepPreset], dict[int, float]] = lambda _spec: {},
+        modelled: Callable[[SweepPreset, str, str], dict[int, float]] = (
+            lambda _spec, _a, _b: {}),
         repeats: int = DEFAULT_REPEATS,
         interleave: bool = True,
     ) -> None:
@@ -92,6 +94,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
         self.a, self.b = a, b
         self.restart_s = restart_s
         self.measured = measured
+        self.modelled = modelled
         self.repeats, self.interleave = repeats, interleave
 
     def compose(self) -> ComposeResult:
@@ -151,6 +154,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
         guess = estimate(
             spec, request.repeats, request.interleave,
             restart_s=max(known) if known else None, measured_step_s=self.measured(spec),
+            model_step_s=self.modelled(spec, request.a, request.b),
         )
         text = f"estimate {guess.text()}"
         if request.repeats < 2:
