@@ -42,3 +42,17 @@ def test_logscan_sanitises_a_crafted_file_name(
     assert main(["logscan", str(log)]) == 0
     out = capsys.readouterr().out
     assert "x.log" in out and _raw_controls(out) == []
+
+
+def test_a_step_that_completed_no_request_shows_no_rates() -> None:
+    from console.bench.report import steps_table
+
+    starved = StepResult(index=0, concurrency=64, status="ok", metrics=StepMetrics(
+        concurrency=64, completed=0, incomplete=64, duration_s=30.0, output_tok_s=512.0,
+        total_tok_s=9000.0, request_per_s=0.0))
+    fine = StepResult(index=1, concurrency=8, status="ok", metrics=StepMetrics(
+        concurrency=8, completed=8, duration_s=10.0, output_tok_s=100.0, total_tok_s=900.0))
+    starved_row, fine_row = steps_table([starved, fine]).splitlines()[2:]
+    assert "no request completed" in starved_row and "512" not in starved_row
+    assert "9,000" not in starved_row and "9000" not in starved_row
+    assert "900" in fine_row

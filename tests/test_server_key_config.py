@@ -81,3 +81,17 @@ async def test_a_server_that_ignores_the_key_is_stopped(
     assert record["state"] == "failed"
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"http://127.0.0.1:{server_env.port}/health", trust_env=False, timeout=2)
+
+
+async def test_a_key_file_left_by_a_killed_client_goes_at_the_next_stop(
+        server_env: ServerEnv, local_transport) -> None:  # type: ignore[no-untyped-def]
+    run_dir = server_env.root / "run"
+    run_dir.mkdir(exist_ok=True)
+    left = run_dir / "launch-20261201T000000.000000Z-secret.yaml"
+    left.write_text(f'api-key: "{SECRET}"\n')
+    left.chmod(0o600)
+    keep = run_dir / "notes.yaml"
+    keep.write_text("mine\n")
+    life = server_env.lifecycle(local_transport)
+    await life.stop()
+    assert not left.exists() and keep.exists()

@@ -57,6 +57,9 @@ def step_cells(step: StepResult) -> list[str]:
         status += " (no steady state)"
     if m is None:
         return [str(step.concurrency), str(step.repeat), *["-"] * 11, status]
+    if m.completed == 0:  # no request finished: rates from cut-off streams measure nothing
+        return [str(step.concurrency), str(step.repeat), *["-"] * 10, str(m.errors),
+                f"{status} (no request completed)"]
     steady = m.steady.total_tok_s if m.steady is not None and m.steady.reached else None
     return [
         str(step.concurrency),

@@ -264,6 +264,24 @@ def cmd_remove(a):
     except FileNotFoundError:
         return {"removed": False}
 
+def cmd_forget_keys(a):
+    # API-key files SGLang has read (or that a client killed mid-start left behind): gone at
+    # the next stop or start, whatever happened to the client that wrote them.
+    run_dir = os.path.abspath(os.path.expanduser(a["run_dir"]))
+    removed = 0
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return {"removed": 0}
+    for name in names:
+        if name.startswith("launch-") and "-secret.yaml" in name:
+            try:
+                os.unlink(os.path.join(run_dir, name))
+                removed += 1
+            except OSError:
+                pass
+    return {"removed": removed}
+
 def say(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -380,7 +398,7 @@ cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 try:
     print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
                       "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
-                      "guard": cmd_guard}[cmd](arg)))
+                      "guard": cmd_guard, "forget_keys": cmd_forget_keys}[cmd](arg)))
 except Refused as exc:
     print(json.dumps({"refused": str(exc)}))
     sys.exit(3)
@@ -460,5 +478,6 @@ _ANSWERS: dict[str, tuple[str, ...]] = {
     "write": ("path",),
     "read": ("path", "exists", "text"),
     "remove": ("removed",),
+    "forget_keys": ("removed",),
 }
 """The keys each helper command always answers (the lifecycle reads them without checking)."""

@@ -450,6 +450,8 @@ class ServerLifecycle:
         self, run: _Run, port: int | None, bind_host: str, launch: Sequence[str]
     ) -> LaunchRecord | None:
         run.start(Phase.STOP)
+        with contextlib.suppress(PlateauError, OSError):  # a key file a killed client left
+            await self._script("forget_keys", {"run_dir": self.host.run_dir})
         record = await self.read_record()
         probe_port = port or (record.port if record else 0)
         try:
