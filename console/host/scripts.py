@@ -103,7 +103,28 @@ BOOTSTRAP = (
 )
 # `exec` (a builtin of all five login shells) replaces the login shell, so no copy of this
 # text with the encoded argv stays in the host's process list while a command runs.
-BOOTSTRAP_PREFIX = f"exec sh -c '{BOOTSTRAP}' sh"
+# Login scripts may print (a motd, `echo` in .bashrc, a terminal title set without a newline)
+# before the command runs, on the same stdout: the login shell echoes OUTPUT_MARK right before
+# the bootstrap, and everything up to it is dropped, so no command's output is misread.
+OUTPUT_MARK = "plateau-output-begins-7c1f"
+BOOTSTRAP_PREFIX = f"echo {OUTPUT_MARK}; exec sh -c '{BOOTSTRAP}' sh"
+
+
+def after_mark(stdout: str) -> str:
+    """A command's own stdout: what follows the OUTPUT_MARK line (all of it without one)."""
+    at = stdout.find(OUTPUT_MARK)
+    if at < 0:
+        return stdout
+    end = stdout.find("\n", at)
+    return "" if end < 0 else stdout[end + 1:]
+
+
+def after_mark_bytes(stdout: bytes) -> bytes:
+    at = stdout.find(OUTPUT_MARK.encode())
+    if at < 0:
+        return stdout
+    end = stdout.find(b"\n", at)
+    return b"" if end < 0 else stdout[end + 1:]
 BOOTSTRAP_NEEDS = (
     "Plateau sends every command through a fixed `sh -c` bootstrap (whatever the login shell) "
     "and needs a POSIX `sh` and `base64` (coreutils) on the host's PATH"
@@ -116,10 +137,12 @@ _PROBE_PREFIX = "plateau-home:"
 
 
 def parse_probe(stdout: str) -> str | None:
-    """The home directory from PROBE's output (login scripts may print before it), or None."""
+    """The home directory from PROBE's output (login scripts may print before it, even on the
+    same line), or None."""
     for line in reversed(stdout.splitlines()):
-        if line.startswith(_PROBE_PREFIX):
-            home = line.removeprefix(_PROBE_PREFIX).rstrip("/") or "/"
+        at = line.rfind(_PROBE_PREFIX)
+        if at >= 0:
+            home = line[at + len(_PROBE_PREFIX):].rstrip("/") or "/"
             return home if home.startswith("/") else None
     return None
 

@@ -51,12 +51,22 @@ class SshLineStream:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
+        before_mark: list[str] | None = []  # login-script output, until scripts.OUTPUT_MARK
         try:
             while True:
                 line = await self._process.stdout.readline()
                 if not line:  # EOF ("" never stands for an empty line, which is "\n")
                     break
-                yield line.removesuffix("\n")
+                line = line.removesuffix("\n")
+                if before_mark is not None:
+                    if scripts.OUTPUT_MARK in line:
+                        before_mark = None
+                    elif len(before_mark) < 1000:
+                        before_mark.append(line)
+                    continue
+                yield line
+            for line in before_mark or ():  # no mark came: nothing was login noise
+                yield line
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"stream broke: {exc}") from None
 
@@ -226,7 +236,7 @@ class SshTransport(ProcessOps):
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"{self._host_name}: cannot run commands: {exc}") from None
         self._forget_programs()
-        home = scripts.parse_probe(_text(result.stdout))
+        home = scripts.parse_probe(scripts.after_mark(_text(result.stdout)))
         if result.exit_status != 0 or home is None:
             detail = " ".join(_text(result.stderr).split())[:300] or f"exit {result.exit_status}"
             raise TransportError(
@@ -358,8 +368,8 @@ class SshTransport(ProcessOps):
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(f"{self._host_name}: command failed: {exc}") from None
         return CommandResult(
-            tuple(argv), self._exit_status(result, argv), _text(result.stdout),
-            _text(result.stderr),
+            tuple(argv), self._exit_status(result, argv),
+            scripts.after_mark(_text(result.stdout)), _text(result.stderr),
         )
 
     def _exit_status(self, result: asyncssh.SSHCompletedProcess, argv: Sequence[str]) -> int:
@@ -409,7 +419,7 @@ class SshTransport(ProcessOps):
         if result.exit_status != 0:
             detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
-        return bytes(result.stdout or b"")
+        return scripts.after_mark_bytes(bytes(result.stdout or b""))
 
     async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         command = self._command(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
