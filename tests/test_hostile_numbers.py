@@ -151,3 +151,23 @@ async def _run_app(events: list[Any]) -> None:
         await pilot.pause(0.05)
         assert app.is_running
     assert app._exception is None  # type: ignore[attr-defined]
+
+
+@settings(max_examples=25, deadline=None)
+@given(value=st.one_of(_NUMBERS, st.integers(min_value=-(10**30), max_value=10**30),
+                       st.sampled_from(["nan", "1e400", "-1", "9" * 400])))
+def test_property_a_hostile_server_json_is_refused_not_raised(value: Any) -> None:
+    """server.json is written on the host (anyone with the account can edit it): every numeric
+    field with a hostile value is read back as no record or a valid one, never an exception."""
+    from console.server.records import LaunchRecord
+
+    for field_name in ("pid", "pgid", "port", "start_ticks"):
+        data = {"pid": 10, "pgid": 10, "port": 30000, "profile": "p", "argv": [],
+                "gpu_baseline_mib": [value], field_name: value}
+        text = json.dumps(data, allow_nan=True)
+        try:
+            record = LaunchRecord.model_validate_json(text)
+        except ValueError:
+            continue  # lifecycle.read_record: an unreadable record is no record
+        number = getattr(record, field_name)
+        assert isinstance(number, int) and 0 <= number < 1 << 63

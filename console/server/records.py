@@ -10,7 +10,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -25,9 +25,11 @@ _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNO
 class LaunchRecord(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    pid: int
-    pgid: int
-    port: int
+    # Bounded as the kernel bounds them (pid_max is at most 2**22): a record edited on the host
+    # with an absurd number is no record, never an OverflowError in a signal call.
+    pid: Annotated[int, Field(ge=0, le=1 << 22)]
+    pgid: Annotated[int, Field(ge=0, le=1 << 22)]
+    port: Annotated[int, Field(ge=0, le=65535)]
     host: str = "127.0.0.1"
     profile: str
     argv: list[str]  # redacted
@@ -42,7 +44,7 @@ class LaunchRecord(BaseModel):
     # its start time in clock ticks after boot, the boot id, and (for launched servers) the
     # PLATEAU_LAUNCH_ID in its environment. Stop/restart signal nothing that fails the proof.
     launch_id: str | None = None
-    start_ticks: int | None = None
+    start_ticks: Annotated[int, Field(ge=0, le=1 << 63)] | None = None
     boot_id: str | None = None
 
     @field_validator("*", mode="after")
