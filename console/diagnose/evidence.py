@@ -252,9 +252,7 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
             args = parse_server_args(message)
             if args is not None:
                 facts.update(_from_server_args(args))
-                asked = args.get("max_running_requests")
-                if isinstance(asked, int) and not isinstance(asked, bool):
-                    requested_running = asked
+                requested_running = requested_running_per_rank(args)
             continue
         if "Using default MoE kernel config" in message:
             facts["moe_untuned_warning"] = message[:300]
@@ -320,6 +318,19 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     if decode_graph_disabled(sa):
         out["decode_graph_disabled"] = True
     return out
+
+
+def requested_running_per_rank(args: Mapping[str, Any]) -> int | None:
+    """server_args' max_running_requests as each scheduler sees it: with DP attention the
+    request is for the whole server and each DP rank gets its share (0.5.x scheduler.py
+    `max_running_requests // dp_size`; the sizing line prints the per-rank value)."""
+    asked = args.get("max_running_requests")
+    if not isinstance(asked, int) or isinstance(asked, bool):
+        return None
+    dp = args.get("dp_size")
+    if args.get("enable_dp_attention") is True and isinstance(dp, int) and dp > 1:
+        return asked // dp
+    return asked
 
 
 def _internal_running(sa: Mapping[str, Any]) -> int | None:

@@ -7,8 +7,9 @@ A log has no steps, so its batch lines are split into steps:
   host's clock and timezone need not match the client's, so the whole-quarter-hour offset that
   puts the most decode lines inside the windows is used;
 * else by the requests the server held, `#running-req + #queue-req` (the offered concurrency as
-  the scheduler sees it; with DP ranks, per rank x ranks): to the nearest client step in log2,
-  or, with no client, to power-of-two levels (a line holding 33-64 requests is level 64).
+  the scheduler sees it; with DP ranks, per rank x ranks): to the smallest client step that
+  could have sent it (a closed loop at C never has more than C held), or, with no client, to
+  power-of-two levels (a line holding 33-64 requests is level 64).
 
 What a log does not print is never invented: a decode CUDA-graph ceiling or a running cap the
 log does not state may be inferred from the batch lines (inferred_facts), and says so.
@@ -67,7 +68,7 @@ def read_log(lines: Iterable[str]) -> LogRead:
     read = LogRead()
     batch, batch_at, startup, marks = read.batch, read.batch_at, read.startup, read.marks
     number = 0
-    for number, line in enumerate(lines, 1):  # noqa: B007 - the count is read after
+    for number, line in enumerate(lines, 1):
         if "batch" in line:
             parsed = batch_line(line)
             if parsed is not None:
@@ -194,10 +195,12 @@ def _by_nearest(read: LogRead, client: ClientSide) -> Split:
     keys: list[int | None] = []
     for decode, row, _stamp, _ranks in read.batch:
         held = max(1, _demand(decode, row) * ranks)
-        keys.append(min(targets, key=lambda c, h=held: (abs(math.log2(c / h)), c)))
+        # A closed-loop run at C never has the server hold more than C: the smallest run that
+        # could have sent the line (above every run: the largest).
+        keys.append(next((c for c in targets if c >= held), targets[-1]))
     evidence = _group(read, keys, {c: by_target[c] for c in targets})
     repeats = len(client.steps) - len(targets)
-    notes = ["steps: bench runs matched to batch lines by #running-req + #queue-req"
+    notes = ["steps: each batch line goes to the smallest bench run whose concurrency covers its #running-req + #queue-req"
              + (f" x {ranks} DP ranks" if ranks > 1 else "")
              + " (bench_serving records carry no wall-clock time)"]
     if repeats > 0:

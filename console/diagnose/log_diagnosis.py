@@ -11,6 +11,7 @@ from typing import Any
 
 from console.diagnose.client_files import ClientSide
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
+from console.diagnose.evidence import requested_running_per_rank
 from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
@@ -96,17 +97,19 @@ def effective_lines(startup: list[str], reduced_from: int | None = None) -> list
         out = [f"--{flag} {value} (effective; the request is not in this log)"
                for flag, (_asked, value) in pairs.items()]
     else:
-        asked = {"max-running-requests": args.get("max_running_requests"),
+        asked = {"max-running-requests": requested_running_per_rank(args),
                  "chunked-prefill-size": args.get("chunked_prefill_size"),
                  "max-prefill-tokens": args.get("max_prefill_tokens"),
                  "cuda-graph-max-bs-decode": decode_graph_ceiling(args)}
         out = [describe(flag, req, value)
                for flag, (req, value) in requested_vs_effective(asked, effective).items()]
-    requested = reduced_from or effective.running_reduced_from
+    requested = effective.running_reduced_from or reduced_from
     cap = effective.max_running_requests
     if requested and cap is not None and requested != cap:
         out = [o for o in out if not o.startswith("--max-running-requests")]
-        out.insert(0, describe("max-running-requests", requested, cap) + " (reduced by SGLang)")
+        why = (" (SGLang: reduced to fit the KV cache)" if effective.running_reduced_from
+               else "")
+        out.insert(0, describe("max-running-requests", requested, cap) + why)
     return out
 
 
