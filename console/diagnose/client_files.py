@@ -44,8 +44,8 @@ def read_client_files(paths: Sequence[str]) -> ClientSide | None:
     skipped: list[str] = []
     for path in paths:
         text = _read(path)
-        kind, found, why = _parse(text, path)
-        kinds.add(kind)
+        form, found, why = _parse(text, path)
+        kinds.add(form)
         skipped += why
         for step in found:
             steps.append(step.model_copy(update={"index": len(steps)}))
@@ -54,7 +54,8 @@ def read_client_files(paths: Sequence[str]) -> ClientSide | None:
                          "give one kind")
     if not steps:
         raise UsageError(f"diagnose: no runs with a concurrency in {', '.join(paths)}")
-    kind = "sweep" if kinds == {"sweep"} else "bench_serving"
+    kind: Literal["bench_serving", "sweep"] = (
+        "sweep" if kinds == {"sweep"} else "bench_serving")
     windows = kind == "sweep" and all(s.finished_at > s.started_at > 0 for s in steps)
     return ClientSide(steps=steps, kind=kind, windows=windows, files=list(paths),
                       skipped=skipped)

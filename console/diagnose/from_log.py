@@ -200,7 +200,8 @@ def _by_nearest(read: LogRead, client: ClientSide) -> Split:
         keys.append(next((c for c in targets if c >= held), targets[-1]))
     evidence = _group(read, keys, {c: by_target[c] for c in targets})
     repeats = len(client.steps) - len(targets)
-    notes = ["steps: each batch line goes to the smallest bench run whose concurrency covers its #running-req + #queue-req"
+    notes = ["steps: each batch line goes to the smallest bench run whose concurrency covers "
+             "its #running-req + #queue-req"
              + (f" x {ranks} DP ranks" if ranks > 1 else "")
              + " (bench_serving records carry no wall-clock time)"]
     if repeats > 0:
@@ -265,14 +266,15 @@ def _group(read: LogRead, keys: Sequence[int | None],
     out = []
     for key, step in steps.items():
         _add(node_rows[key], nodes[key].flush())
-        ranks = sum(1 for k in nodes[key].tallies if k)
+        rank_count = sum(1 for k in nodes[key].tallies if k)
         started, finished = step.started_at, step.finished_at
         if not finished and stamps[key]:
             started, finished = _unix(stamps[key][0]), _unix(stamps[key][-1])
         out.append(StepEvidence(
             index=step.index, concurrency=step.concurrency, started_at=started,
             finished_at=finished, decode_rows=decode[key], prefill_rows=prefill[key],
-            node_decode_rows=node_rows[key] if ranks > 1 else [], dp_ranks=ranks,
+            node_decode_rows=node_rows[key] if rank_count > 1 else [],
+            dp_ranks=rank_count,
             retract_lines=retract[key][0], retracted_reqs=retract[key][1],
             log_lines=len(decode[key]) + len(prefill[key]), warnings=warnings[key],
             client=client_record(step)))
