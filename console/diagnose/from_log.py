@@ -18,9 +18,9 @@ log does not state may be inferred from the batch lines (inferred_facts), and sa
 from __future__ import annotations
 
 import bisect
-import math
+import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,21 +30,36 @@ from console.bench.models import StepMetrics, StepResult
 from console.diagnose.client_files import ClientSide
 from console.diagnose.evidence import (
     WARNING_IDS,
-    BatchLine,
     batch_line,
     client_record,
     startup_facts,
 )
 from console.diagnose.models import KneeInfo, RunEvidence, StartupFacts, StepEvidence
 from console.diagnose.rules import FULL_USAGE
-from console.sglang.batch import RETRACT_NEEDLES, retracted_reqs
+from console.sglang.batch import (
+    DECODE_SHAPE,
+    PREFILL_SHAPE,
+    RETRACT_NEEDLES,
+    batch_shape,
+    retracted_reqs,
+)
 from console.sglang.dp import NodeBatches
-from console.sglang.prefix import dp_rank, timestamp_seconds
+from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, timestamp_seconds
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
 STARTUP_NEEDLES = ("server_args=", "Using default MoE", "apture", "max_total_num_tokens=",
                    "Max running requests is reset", " was reduced from ")
+NOTABLE = re.compile("|".join(re.escape(n) for n in (
+    *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS)))
+# The bulk of a serving log, standard batch lines with the default prefix, read by one match
+# per line over the whole text (as console/logs/scan_rows.py does for logscan); every other
+# line takes (.*) and the general parsers. Groups: ts, dp, decode (running, usage, graph,
+# rate, queue), prefill (new seqs, new tokens, usage, running, queue), other line.
+_D = batch_shape(DECODE_SHAPE, ("running", "usage", "graph", "rate", "queue"))
+_P = batch_shape(PREFILL_SHAPE, ("new_seq", "new_token", "usage", "running", "queue"))
+LINES = re.compile(rf"\[({TIMESTAMP})(?: TP\d+|{RANKS_DP})\] ?(?:{_D}|{_P})\n|(.*)\n",
+                   re.ASCII)
 _EPOCH = datetime(1900, 1, 1)
 _QUARTER = 900.0
 _DAY = 86400.0
@@ -52,38 +67,77 @@ INFER_MIN_LINES = 3
 INFER_QUEUE_SHARE = 0.1
 
 
+Entry = tuple[bool, tuple[Any, ...], str | None, str]
+"""(is decode, row as StepEvidence stores it, timestamp, DP rank or "")."""
+
+
 @dataclass
 class LogRead:
     """One pass over a log: its batch lines parsed, its other notable lines kept."""
 
     lines: int = 0
-    batch: list[BatchLine] = field(default_factory=list)
-    batch_at: list[int] = field(default_factory=list)  # line number of each batch entry
+    batch: list[Entry] = field(default_factory=list)
     startup: list[str] = field(default_factory=list)
-    marks: list[tuple[int, str, int]] = field(default_factory=list)  # (line, kind, count)
+    marks: list[tuple[int, str, int]] = field(default_factory=list)
+    """(batch entries before it, kind, count): retraction and warning lines."""
 
 
-def read_log(lines: Iterable[str]) -> LogRead:
-    """Parse `lines` once (the bulk, batch lines, through console/sglang/batch.py)."""
+def text_chunks(lines: Iterable[str], size: int = 20000) -> Iterator[str]:
+    """Lines (without newlines) as newline-terminated text chunks, for read_log."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield "\n".join(batch) + "\n"
+            batch = []
+    if batch:
+        yield "\n".join(batch) + "\n"
+
+
+def read_log(chunks: Iterable[str]) -> LogRead:
+    """Parse a log's text once. `chunks` end at line ends. The bulk (standard batch lines)
+    is read by the whole-log scanner's pattern (console/logs/scan_rows.py, the shapes of
+    console/sglang/batch.py); every other line through console/sglang's general parsers."""
     read = LogRead()
-    batch, batch_at, startup, marks = read.batch, read.batch_at, read.startup, read.marks
-    number = 0
-    for number, line in enumerate(lines, 1):
-        if "batch" in line:
-            parsed = batch_line(line)
-            if parsed is not None:
-                batch.append(parsed)
-                batch_at.append(number)
-                continue
-        if any(needle in line for needle in STARTUP_NEEDLES):
-            startup.append(line)
-        if any(needle in line for needle in RETRACT_NEEDLES):
-            marks.append((number, "retract", retracted_reqs(line) or 0))
-        for needle, ident in WARNING_IDS.items():
-            if needle in line:
-                marks.append((number, ident, 0))
-    read.lines = number
+    batch, startup, marks = read.batch, read.startup, read.marks
+    count = 0
+    append, notable, finditer = batch.append, NOTABLE.search, LINES.finditer
+    ranks = {None: ""}
+    for chunk in chunks:
+        for found in finditer(chunk):
+            count += 1
+            stamp, dp, run, use, graph, rate, queue, seqs, toks, p_use, p_run, p_queue, \
+                line = found.groups()
+            if run is not None:
+                rank = ranks.get(dp)
+                if rank is None:
+                    rank = ranks[dp] = "DP" + dp
+                append((True, (int(run), int(queue), float(use), graph == "True",
+                               float(rate)), stamp, rank))
+            elif seqs is not None:
+                append((False, (int(seqs), int(toks), int(p_run), int(p_queue),
+                                float(p_use)), stamp, "" if dp is None else "DP" + dp))
+            elif "batch" in line or notable(line) is not None:
+                _slow_line(line, read)
+    read.lines = count
+    del batch, startup, marks
     return read
+
+
+def _slow_line(line: str, read: LogRead) -> None:
+    if "batch" in line:
+        parsed = batch_line(line)
+        if parsed is not None:
+            decode, row, stamp, ranks = parsed
+            read.batch.append((decode, row, stamp, dp_rank(ranks) if ranks else ""))
+            return
+    if any(needle in line for needle in STARTUP_NEEDLES):
+        read.startup.append(line)
+    if any(needle in line for needle in RETRACT_NEEDLES):
+        read.marks.append((len(read.batch), "retract", retracted_reqs(line) or 0))
+    for needle, ident in WARNING_IDS.items():
+        if needle in line:
+            read.marks.append((len(read.batch), ident, 0))
 
 
 @dataclass(frozen=True)
@@ -99,7 +153,7 @@ class Split:
 
 
 def dp_ranks_of(read: LogRead) -> int:
-    ranks = {dp_rank(r) for decode, _row, _ts, r in read.batch if decode and r}
+    ranks = {dp for decode, _row, _ts, dp in read.batch if decode}
     ranks.discard("")
     return max(1, len(ranks))
 
@@ -209,12 +263,10 @@ def _by_nearest(read: LogRead, client: ClientSide) -> Split:
     return Split("nearest-step", client.steps, evidence, notes=notes)
 
 
-def _level(held: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(max(1, held))))
-
-
 def _by_levels(read: LogRead) -> Split:
-    keys: list[int | None] = [_level(_demand(d, row)) for d, row, _s, _r in read.batch]
+    keys: list[int | None] = [
+        1 << (max(1, row[0] + row[1] if d else row[2] + row[3] + row[0]) - 1).bit_length()
+        for d, row, _s, _r in read.batch]
     levels = sorted({k for k in keys if k is not None})
     steps = {level: StepResult(index=i, concurrency=level, status="ok")
              for i, level in enumerate(levels)}
@@ -250,14 +302,13 @@ def _group(read: LogRead, keys: Sequence[int | None],
     stamps: dict[int, list[str]] = {k: [] for k in steps}
     nodes: dict[int, NodeBatches] = {k: NodeBatches() for k in steps}
     node_rows: dict[int, list[tuple[Any, ...]]] = {k: [] for k in steps}
-    for (is_decode, row, stamp, ranks), key in zip(read.batch, keys, strict=True):
+    for (is_decode, row, stamp, dp), key in zip(read.batch, keys, strict=True):
         if key is None or key not in steps:
             continue
         (decode if is_decode else prefill)[key].append(row)
         if stamp:
             stamps[key].append(stamp)
-        dp = dp_rank(ranks) if is_decode and ranks else ""
-        if dp:
+        if dp and is_decode:
             running, queue, usage, graph, rate = row
             _add(node_rows[key], nodes[key].add(stamp, dp, running, queue, rate, usage, graph))
     retract: dict[int, list[int]] = {k: [0, 0] for k in steps}
@@ -270,7 +321,8 @@ def _group(read: LogRead, keys: Sequence[int | None],
         started, finished = step.started_at, step.finished_at
         if not finished and stamps[key]:
             started, finished = _unix(stamps[key][0]), _unix(stamps[key][-1])
-        out.append(StepEvidence(
+        # Rows are built typed above: construct without validating 10^5 tuples again.
+        out.append(StepEvidence.model_construct(
             index=step.index, concurrency=step.concurrency, started_at=started,
             finished_at=finished, decode_rows=decode[key], prefill_rows=prefill[key],
             node_decode_rows=node_rows[key] if rank_count > 1 else [],
@@ -283,8 +335,8 @@ def _group(read: LogRead, keys: Sequence[int | None],
 
 def _attach_marks(read: LogRead, keys: Sequence[int | None], steps: dict[int, StepResult],
                   retract: dict[int, list[int]], warnings: dict[int, list[str]]) -> None:
-    for number, kind, count in read.marks:
-        at = bisect.bisect_left(read.batch_at, number) - 1
+    for before, kind, count in read.marks:
+        at = before - 1
         key = keys[at] if at >= 0 else (keys[0] if keys else None)
         if key is None or key not in steps:
             continue
