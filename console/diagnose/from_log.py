@@ -102,7 +102,7 @@ def read_log(chunks: Iterable[str]) -> LogRead:
     batch, startup, marks = read.batch, read.startup, read.marks
     count = 0
     append, notable, finditer = batch.append, NOTABLE.search, LINES.finditer
-    ranks = {None: ""}
+    ranks: dict[str | None, str] = {None: ""}
     for chunk in chunks:
         for found in finditer(chunk):
             count += 1
