@@ -35,6 +35,7 @@ from console.sglang.server_args import (
     decode_graph_ceiling,
     decode_graph_disabled,
     parse_server_args,
+    requested_running_per_rank,
 )
 from console.sglang.startup import is_decode_phase, parse_startup
 
@@ -318,19 +319,6 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     if decode_graph_disabled(sa):
         out["decode_graph_disabled"] = True
     return out
-
-
-def requested_running_per_rank(args: Mapping[str, Any]) -> int | None:
-    """server_args' max_running_requests as each scheduler sees it: with DP attention the
-    request is for the whole server and each DP rank gets its share (0.5.x scheduler.py
-    `max_running_requests // dp_size`; the sizing line prints the per-rank value)."""
-    asked = args.get("max_running_requests")
-    if not isinstance(asked, int) or isinstance(asked, bool):
-        return None
-    dp = args.get("dp_size")
-    if args.get("enable_dp_attention") is True and isinstance(dp, int) and dp > 1:
-        return asked // dp
-    return asked
 
 
 def _internal_running(sa: Mapping[str, Any]) -> int | None:

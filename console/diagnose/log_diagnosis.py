@@ -12,14 +12,17 @@ from typing import Any
 
 from console.diagnose.client_files import ClientSide
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
-from console.diagnose.evidence import requested_running_per_rank
 from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
 from console.errors import UsageError
 from console.sglang.effective import describe, read_effective, requested_vs_effective
 from console.sglang.prefix import parse_prefix
-from console.sglang.server_args import decode_graph_ceiling, parse_server_args
+from console.sglang.server_args import (
+    decode_graph_ceiling,
+    parse_server_args,
+    requested_running_per_rank,
+)
 
 
 @dataclass(frozen=True)

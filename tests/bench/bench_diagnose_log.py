@@ -28,8 +28,7 @@ from tests.bench.bench_logscan_e2e import write_log  # noqa: E402
 
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          check=False)
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv[1:3]} failed: {done.stderr.decode()[-500:]}")
