@@ -1,10 +1,15 @@
 """`plateau diagnose [RUN] [--json] [--db PATH]`: why a stored run plateaued, from the evidence
-stored with it (the server need not be running)."""
+stored with it (the server need not be running).
+
+`plateau diagnose --log FILE [--bench FILE ...] [--json]`: the same from a server log copied off
+a host, with SGLang bench_serving `--output-file` JSONL or `plateau sweep --json` output for the
+client's side (console/diagnose/log_diagnosis.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from console.commands import argtypes
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
@@ -24,10 +29,41 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run", nargs="?", type=argtypes.run_id, help="run id (default: the latest run)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
+    p.add_argument("--log", metavar="FILE",
+                   help="diagnose an SGLang server log instead of a stored run")
+    p.add_argument("--bench", metavar="FILE", action="append", default=[],
+                   help="with --log: bench_serving --output-file JSONL or `plateau sweep "
+                   "--json` output for the client's side (repeatable)")
     p.set_defaults(handler=_handle)
 
 
+def _handle_log(args: argparse.Namespace) -> int:
+    from console.diagnose.client_files import read_client_files
+    from console.diagnose.log_diagnosis import (
+        diagnose_log,
+        log_diagnosis_json,
+        log_diagnosis_lines,
+        open_log,
+    )
+    from console.text import sanitize_lines
+
+    if args.run is not None:
+        raise UsageError("diagnose: give a run id or --log FILE, not both")
+    client = read_client_files(args.bench)
+    result = diagnose_log(open_log(args.log), client, path=args.log)
+    if args.json:
+        print(json.dumps(_finite(log_diagnosis_json(result)), allow_nan=False))
+        return 0
+    # Log text (file names, server_args values) is the host's: never terminal escapes.
+    sys.stdout.write(sanitize_lines("\n".join(log_diagnosis_lines(result)) + "\n"))
+    return 0
+
+
 def _handle(args: argparse.Namespace) -> int:
+    if args.log is not None:
+        return _handle_log(args)
+    if args.bench:
+        raise UsageError("diagnose: --bench needs --log FILE")
     with RunStore(args.db) as store:
         run_id = args.run if args.run is not None else store.latest_run_id()
         if run_id is None:

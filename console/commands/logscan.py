@@ -200,8 +200,11 @@ def _launch_facts(launch: Launch) -> list[str]:
     out: list[str] = []
     if launch.captured_decode_bs:
         sizes = launch.captured_decode_bs
+        asked = launch.decode_graph_requested
         out.append(f"  decode CUDA graphs     bs {sizes[0]}..{sizes[-1]} ({len(sizes)} sizes, "
-                   f"{launch.capture_wording} wording)")
+                   f"{launch.capture_wording} wording)"
+                   + (f"; max bs {asked} -> {sizes[-1]} (server_args -> captured)"
+                      if asked is not None else ""))
     elif launch.decode_graph_ceiling is not None:
         out.append(f"  decode CUDA graphs     up to bs {launch.decode_graph_ceiling} "
                    "(server_args; no capture sizes in this log)")
@@ -209,9 +212,15 @@ def _launch_facts(launch: Launch) -> list[str]:
         out.append("  decode CUDA graphs     disabled (server_args)")
     if launch.max_running_requests is not None:
         asked = launch.max_running_requests_requested
-        value = (f"{asked} -> {launch.max_running_requests}" if asked is not None
+        value = (f"{asked} -> {launch.max_running_requests}"
+                 if asked is not None and asked != launch.max_running_requests
                  else f"{launch.max_running_requests}")
         out.append(f"  max running requests   {value}")
+    if launch.chunked_prefill_size is not None:
+        asked_chunk = launch.chunked_prefill_size_requested
+        out.append("  chunked prefill size   " + (
+            f"{asked_chunk} -> {launch.chunked_prefill_size}" if asked_chunk is not None
+            else f"{launch.chunked_prefill_size}"))
     if launch.max_total_num_tokens is not None:
         out.append(f"  KV cache tokens        {launch.max_total_num_tokens}")
     return out

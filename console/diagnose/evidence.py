@@ -35,6 +35,7 @@ from console.sglang.server_args import (
     decode_graph_ceiling,
     decode_graph_disabled,
     parse_server_args,
+    requested_running_per_rank,
 )
 from console.sglang.startup import is_decode_phase, parse_startup
 
@@ -46,6 +47,7 @@ _WARNINGS = {  # substring -> catalogue id (console/logs/catalogue.toml)
     "DeepGemm is enabled but the scale_fmt": "deepgemm-scale-fmt",
     "NaN detected": "nan-detected",
 }
+WARNING_IDS = _WARNINGS
 
 
 def message_of(line: str) -> str:
@@ -108,30 +110,46 @@ def step_evidence(
 def _batch_row(line: str, node: NodeBatches,
                node_rows: list[tuple[Any, ...]]) -> tuple[bool, tuple[Any, ...]] | None:
     """(is decode, row) of a batch line; None for any other line."""
+    parsed = batch_line(line)
+    if parsed is None:
+        return None
+    decode, row, timestamp, ranks = parsed
+    dp = dp_rank(ranks) if decode and ranks else ""
+    if dp:
+        running, queue, usage, graph_on, rate = row
+        _node_row(node.add(timestamp, dp, running, queue, rate, usage, graph_on), node_rows)
+    return decode, row
+
+
+BatchLine = tuple[bool, tuple[Any, ...], str | None, str]
+
+
+def batch_line(line: str) -> BatchLine | None:
+    """(is decode, row, timestamp, rank parts) of a batch line; None for any other line.
+    Decode rows are (running, queue, token usage, cuda graph, gen throughput); prefill rows
+    (new seqs, new tokens, running, queue, token usage), as StepEvidence stores them."""
     prefix = parse_prefix(line)
     message = prefix.message
     found = DECODE_FAST.match(message)
     if found is not None:
         _it, run, _tok, use, _alen, _arate, graph, gen, queue = found.groups()
         row: tuple[Any, ...] = (int(run), int(queue), float(use), graph == "True", float(gen))
-    else:
-        found = PREFILL_FAST.match(message)
-        if found is not None:
-            _it, seq, tok, _cached, use, run, queue, _pending, _graph, _inp = found.groups()
-            return False, (int(seq), int(tok), int(run), int(queue), float(use))
-        stats = parse_batch(message)
-        if stats is None or stats.running_reqs is None:
-            return None
-        if stats.kind == "prefill":
-            return False, (stats.new_seq or 0, stats.new_token or 0, stats.running_reqs,
-                           stats.queue_reqs or 0, stats.token_usage)
-        row = (stats.running_reqs, stats.queue_reqs or 0, stats.token_usage, stats.cuda_graph,
-               stats.gen_throughput)
-    dp = dp_rank(prefix.ranks) if prefix.ranks else ""
-    if dp:
-        running, queue, usage, graph_on, rate = row
-        _node_row(node.add(prefix.timestamp, dp, running, queue, rate, usage, graph_on), node_rows)
-    return True, row
+        return True, row, prefix.timestamp, prefix.ranks
+    found = PREFILL_FAST.match(message)
+    if found is not None:
+        _it, seq, tok, _cached, use, run, queue, _pending, _graph, _inp = found.groups()
+        return (False, (int(seq), int(tok), int(run), int(queue), float(use)), prefix.timestamp,
+                prefix.ranks)
+    stats = parse_batch(message)
+    if stats is None or stats.running_reqs is None:
+        return None
+    if stats.kind == "prefill":
+        return (False, (stats.new_seq or 0, stats.new_token or 0, stats.running_reqs,
+                        stats.queue_reqs or 0, stats.token_usage), prefix.timestamp,
+                prefix.ranks)
+    row = (stats.running_reqs, stats.queue_reqs or 0, stats.token_usage, stats.cuda_graph,
+           stats.gen_throughput)
+    return True, row, prefix.timestamp, prefix.ranks
 
 
 def _node_row(sample: NodeSample | None, rows: list[tuple[Any, ...]]) -> None:
@@ -228,12 +246,19 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     release's wording), then /server_info (resolved values win), then the profile's flags."""
     facts: dict[str, Any] = {}
     sizes: set[int] = set()
+    # What the scheduler printed it runs with (the sizing line, a clamp): effective values,
+    # which win over server_args' and /server_info's requested ones (SGLang resolves
+    # max_running_requests, chunked_prefill_size and the KV pool after server_args is printed:
+    # console/sglang/effective.py).
+    resolved: dict[str, Any] = {}
+    requested_running: int | None = None
     for line in lines:
         message = message_of(line)
         if message.startswith("server_args="):
             args = parse_server_args(message)
             if args is not None:
                 facts.update(_from_server_args(args))
+                requested_running = requested_running_per_rank(args)
             continue
         if "Using default MoE kernel config" in message:
             facts["moe_untuned_warning"] = message[:300]
@@ -247,11 +272,23 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
         elif startup.kind == "sizing":
             for key in ("max_total_num_tokens", "chunked_prefill_size", "max_running_requests"):
                 if key in startup.values:
-                    facts[key] = int(startup.values[key])
+                    resolved[key] = int(startup.values[key])
         elif startup.kind == "clamp" and startup.name == "max_running_requests":
-            facts["running_cap_reduced_from"] = int(startup.values["requested"])
-            facts["max_running_requests"] = int(startup.values["effective"])
+            # `Max running requests is reset to N` (speculative decoding) has no requested
+            # value; `... was reduced from the requested N to M` has both.
+            if "requested" in startup.values:
+                resolved["running_cap_reduced_from"] = int(startup.values["requested"])
+            resolved["max_running_requests"] = int(startup.values["effective"])
     facts.update(_from_server_args(server_info or {}))
+    internal = _internal_running(server_info or {})
+    facts.update(resolved)
+    if internal is not None:
+        facts["max_running_requests"] = internal
+    effective = facts.get("max_running_requests")
+    if (requested_running is not None and isinstance(effective, int)
+            and effective < requested_running and "running_cap_reduced_from" not in facts):
+        # 0.4.x clamps silently: server_args asked for more than the scheduler runs with.
+        facts["running_cap_reduced_from"] = requested_running
     if server_info and isinstance(server_info.get("version"), str):
         facts["sglang_version"] = server_info["version"]
     for name, key in (("moe-runner-backend", "moe_runner_backend"),
@@ -276,11 +313,9 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("disable_custom_all_reduce", "enable_mixed_chunk"):
         if isinstance(sa.get(key), bool):
             out[key] = sa[key]
-    internal = sa.get("internal_states")
-    if isinstance(internal, list) and internal and isinstance(internal[0], Mapping):
-        effective = internal[0].get("effective_max_running_requests_per_dp")
-        if isinstance(effective, int):
-            out["max_running_requests"] = effective
+    effective = _internal_running(sa)
+    if effective is not None:
+        out["max_running_requests"] = effective
     elif isinstance(sa.get("max_running_requests"), int):
         out["max_running_requests"] = sa["max_running_requests"]
     ceiling = decode_graph_ceiling(sa)  # whichever field this version has
@@ -289,6 +324,16 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     if decode_graph_disabled(sa):
         out["decode_graph_disabled"] = True
     return out
+
+
+def _internal_running(sa: Mapping[str, Any]) -> int | None:
+    """/server_info's `internal_states[0].effective_max_running_requests_per_dp` (0.5.x)."""
+    internal = sa.get("internal_states")
+    if isinstance(internal, list) and internal and isinstance(internal[0], Mapping):
+        effective = internal[0].get("effective_max_running_requests_per_dp")
+        if isinstance(effective, int) and not isinstance(effective, bool):
+            return effective
+    return None
 
 
 def topology_of(header: Any) -> Topology:

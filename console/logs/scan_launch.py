@@ -76,6 +76,11 @@ class Launch(BaseModel):
     """What was asked for, when a clamp line shows it was reduced."""
     max_total_num_tokens: int | None = None
     chunked_prefill_size: int | None = None
+    """Effective (the sizing line), else server_args'."""
+    chunked_prefill_size_requested: int | None = None
+    """server_args' value, when the sizing line then printed another (SGLang resolved it)."""
+    decode_graph_requested: int | None = None
+    """server_args' decode graph max bs, when the captured sizes then ended elsewhere."""
 
 
 class LaunchState:
@@ -91,6 +96,8 @@ class LaunchState:
         self.weights_elapsed: dict[str, float] = {}  # rank prefix -> its load seconds
         self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
         self.sizes: set[int] = set()
+        self.asked_chunked: int | None = None  # server_args' values, for requested -> effective
+        self.asked_graph: int | None = None
 
     def mark(self, key: str, event: LogEvent, *, last: bool = False) -> None:
         if last or key not in self.marks:
@@ -105,12 +112,14 @@ class LaunchState:
         launch.cuda_graph_disabled = decode_graph_disabled(args)
         if launch.decode_graph_ceiling is None:
             launch.decode_graph_ceiling = decode_graph_ceiling(args)
-        asked = args.get("max_running_requests")
+        asked = args.get("max_running_requests")  # server-wide; the sizing line is per DP rank
         if isinstance(asked, int) and not isinstance(asked, bool):
             launch.max_running_requests_requested = asked
         chunked = args.get("chunked_prefill_size")
         if isinstance(chunked, int) and not isinstance(chunked, bool):
             launch.chunked_prefill_size = chunked
+            self.asked_chunked = chunked
+        self.asked_graph = decode_graph_ceiling(args)
 
     def startup(self, line: StartupLine, event: LogEvent) -> None:
         kind = line.kind
@@ -225,6 +234,13 @@ def finish_launch(state: LaunchState) -> Launch:
         if seconds is not None and begin is not None:
             launch.phases.append(StartupPhase(name=name, seconds=seconds, start_line=begin[0]))
     launch.startup_seconds = next((p.seconds for p in launch.phases if p.name == "total"), None)
+    # Requested -> effective: SGLang resolves these after printing server_args (the sizing
+    # line, the captured sizes; console/sglang/effective.py).
+    if state.asked_chunked is not None and launch.chunked_prefill_size != state.asked_chunked:
+        launch.chunked_prefill_size_requested = state.asked_chunked
+    if (state.asked_graph is not None and launch.captured_decode_bs
+            and max(launch.captured_decode_bs) != state.asked_graph):
+        launch.decode_graph_requested = state.asked_graph
     return launch
 
 

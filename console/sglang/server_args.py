@@ -115,3 +115,16 @@ def decode_graph_disabled(args: Mapping[str, Any]) -> bool | None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def requested_running_per_rank(args: Mapping[str, Any]) -> int | None:
+    """server_args' max_running_requests as each scheduler sees it: with DP attention the
+    request is for the whole server and each DP rank gets its share (0.5.x scheduler.py
+    `max_running_requests // dp_size`; the sizing line prints the per-rank value)."""
+    asked = args.get("max_running_requests")
+    if not isinstance(asked, int) or isinstance(asked, bool):
+        return None
+    dp = args.get("dp_size")
+    if args.get("enable_dp_attention") is True and isinstance(dp, int) and dp > 1:
+        return asked // dp
+    return asked

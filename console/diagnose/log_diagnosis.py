@@ -1,0 +1,212 @@
+"""`plateau diagnose --log FILE [--bench FILE ...]`: the knee and ranked causes from a server
+log (and the client's runs, when given), through the same rules as a stored sweep, each cause
+with the evidence it lacked; "no clear cause" with what was checked rather than a guess.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.diagnose.client_files import ClientSide
+from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
+from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
+from console.diagnose.lacking import blocking, lacking
+from console.diagnose.models import Diagnosis
+from console.errors import UsageError
+from console.sglang.effective import describe, read_effective, requested_vs_effective
+from console.sglang.prefix import parse_prefix
+from console.sglang.server_args import (
+    decode_graph_ceiling,
+    parse_server_args,
+    requested_running_per_rank,
+)
+
+
+@dataclass(frozen=True)
+class LogDiagnosis:
+    path: str
+    lines: int
+    decode_lines: int
+    prefill_lines: int
+    dp_ranks: int
+    client: str | None
+    client_files: list[str]
+    split: Split
+    diagnosis: Diagnosis
+    lacking: dict[str, list[str]]
+    inferred: list[str]
+    effective: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def open_log(path: str) -> Iterator[str]:
+    """The file's text in chunks that end at line ends (bad bytes replaced), for
+    diagnose_log; one clear error when it cannot be read."""
+    try:
+        handle = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
+    except FileNotFoundError:
+        raise UsageError(f"diagnose: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"diagnose: {path}: is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"diagnose: {path}: {exc.strerror}") from None
+    return _chunks(handle)
+
+
+CHUNK = 1 << 23
+
+
+def _chunks(handle: Any) -> Iterator[str]:
+    """8 MiB pieces cut after their last newline (`\r\n` and `\r` read as `\n`)."""
+    rest = ""
+    with handle:
+        while True:
+            block = handle.read(CHUNK)
+            if not block:
+                break
+            text = rest + block
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            cut = text.rfind("\n") + 1
+            rest = text[cut:]
+            if cut:
+                yield text[:cut]
+    if rest:
+        yield rest + "\n"
+
+
+def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
+                 path: str = "") -> LogDiagnosis:
+    """`chunks`: the log's text ending at line ends (open_log, or from_log.text_chunks of a
+    list of lines)."""
+    # A long log is 10^6 small tuples of numbers and strings, none in a cycle: each collection
+    # their allocation triggers scans them all and frees nothing (2/3 of the time on a 1M-line
+    # log). Collection resumes, as it was, on the way out.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _diagnose_log(chunks, client, path)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
+                  ) -> LogDiagnosis:
+    read = read_log(chunks)
+    split = split_steps(read, client)
+    evidence, inferred = log_evidence(read, split)
+    diagnosis = diagnose(split.steps, evidence)
+    blocked = blocking(evidence)
+    update: dict[str, Any] = {"causes": [c for c in diagnosis.causes if c.id not in blocked]}
+    if split.knee is not None:
+        update["knee"] = split.knee
+    diagnosis = diagnosis.model_copy(update=update)
+    missing = lacking(evidence, client.kind if client else None,
+                      startup_seen=bool(read.startup),
+                      inferred_ceiling=inferred.graph_ceiling is not None,
+                      inferred_cap=inferred.running_cap is not None)
+    decode = sum(1 for d, *_ in read.batch if d)
+    return LogDiagnosis(
+        path=path, lines=read.lines, decode_lines=decode,
+        prefill_lines=len(read.batch) - decode, dp_ranks=dp_ranks_of(read),
+        client=client.kind if client else None, client_files=client.files if client else [],
+        split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
+        effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from),
+        skipped=client.skipped if client else [])
+
+
+def effective_lines(startup: list[str], reduced_from: int | None = None) -> list[str]:
+    """`--flag requested → effective` for what SGLang resolved or clamped, from its startup
+    lines; the requested side is server_args' (or a clamp line's) when the log has it."""
+    effective = read_effective(startup)
+    args: dict[str, Any] | None = None
+    for line in startup:
+        message = parse_prefix(line).message
+        if message.startswith("server_args="):
+            args = parse_server_args(message) or args
+    if args is None:
+        asked: dict[str, Any] = {}
+        pairs = requested_vs_effective(asked, effective)
+        out = [f"--{flag} {value} (effective; the request is not in this log)"
+               for flag, (_asked, value) in pairs.items()]
+    else:
+        asked = {"max-running-requests": requested_running_per_rank(args),
+                 "chunked-prefill-size": args.get("chunked_prefill_size"),
+                 "max-prefill-tokens": args.get("max_prefill_tokens"),
+                 "cuda-graph-max-bs-decode": decode_graph_ceiling(args)}
+        out = [describe(flag, req, value)
+               for flag, (req, value) in requested_vs_effective(asked, effective).items()]
+    requested = effective.running_reduced_from or reduced_from
+    cap = effective.max_running_requests
+    if requested and cap is not None and requested != cap:
+        out = [o for o in out if not o.startswith("--max-running-requests")]
+        why = (" (SGLang: reduced to fit the KV cache)" if effective.running_reduced_from
+               else "")
+        out.insert(0, describe("max-running-requests", requested, cap) + why)
+    return out
+
+
+def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:
+    body = diagnosis_json(result.diagnosis)
+    for cause in body["causes"]:
+        cause["lacking"] = result.lacking.get(cause["id"], [])
+    named = {c["id"] for c in body["causes"]}
+    body["not_seen"] = {k: v for k, v in result.lacking.items() if k not in named and v}
+    return {
+        "log": result.path,
+        "lines": result.lines,
+        "decode_lines": result.decode_lines,
+        "prefill_lines": result.prefill_lines,
+        "dp_ranks": result.dp_ranks,
+        "client": result.client,
+        "client_files": result.client_files,
+        "steps_by": result.split.how,
+        "steps": [{"index": e.index, "concurrency": e.concurrency,
+                   "decode_lines": len(e.decode_rows), "prefill_lines": len(e.prefill_rows)}
+                  for e in result.split.evidence],
+        "inferred": result.inferred,
+        "effective": result.effective,
+        "skipped": result.skipped,
+        "diagnosis": body,
+    }
+
+
+def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
+    """The text report: what was read, the knee, the causes with what they lacked."""
+    d = result.diagnosis
+    ranks = f", {result.dp_ranks} DP ranks" if result.dp_ranks > 1 else ""
+    out = [f"log {result.path}: {result.lines} lines, {result.decode_lines} Decode and "
+           f"{result.prefill_lines} Prefill batch lines{ranks}"]
+    if result.client:
+        runs = len(result.split.steps)
+        out.append(f"client: {runs} {result.client.replace('_', ' ')} run(s) from "
+                   f"{', '.join(result.client_files)}")
+    out += [f"  {note}" for note in result.split.notes]
+    out += [f"  skipped: {why}" for why in result.skipped]
+    out.append(f"knee: {d.knee.sentence}")
+    for text in result.effective:
+        out.append(f"effective: {text}")
+    for note in result.inferred:
+        out.append(f"inferred: {note}")
+    if not d.causes:
+        out.append("why: no clear cause (abstaining rather than guessing)")
+        out.append("  checked: " + "; ".join(d.checked))
+        for cause_id, items in result.lacking.items():
+            if items:
+                out.append(f"  {cause_id} not seen; lacked: " + "; ".join(items))
+        return out
+    for line in diagnosis_lines(d, top=top):
+        out.append(line)
+        if line.startswith("why #"):
+            cause_id = line.split(": ", 2)[1].split(" ", 1)[0]
+            for item in result.lacking.get(cause_id, []):
+                out.append(f"    lacked: {item}")
+    return out
+
+
+__all__ = ["LogDiagnosis", "diagnose_log", "log_diagnosis_json",
+           "log_diagnosis_lines", "open_log"]

@@ -1,0 +1,224 @@
+"""`plateau diagnose --log FILE [--bench FILE ...]` on real SGLang logs (tests/data/logs/real/):
+each cause a real log shows is named from the log alone, the healthy ones abstain, bench_serving
+records and sweep JSON give the client's side, and a missing file is one clear line."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from console.diagnose.client_files import read_client_files
+from console.diagnose.log_diagnosis import (
+    diagnose_log,
+    log_diagnosis_json,
+    log_diagnosis_lines,
+    open_log,
+)
+from console.sglang.prefix import parse_prefix
+
+REAL = Path(__file__).parent / "data" / "logs" / "real"
+BENCH_RECORD = Path(__file__).parent / "data" / "bench" / "generate-c4.jsonl"
+
+
+def _diagnose(slug: str, bench: list[str] | None = None):  # type: ignore[no-untyped-def]
+    path = REAL / f"{slug}.log"
+    return diagnose_log(open_log(str(path)), read_client_files(bench or []), path=str(path))
+
+
+def _truth(slug: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((REAL / f"{slug}.truth.json").read_text())
+
+
+def _cause(result, cause_id: str):  # type: ignore[no-untyped-def]
+    return next(c for c in result.diagnosis.causes if c.id == cause_id)
+
+
+def test_graph_ceiling_from_a_log_that_never_prints_its_capture_sizes() -> None:
+    # 46 and 36 running say `cuda graph: False`, 28 and below `True`: the ceiling shows in the
+    # lines although no capture line was kept.
+    slug = "pr13023-graph-false-above-ceiling"
+    assert "cuda-graph-ceiling" in _truth(slug)["plateau_causes"]
+    result = _diagnose(slug)
+    assert result.diagnosis.causes[0].id == "cuda-graph-ceiling"
+    first = _cause(result, "cuda-graph-ceiling").evidence[0]
+    assert first.values["ceiling"] == 28 and first.values["eager_share"] == 1.0
+    assert first.values["concurrency"] == 64  # the 33..64-held level: the 46 and 36 lines
+    assert any("28..35" in note for note in result.inferred)
+    assert any("no capture sizes" in item for item in result.lacking["cuda-graph-ceiling"])
+
+
+@pytest.mark.parametrize("slug", ["mineru3470-rtx5090-eager-decode-v0.4.10",
+                                  "agentivium-awq7b-graphs-disabled-2026-09"])
+def test_eager_decode_from_a_log(slug: str) -> None:
+    assert "eager-decode" in _truth(slug)["plateau_causes"]
+    result = _diagnose(slug)
+    assert [c.id for c in result.diagnosis.causes] == ["eager-decode"]
+    lines = _cause(result, "eager-decode").evidence[-1]
+    assert lines.values["eager_share"] == 1.0
+    assert lines.values["lines"] == _truth(slug)["decode_cuda_graph_false_lines"]
+
+
+def test_eager_decode_without_startup_lines_says_what_it_could_not_tell() -> None:
+    result = _diagnose("mineru3470-rtx5090-eager-decode-v0.4.10")
+    assert any("disabled or the batch ran above" in item
+               for item in result.lacking["eager-decode"])
+    text = "\n".join(log_diagnosis_lines(result))
+    assert "lacked: no server_args or capture lines" in text
+
+
+def test_kv_cache_full_from_a_hybrid_pool_log() -> None:
+    slug = "gh26248-swa-kv-full-retraction"
+    assert _truth(slug)["plateau_causes"] == ["kv-cache-full"]
+    result = _diagnose(slug)
+    assert [c.id for c in result.diagnosis.causes] == ["kv-cache-full"]
+    assert _cause(result, "kv-cache-full").evidence[0].values["token_usage_max"] == 1.0
+    assert result.decode_lines == _truth(slug)["decode_batch_lines"]
+
+
+def test_running_cap_from_a_logging_config_dp_log() -> None:
+    slug = "antgroup4-h20-logging-config-spaced-rank"
+    assert _truth(slug)["plateau_causes"] == ["running-cap"]
+    result = _diagnose(slug)
+    assert [c.id for c in result.diagnosis.causes] == ["running-cap"]
+    assert _cause(result, "running-cap").evidence[0].values["cap"] == _truth(slug)[
+        "max_running_req"]
+    # The cap is not printed in this excerpt: the diagnosis says it inferred it.
+    assert any("inferred" in item for item in result.lacking["running-cap"])
+    assert result.dp_ranks == len(_truth(slug)["ranks_with_batch_lines"])
+
+
+ABSTAIN = sorted(p.name[: -len(".truth.json")] for p in REAL.glob("*.truth.json")
+                 if json.loads(p.read_text())["abstain"])
+
+
+@pytest.mark.parametrize("slug", ABSTAIN)
+def test_a_log_its_reader_names_no_cause_for_abstains(slug: str) -> None:
+    result = _diagnose(slug)
+    assert result.diagnosis.causes == [], [c.id for c in result.diagnosis.causes]
+    text = "\n".join(log_diagnosis_lines(result))
+    assert "no clear cause" in text and "checked:" in text
+
+
+def test_abstaining_lists_what_each_cause_lacked() -> None:
+    result = _diagnose("club3090-2x5090-new-capture-prefill")  # startup only, no batches
+    body = log_diagnosis_json(result)["diagnosis"]
+    assert body["causes"] == [] and body["verdict"] == "no clear cause"
+    assert "no Decode batch lines in this log" in body["not_seen"]["running-cap"]
+    assert any("GPU telemetry" in item for item in body["not_seen"]["power-cap"])
+
+
+def test_a_tp_log_does_not_guess_pcie_without_a_topology() -> None:
+    # TP16 in server_args with --disable-custom-all-reduce: the rule would say "NVLink not
+    # seen"; a log never shows the topology, so the diagnosis leaves the cause out.
+    result = _diagnose("ascend-r1-w8a8-pd-prefill-dp2-ep16-eagle")
+    assert "tp-allreduce-pcie" not in [c.id for c in result.diagnosis.causes]
+    assert any("topology" in item for item in result.lacking["tp-allreduce-pcie"])
+    # A PD prefill server disables decode graphs by design and has no Decode lines.
+    assert "eager-decode" not in [c.id for c in result.diagnosis.causes]
+
+
+# -- the client's side -------------------------------------------------------------------------
+
+
+def _bench_file(tmp_path: Path, runs: list[tuple[int, float]]) -> Path:
+    """bench_serving JSONL, one real record (tests/data/bench) per run with its concurrency
+    and throughput replaced; `Infinity` stays bare as bench_serving writes it."""
+    template = BENCH_RECORD.read_text().splitlines()[0]
+    lines = []
+    for concurrency, total in runs:
+        record = json.loads(template)
+        record.pop("server_info", None)
+        record.update(max_concurrency=concurrency, total_throughput=total,
+                      output_throughput=total / 5, completed=concurrency * 5,
+                      concurrency=concurrency * 0.95)
+        lines.append(json.dumps(record))  # json.dumps writes inf as Infinity
+    path = tmp_path / "bench.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert "Infinity" in path.read_text()
+    return path
+
+
+def test_a_log_plus_three_bench_serving_runs(tmp_path: Path) -> None:
+    bench = _bench_file(tmp_path, [(16, 2800.0), (32, 4600.0), (64, 4750.0)])
+    result = _diagnose("pr13023-graph-false-above-ceiling", [str(bench)])
+    assert result.split.how == "nearest-step" and result.client == "bench_serving"
+    knee = result.diagnosis.knee
+    assert (knee.kind, knee.concurrency, knee.next_concurrency) == ("saturates", 32, 64)
+    by_c = {e.concurrency: e for e in result.split.evidence}
+    assert sorted(r[0] for r in by_c[64].decode_rows) == [36, 46]
+    assert by_c[64].client is not None and by_c[64].client.target == 64
+    first = result.diagnosis.causes[0]
+    assert first.id == "cuda-graph-ceiling"
+    assert first.evidence[0].values["concurrency"] == 64
+    assert result.lacking["client-bound"] == ["bench_serving records no client CPU or loop lag"]
+
+
+def test_sweep_json_windows_find_the_hosts_clock(tmp_path: Path) -> None:
+    # The host logs 3 h ahead of this machine's clock; the sweep's windows still find their
+    # lines (the whole-quarter-hour offset search).
+    path = REAL / "pr13023-graph-false-above-ceiling.log"
+    stamps = [parse_prefix(line).timestamp for line in path.read_text().splitlines()]
+    times = [datetime.fromisoformat(s) for s in stamps if s]
+    lag = timedelta(hours=3)
+
+    def step(index: int, concurrency: int, first: datetime, last: datetime, total: float
+             ) -> dict:  # type: ignore[type-arg]
+        return {"index": index, "concurrency": concurrency, "status": "ok",
+                "started_at": (first - lag).timestamp() - 0.2,
+                "finished_at": (last - lag).timestamp() + 0.2,
+                "metrics": {"concurrency": concurrency, "completed": 40, "total_tok_s": total}}
+
+    # Lines are in time order: the first two (46, 36 running) are the c=64 step.
+    steps = [step(0, 64, times[0], times[1], 4750.0), step(1, 32, times[2], times[4], 4600.0),
+             step(2, 16, times[5], times[7], 2800.0)]
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"run_id": 1, "status": "finished", "steps": steps}))
+    result = _diagnose("pr13023-graph-false-above-ceiling", [str(sweep)])
+    assert result.split.how == "windows" and result.split.offset_s == 3 * 3600
+    counts = {e.concurrency: len(e.decode_rows) for e in result.split.evidence}
+    assert counts == {64: 2, 32: 3, 16: 3}
+    assert result.diagnosis.causes[0].id == "cuda-graph-ceiling"
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def test_cli_diagnose_log_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--log", str(REAL / "gh26248-swa-kv-full-retraction.log"),
+                 "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["diagnosis"]["causes"][0]["id"] == "kv-cache-full"
+    assert "lacking" in body["diagnosis"]["causes"][0]
+    assert body["steps_by"] == "levels"
+
+
+@pytest.mark.parametrize("argv", [
+    ["diagnose", "--log", "{tmp}/missing.log"],
+    ["diagnose", "--log", str(REAL / "gh26248-swa-kv-full-retraction.log"),
+     "--bench", "{tmp}/missing.jsonl"],
+    ["diagnose", "--bench", "{tmp}/missing.jsonl"],
+])
+def test_cli_diagnose_log_errors_are_one_line(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) != 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert captured.err.startswith("plateau: ") and captured.err.count("\n") == 1
+    assert captured.out == ""
+
+
+def test_cli_diagnose_a_file_that_is_not_bench_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("these are my notes, not JSON\n")
+    assert main(["diagnose", "--log", str(REAL / "gh26248-swa-kv-full-retraction.log"),
+                 "--bench", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and err.count("\n") == 1
