@@ -69,7 +69,7 @@ def test_a_crashing_candidate_is_reverted_and_a_larger_value_tried(tmp_path: Pat
     state, _id, bench = tune(store, tmp_path, bench, new_state(request(), start))
     first = state.ladder[0]
     assert (first.cause, first.outcome) == ("cuda-graph-ceiling", "failed")
-    assert "NaN" in first.reason and "--cuda-graph-max-bs-decode 128" == first.change
+    assert "NaN" in first.reason and first.change == "--cuda-graph-max-bs-decode 128"
     # right after the candidate's launch, the last good profile was launched again
     names = [name for name, _launch in bench.launches]
     crashed = names.index("cutlass-moe+cuda-graph-ceiling")
@@ -164,8 +164,7 @@ def test_the_plan_tries_the_implied_value_then_a_larger_one_then_the_next_cause(
 
 
 def test_keep_rule_needs_the_interval_above_zero() -> None:
-    from console.bench.verdict import judge_point
-    from console.bench.verdict import Verdict
+    from console.bench.verdict import Verdict, judge_point
 
     def verdict(delta: float, half: float) -> Verdict:
         point = judge_point(128, [100.0, 101.0], [100.0 + delta, 101.0 + delta])

@@ -194,9 +194,9 @@ async def _tune(args: argparse.Namespace, config: PlateauConfig, directory: Path
     store = RunStore(args.db)
     try:
         if args.resume is not None:
-            state, tune_id = _resumed(store, args, host.name, config)
-            resumed: int | None = tune_id
-            _say(f"resuming tune {tune_id} of {state.request.profile} on {host.name}: "
+            state, found = _resumed(store, args, host.name, config)
+            resumed: int | None = found
+            _say(f"resuming tune {found} of {state.request.profile} on {host.name}: "
                  f"{len(state.ladder)} step(s) done, {state.restarts} restarts used")
         else:
             request = _request(args, config, host.name)

@@ -151,5 +151,13 @@ async def nothing_held() -> AsyncIterator[object]:
     yield None
 
 
-__all__ = ["CandidateFailed", "HostBench", "check_change", "SweepOutcome", "TuneBench", "apply",
-           "known_bad_problems", "nothing_held"]
+__all__ = [
+    "CandidateFailed",
+    "HostBench",
+    "SweepOutcome",
+    "TuneBench",
+    "apply",
+    "check_change",
+    "known_bad_problems",
+    "nothing_held",
+]
