@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "history": "history",
     "compare": "compare",
     "ab": "ab",
+    "tune": "tune",
     "diagnose": "diagnose",
     "server": "server",
     "record": "record",

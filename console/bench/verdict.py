@@ -161,16 +161,18 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}".replace("-", "\u2212")
 
 
-def _values(steps: Sequence[StepResult]) -> dict[int, tuple[list[float], int]]:
-    """Per concurrency: headline total tok/s of every ok step, and how many lacked a steady
-    state."""
+def _values(steps: Sequence[StepResult], metric: str = "total tok/s"
+            ) -> dict[int, tuple[list[float], int]]:
+    """Per concurrency: the headline `metric` (total or output tok/s) of every ok step, and how
+    many lacked a steady state."""
     grouped: dict[int, list[float]] = defaultdict(list)
     flagged: dict[int, int] = defaultdict(int)
     for step in steps:
         m = step.metrics
         if step.status != "ok" or m is None:
             continue
-        value = m.headline_total_tok_s()
+        value = m.headline_output_tok_s() if metric == "output tok/s" else \
+            m.headline_total_tok_s()
         if math.isfinite(value) and value > 0:
             grouped[step.concurrency].append(value)
             flagged[step.concurrency] += int(m.no_steady_state)
@@ -252,10 +254,12 @@ def judge(
     label_b: str = "B",
     confidence: float = CONFIDENCE,
     interleaved: bool | None = None,
+    metric: str = "total tok/s",
 ) -> Verdict:
     """The verdict on B against A. `interleaved` False adds a note that each side ran in one
-    server lifetime (a launch-to-launch difference then looks like a real one)."""
-    a, b = _values(steps_a), _values(steps_b)
+    server lifetime (a launch-to-launch difference then looks like a real one). `metric`:
+    "total tok/s" (the default) or "output tok/s"."""
+    a, b = _values(steps_a, metric), _values(steps_b, metric)
     common = sorted(set(a) & set(b))
     notes: list[str] = []
     per_level = 1.0 - (1.0 - confidence) / max(1, len(common))
@@ -295,7 +299,7 @@ def judge(
         knee_word = "real" if abs(delta) > half else "within noise"
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
     return Verdict(
-        label_a=label_a, label_b=label_b, confidence=confidence, points=points,
+        label_a=label_a, label_b=label_b, metric=metric, confidence=confidence, points=points,
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
         knee_half_width_pct=half,
         knee_word=knee_word, sentence=sentence, notes=notes,

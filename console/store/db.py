@@ -72,6 +72,16 @@ CREATE TABLE IF NOT EXISTS evidence (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, idx)
 );
+-- `plateau tune` (console/jobs/tune.py): the whole tune's state as JSON, written after every
+-- finished A/B, so a tuner killed mid-A/B resumes from the last one (`--resume`).
+CREATE TABLE IF NOT EXISTS tunes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    host TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT '{}'
+);
 """
 RUN_FACTS_IDX = -1
 
@@ -468,3 +478,38 @@ class RunStore:
             finished_at=row["finished_at"] or 0.0,
             raw=json.loads(row["raw"]) if row["raw"] else None,
         )
+
+    # ------------------------------------------------------------------ tunes
+
+    def save_tune(self, tune_id: int | None, host: str, status: str,
+                  state: dict[str, Any]) -> int:
+        """Create (tune_id None) or replace a tune's state, committed at once; its id."""
+        now = time.time()
+        data = redact_secrets(json.dumps(state))
+        with self._writing() as db:
+            if tune_id is None:
+                cursor = db.execute(
+                    "INSERT INTO tunes (created_at, updated_at, host, status, state) "
+                    "VALUES (?, ?, ?, ?, ?)", (now, now, host, status, data))
+                return int(cursor.lastrowid or 0)
+            db.execute("UPDATE tunes SET updated_at = ?, status = ?, state = ? WHERE id = ?",
+                       (now, status, data, tune_id))
+            return tune_id
+
+    def load_tune(self, tune_id: int) -> tuple[str, dict[str, Any]] | None:
+        """(status, state) of a tune, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT status, state FROM tunes WHERE id = ?",
+                                   (tune_id,)).fetchone()
+        return None if row is None else (row["status"], json.loads(row["state"] or "{}"))
+
+    def latest_tune(self, host: str | None = None, *, unfinished: bool = False) -> int | None:
+        """The newest tune (of `host`; with `unfinished`, one not done)."""
+        sql, args = "SELECT id FROM tunes WHERE 1=1", []
+        if host is not None:
+            sql, args = sql + " AND host = ?", [host]
+        if unfinished:
+            sql += " AND status IN ('running', 'stopped')"
+        with self._lock:
+            row = self._db.execute(sql + " ORDER BY id DESC LIMIT 1", args).fetchone()
+        return None if row is None else int(row["id"])

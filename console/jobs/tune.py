@@ -1,0 +1,422 @@
+"""`plateau tune`: an explained, closed-loop flag search (issue 28), one job for the CLI and
+the console.
+
+    state = new_state(request, start_profile)
+    state, tune_id = await run_tune(bench, state, store=store)
+
+The loop: sweep the starting profile; diagnose it (console.diagnose); take the top actionable
+cause's suggestion (console.jobs.tune_plan: the implied value, then a larger one, then the
+pair with an interacting cause); validate it as the flags editor does; A/B it against the
+last good profile, interleaved A B A B with restarts, at the levels where the cause acts and
+with the run's workload; keep it only when the verdict (console.bench.verdict, Bonferroni over
+the levels) says "better" at the knee with an interval that excludes zero and no level worse,
+else record why and restart the last good profile; re-sweep and re-diagnose the kept profile;
+repeat until no actionable cause is left, the objective is met, or the budget is spent.
+
+Safety: a candidate that does not start, crashes or yields non-finite throughput is recorded
+as failed and the last good profile restarted; the host's lease is held throughout; `stop`
+(Ctrl-C in the CLI) ends at the next safe point (between sweeps) with the last good profile
+running. The state is written to the run store after the baseline and after every finished
+A/B, so a tuner killed with SIGKILL loses at most the A/B in flight: `resume` goes on from
+the stored state (the A/B in flight is run again, from its first pass).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+
+from console.bench.abplan import plan_passes
+from console.bench.models import StepResult
+from console.bench.verdict import Verdict, judge
+from console.config_models import ServerProfile
+from console.diagnose.models import Diagnosis
+from console.errors import PlateauError
+from console.jobs.tune_bench import CandidateFailed, SweepOutcome, TuneBench
+from console.jobs.tune_models import (
+    Candidate,
+    Change,
+    Rung,
+    TuneProgress,
+    TuneRequest,
+    TuneState,
+    apply,
+    state_json,
+)
+from console.jobs.tune_plan import actionable, candidates, not_actionable_note
+from console.store.db import RunStore
+
+RUN_FLAGS = ("sim-state-file", "sim-seed")  # one demo run's, never saved (console.demo_user)
+
+
+class TuneError(PlateauError):
+    """The tune cannot go on (the last good profile does not start, the host is busy...)."""
+
+
+class _Stopped(Exception):
+    """Asked to stop: unwinds to the loop, which leaves the last good profile running."""
+
+
+def new_state(request: TuneRequest, start: ServerProfile) -> TuneState:
+    return TuneState(request=request, start=start)
+
+
+def tuned_profile(state: TuneState) -> ServerProfile:
+    """What is saved: the starting profile as the user configured it plus the kept changes
+    (never a demo run's own state file or seed)."""
+    profile = state.good_profile()
+    flags = {k: v for k, v in profile.flags.items() if k not in RUN_FLAGS}
+    description = (f"{state.request.profile} tuned by plateau tune: "
+                   + ("; ".join(r.change for r in state.ladder if r.outcome == "kept")
+                      or "no change kept"))
+    return profile.model_copy(update={"flags": flags, "description": description})
+
+
+def values_at(steps: Sequence[StepResult], metric: str) -> dict[int, float]:
+    """Mean objective per level over the ok steps."""
+    out: dict[int, list[float]] = {}
+    for s in steps:
+        if s.status == "ok" and s.metrics is not None:
+            v = (s.metrics.headline_output_tok_s() if metric == "output tok/s"
+                 else s.metrics.headline_total_tok_s())
+            if math.isfinite(v):
+                out.setdefault(s.concurrency, []).append(v)
+    return {c: sum(v) / len(v) for c, v in out.items()}
+
+
+def kept_by(verdict: Verdict) -> tuple[bool, str]:
+    """Keep only on a real gain: "better" at the knee with the interval above zero, and no
+    level "worse"; else the reason in words."""
+    delta, half = verdict.knee_delta_pct, verdict.knee_half_width_pct
+    worse = [p.concurrency for p in verdict.points if p.word == "worse"]
+    if delta is None or half is None:
+        return False, f"no verdict ({verdict.sentence})"
+    if worse:
+        return False, f"worse at {','.join(map(str, worse))} ({verdict.sentence})"
+    if delta - half <= 0:
+        if delta + half < 0:
+            return False, f"worse ({verdict.sentence})"
+        return False, f"the interval crosses zero ({verdict.sentence})"
+    return True, verdict.sentence
+
+
+class Tuner:
+    def __init__(self, bench: TuneBench, state: TuneState, store: RunStore,
+                 tune_id: int | None, on_progress: Callable[[TuneProgress], None],
+                 stop: asyncio.Event) -> None:
+        self.bench = bench
+        self.state = state
+        self.store = store
+        self.tune_id = tune_id
+        self.say = on_progress
+        self.stop = stop
+        self.running: str | None = None  # "good" / "candidate" / None (unknown)
+        loop = asyncio.get_running_loop()
+        self._t0 = loop.time()
+        self._minutes0 = state.minutes
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    @property
+    def request(self) -> TuneRequest:
+        return self.state.request
+
+    def minutes(self) -> float:
+        return self._minutes0 + (asyncio.get_running_loop().time() - self._t0) / 60.0
+
+    def persist(self) -> None:
+        self.state.minutes = round(self.minutes(), 3)
+        self.tune_id = self.store.save_tune(self.tune_id, self.request.host, self.state.status,
+                                            state_json(self.state, self.tune_id))
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise _Stopped
+
+    def good_name(self) -> str:
+        kept = sum(1 for r in self.state.ladder if r.outcome == "kept")
+        return self.request.profile if not kept else f"{self.request.profile}-tuned{kept}"
+
+    # -- restarts and sweeps -------------------------------------------------------------
+
+    async def restart_good(self, launch: str) -> None:
+        self.say(TuneProgress("restart", f"restarting the last good profile {self.good_name()}"))
+        try:
+            await self.bench.restart(self.good_name(), self.state.good_profile(), launch)
+        except CandidateFailed as exc:
+            raise TuneError(f"the last good profile {self.good_name()} did not start: "
+                            f"{exc}") from None
+        finally:
+            self.state.restarts += 1
+        self.running = "good"
+
+    async def full_sweep(self, label: str) -> SweepOutcome:
+        """A sweep of the good profile (running) with the whole workload, for the diagnosis."""
+        self.say(TuneProgress("sweep", f"sweeping {self.good_name()} ({label})"))
+        try:
+            outcome = await self.bench.sweep(self.good_name(), self.state.good_profile(),
+                                             self.request.spec, label=f"tune: {label}",
+                                             run_id=None, repeat_base=0, finish=True)
+        except CandidateFailed as exc:
+            raise TuneError(f"the last good profile {self.good_name()} failed: {exc}") from None
+        self.state.current_run = outcome.run_id
+        self.state.value = values_at(outcome.steps, self.request.metric)
+        return outcome
+
+    async def baseline(self) -> None:
+        self.say(TuneProgress("baseline", f"starting {self.request.profile} and sweeping it"))
+        await self.restart_good("baseline")
+        await self.full_sweep(f"{self.request.profile} (start)")
+        self.state.start_run = self.state.current_run
+        self.state.start_value = dict(self.state.value)
+        self.persist()
+
+    # -- diagnosis -----------------------------------------------------------------------
+
+    def diagnose(self) -> Diagnosis:
+        run_id = self.state.current_run
+        steps = self.store.get_run(run_id).steps if run_id is not None else []
+        diagnosis = self.bench.diagnose(run_id, steps)
+        for cause in diagnosis.causes:
+            note = not_actionable_note(cause)
+            if not actionable(cause) and note not in self.state.notes:
+                self.state.notes.append(note)
+        return diagnosis
+
+    def objective_met(self) -> bool:
+        target = self.request.target
+        if target is None or not self.state.value:
+            return False
+        return self.state.value[max(self.state.value)] >= target
+
+    def budget_left(self, planned_restarts: int) -> str | None:
+        """None, or why the next A/B does not fit the budget."""
+        r = self.request
+        if r.budget_restarts is not None and \
+                self.state.restarts + planned_restarts > r.budget_restarts:
+            return (f"budget spent: {self.state.restarts} of {r.budget_restarts} restarts used, "
+                    f"the next A/B needs {planned_restarts}")
+        if r.budget_minutes is not None and self.minutes() >= r.budget_minutes:
+            return f"budget spent: {self.minutes():.1f} of {r.budget_minutes:g} minutes used"
+        return None
+
+    def planned_restarts(self) -> int:
+        switches = 2 * self.request.repeats - (1 if self.running == "good" else 0)
+        return switches + 1  # and the revert when it is not kept
+
+    # -- one candidate -------------------------------------------------------------------
+
+    def _rung(self, cand: Candidate, outcome: str, reason: str, **kw: object) -> Rung:
+        return Rung.model_validate({
+            "step": len(self.state.ladder) + 1, "cause": cand.cause,
+            "change": cand.change.text(), "why": cand.why, "outcome": outcome,
+            "reason": reason, "predicted_pct": cand.gain_pct, "levels": cand.levels,
+            "cumulative_pct": round(self.state.gain_pct, 2), "restarts": self.state.restarts,
+            "minutes": round(self.minutes(), 2), "interacts": cand.interacts, **kw})
+
+    async def attempt(self, cand: Candidate) -> Rung:
+        self.say(TuneProgress("validate", f"{cand.cause}: {cand.change.text()} ({cand.why})"))
+        good = self.state.good_profile()
+        profile, problems = await self.bench.check(good, cand.change)
+        if profile is None:
+            return self._rung(cand, "invalid", "does not validate: " + "; ".join(problems))
+        if profile == good:
+            return self._rung(cand, "skipped", "the profile already has this")
+        step = len(self.state.ladder) + 1
+        try:
+            verdict, runs = await self._ab(cand, profile, step)
+        except CandidateFailed as exc:
+            await self._revert(step)
+            return self._rung(cand, "failed", str(exc))
+        keep, reason = kept_by(verdict)
+        common = {"delta_pct": verdict.knee_delta_pct,
+                  "half_width_pct": verdict.knee_half_width_pct,
+                  "sentence": verdict.sentence, "run_a": runs[0], "run_b": runs[1]}
+        if not keep:
+            await self._revert(step)
+            return self._rung(cand, "rejected", reason, **common)
+        self.state.kept = self.state.kept.merged(cand.change)
+        self.state.gain_pct = ((1 + self.state.gain_pct / 100) *
+                               (1 + (verdict.knee_delta_pct or 0.0) / 100) - 1) * 100
+        self.running = "good"  # the candidate that runs is now the good profile
+        return self._rung(cand, "kept", reason, **common)
+
+    async def _revert(self, step: int) -> None:
+        if self.running != "good":
+            self.say(TuneProgress("revert", "reverting to the last good profile"))
+            await self.restart_good(f"{step}:revert")
+
+    async def _ab(self, cand: Candidate, profile: ServerProfile, step: int
+                  ) -> tuple[Verdict, tuple[int | None, int | None]]:
+        """Interleaved A B A B at the candidate's levels; CandidateFailed when B fails."""
+        spec = self.request.spec.model_copy(update={"concurrency": cand.levels, "repeats": 1})
+        name_b = f"{self.request.profile}+{cand.cause}"
+        sides = {"A": (self.good_name(), self.state.good_profile(), "good"),
+                 "B": (name_b, profile, "candidate")}
+        steps: dict[str, list[StepResult]] = {"A": [], "B": []}
+        runs: dict[str, int | None] = {"A": None, "B": None}
+        passes = plan_passes(self.request.repeats, True)
+        for number, p in enumerate(passes):
+            self._check_stop_mid_ab()
+            name, prof, key = sides[p.side]
+            if self.running != key:
+                if p.side == "A":
+                    await self.restart_good(f"{step}:{number}")
+                else:
+                    self.say(TuneProgress("restart", f"step {step}: restarting into {name} "
+                                                     f"(pass {number + 1}/{len(passes)})"))
+                    self.running = None
+                    self.state.restarts += 1
+                    await self.bench.restart(name, prof, f"{step}:{number}")
+                    self.running = key
+            self.say(TuneProgress("sweep", f"step {step}: {name} at {cand.levels} "
+                                           f"(pass {number + 1}/{len(passes)})"))
+            last = number >= len(passes) - 2
+            try:
+                out = await self.bench.sweep(name, prof, spec, label=f"tune {step} {p.side}: "
+                                             f"{name}", run_id=runs[p.side],
+                                             repeat_base=p.repeat_base, finish=last)
+            except CandidateFailed:
+                if p.side == "A":
+                    raise TuneError(f"the last good profile {name} failed during "
+                                    "its A/B pass") from None
+                self.running = None
+                raise
+            self._check_finite(p.side, out.steps)
+            runs[p.side] = runs[p.side] or out.run_id
+            steps[p.side].extend(out.steps)
+        verdict = judge(steps["A"], steps["B"], label_a=self.good_name(), label_b=name_b,
+                        interleaved=True, metric=self.request.metric)
+        if runs["A"] is not None and runs["B"] is not None:
+            self.store.save_pair(runs["A"], runs["B"], {
+                "verdict": verdict.model_dump(mode="json"), "sentence": verdict.sentence,
+                "name_a": self.good_name(), "name_b": name_b, "repeats": self.request.repeats,
+                "interleaved": True, "preset": self.request.preset, "tune": self.tune_id})
+        return verdict, (runs["A"], runs["B"])
+
+    def _check_stop_mid_ab(self) -> None:
+        if self.stop.is_set():
+            raise _Stopped
+
+    def _check_finite(self, side: str, steps: Sequence[StepResult]) -> None:
+        bad = [s for s in steps if s.status == "ok" and s.metrics is not None
+               and not math.isfinite(s.metrics.headline_total_tok_s())]
+        if bad and side == "B":
+            self.running = None
+            raise CandidateFailed("produced non-finite throughput")
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self) -> TuneState:
+        state = self.state
+        state.status = "running"
+        async with self.bench.lease(f"tune {self.request.profile}"):
+            try:
+                if state.current_run is None:
+                    await self.baseline()
+                elif state.stale:
+                    await self.resweep()
+                await self._loop()
+            except _Stopped:
+                await self._leave_good("stopped at your request (at a safe point)")
+            except (PlateauError, OSError) as exc:
+                state.status, state.stop_reason = "failed", str(exc).splitlines()[0]
+                self.persist()
+                raise
+        return state
+
+    async def _leave_good(self, why: str) -> None:
+        self.state.status, self.state.stop_reason = "stopped", why
+        if self.running != "good":
+            await self.restart_good("stop")
+        self.persist()
+
+    async def _loop(self) -> None:
+        state = self.state
+        while True:
+            self._check_stop()
+            diagnosis = self.diagnose()
+            if self.objective_met():
+                return self._finish(f"objective met: {self.request.target:g} tok/s")
+            todo = candidates(diagnosis, state.good_profile(), self.request.spec.concurrency,
+                              state.tried)
+            if not todo:
+                return self._finish(self._nothing_left(diagnosis))
+            kept = False
+            for cand in todo:
+                self._check_stop()
+                short = self.budget_left(self.planned_restarts())
+                if short:
+                    if self.running != "good":
+                        await self.restart_good("budget")
+                    return self._finish(short, status="done")
+                rung = await self.attempt(cand)
+                state.ladder.append(rung)
+                state.tried.append(cand.change.key())
+                self.say(TuneProgress("verdict", f"{rung.cause}: {rung.outcome}: "
+                                                 f"{rung.reason}", rung))
+                self.persist()
+                if rung.outcome == "kept":
+                    kept = True
+                    break
+            if kept:
+                await self.resweep()
+
+    async def resweep(self) -> None:
+        """The kept profile's own full sweep, for the next diagnosis. `stale` is stored first:
+        a tuner killed before this sweep was stored does it again when resumed."""
+        state = self.state
+        state.tried = []  # a new base: earlier rejections are judged again if suggested
+        state.stale = True
+        self.persist()
+        if self.running != "good":
+            await self.restart_good(f"{len(state.ladder)}:resweep")
+        await self.full_sweep(f"{self.good_name()} (after step {len(state.ladder)})")
+        state.stale = False
+        self.persist()
+
+    def _nothing_left(self, diagnosis: Diagnosis) -> str:
+        if not diagnosis.causes:
+            return "no clear cause left (" + diagnosis.verdict + ")"
+        if not any(actionable(c) for c in diagnosis.causes):
+            return "no actionable cause left: " + "; ".join(
+                not_actionable_note(c) for c in diagnosis.causes)
+        return ("every suggestion of the remaining causes was judged: "
+                + ", ".join(c.id for c in diagnosis.causes if actionable(c)))
+
+    def _finish(self, why: str, status: str = "done") -> None:
+        self.state.status = "done" if status == "done" else "stopped"
+        self.state.stop_reason = why
+        self.say(TuneProgress("done", why))
+        self.persist()
+
+
+async def run_tune(
+    bench: TuneBench,
+    state: TuneState,
+    *,
+    store: RunStore,
+    tune_id: int | None = None,
+    on_progress: Callable[[TuneProgress], None] = lambda _p: None,
+    stop: asyncio.Event | None = None,
+) -> tuple[TuneState, int | None]:
+    """Run (or, with a stored state, resume) a tune; returns the final state and its id."""
+    if tune_id is not None:
+        state.resumed += 1
+    tuner = Tuner(bench, state, store, tune_id, on_progress, stop or asyncio.Event())
+    if tune_id is None:
+        tuner.persist()  # the tune exists (and can be resumed) from its first moment
+    await tuner.run()
+    return tuner.state, tuner.tune_id
+
+
+def load_state(store: RunStore, tune_id: int) -> TuneState:
+    found = store.load_tune(tune_id)
+    if found is None:
+        raise TuneError(f"no tune {tune_id} in {store.path}")
+    return TuneState.model_validate(found[1])
+
+
+__all__ = ["Change", "TuneError", "apply", "kept_by", "load_state", "new_state", "run_tune",
+           "tuned_profile", "values_at"]
