@@ -94,11 +94,12 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
         calls.append(name)
         return PassResult(None, ())
 
-    with pytest.raises(LifecycleError, match="dsa-prefill-backend"):
+    # removed in 0.5.23 with no flag of that release to translate it to
+    with pytest.raises(LifecycleError, match="enforce-piecewise-cuda-graph is not a flag"):
         await run_ab(
             life,
             ("a", server_env.profile()),
-            ("b", server_env.profile(**{"nsa-prefill-backend": "fa3"})),
+            ("b", server_env.profile(**{"enforce-piecewise-cuda-graph": True})),
             sweep,
         )
     assert calls == []
