@@ -28,13 +28,13 @@ def why_text(diagnosis: Diagnosis | None, note: str) -> Text:
         return text
     text.append(f"knee: {diagnosis.knee.sentence}\n\n", style="bold")
     if not diagnosis.causes:
-        text.append("No clear cause. Checked:\n", style="bold")
-        for item in diagnosis.checked:
-            text.append(f"  - {item}\n")
-        return text
+        return _no_clear_cause(text, diagnosis)
     for rank, cause in enumerate(diagnosis.causes[:MAX_CAUSES], 1):
         text.append(f"{rank}. {cause.id}", style="bold")
-        text.append(f"  {cause.confidence:.0%}  {cause.title}\n")
+        text.append(f"  explains {cause.confidence:.0%} of the throughput  {cause.title}\n")
+        gain = _predicted_gain(cause)
+        if gain:
+            text.append(f"     {gain}\n", style="dim")
         for evidence in cause.evidence:
             text.append(f"     {evidence.source}: ", style="dim")
             text.append(f"{evidence.text}\n")
@@ -46,6 +46,31 @@ def why_text(diagnosis: Diagnosis | None, note: str) -> Text:
                         style="dim")
         text.append("\n")
     return text
+
+
+def _no_clear_cause(text: Text, diagnosis: Diagnosis) -> Text:
+    """No cause explains enough: the strongest small effects and the run's noise, then what
+    was checked (an abstention says what it weighed, never just "nothing")."""
+    text.append("No clear cause.", style="bold")
+    if diagnosis.noise is not None:
+        text.append(f"  (this run's noise: {diagnosis.noise:.0%} of throughput)", style="dim")
+    text.append("\n")
+    if diagnosis.candidates:
+        text.append("Strongest candidates, each too small to name:\n")
+        for cause in diagnosis.candidates[:3]:
+            text.append(f"  - {cause.id} explains {cause.confidence:.0%}: {cause.title}\n")
+    text.append("Checked:\n", style="bold")
+    for item in diagnosis.checked:
+        text.append(f"  - {item}\n")
+    return text
+
+
+def _predicted_gain(cause: Cause) -> str:
+    s = cause.suggest
+    if s.gain_pct is None:
+        return ""
+    where = f" at c={s.at_concurrency}" if s.at_concurrency else ""
+    return f"predicted gain of the fix: {s.gain_pct:+.0f}%{where} (an A/B checks it)"
 
 
 class WhyView(Static):
