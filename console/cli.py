@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "ab": "ab",
     "tune": "tune",
     "diagnose": "diagnose",
+    "report": "report",
+    "export": "export",
     "server": "server",
     "record": "record",
     "replay": "replay",

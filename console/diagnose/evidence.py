@@ -351,4 +351,10 @@ def topology_of(header: Any) -> Topology:
         nvlink = any(str(cell or "").startswith("NV") for row in links for cell in row)
     return Topology(gpu_name=name, num_gpus=len(gpus) or None, nvlink=nvlink,
                     source=str((topo.get("source") if isinstance(topo, Mapping)
-                                else getattr(topo, "source", "")) or ""))
+                                else getattr(topo, "source", "")) or ""),
+                    driver_version=_text(get("driver_version")),
+                    cuda_version=_text(get("cuda_version")))
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None

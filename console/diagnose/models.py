@@ -139,6 +139,8 @@ class Topology(Frozen):
     num_gpus: int | None = None
     nvlink: bool | None = None  # None: unknown (no agent header)
     source: str = ""
+    driver_version: str | None = None  # the agent header's, shown in a shared report
+    cuda_version: str | None = None
 
 
 class RunEvidence(Frozen):
