@@ -94,7 +94,7 @@ def test_reference_run_report_in_chromium(browser: Any, tmp_path: Path) -> None:
 
 def test_ab_report_in_chromium(browser: Any, tmp_path: Path) -> None:  # noqa: F811
     db = tmp_path / "runs.db"
-    a, b = ab_pair(db)
+    a, _b = ab_pair(db)
     seen = _open(browser, _html(tmp_path, db, a, name="ab"), tmp_path / "shots", "ab")
     _clean(seen)
     assert seen.points("chart-throughput") == 2 * 2 * LEVELS  # two runs, total and output

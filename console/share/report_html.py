@@ -15,10 +15,10 @@ from html import escape
 
 from console import __version__
 from console.share.gather import PairView, Report, RunView
+from console.share.levels import levels
 from console.share.report_sections import diagnosis_html, pair_html, run_tables
 from console.share.report_style import CSS
 from console.share.report_svg import Series, line_chart
-from console.share.levels import levels
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 

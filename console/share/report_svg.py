@@ -62,8 +62,9 @@ class _Frame:
         self.log_x = log_x
         fx = [self._fx(x) for x in xs] or [0.0]
         self.x0, self.x1 = min(fx), max(fx)
-        if self.x1 == self.x0:
-            self.x0, self.x1 = self.x0 - 1, self.x1 + 1
+        # Room either side so the first and last points clear the axes.
+        pad = max(self.x1 - self.x0, 1.0) * 0.05
+        self.x0, self.x1 = self.x0 - pad, self.x1 + pad
         self.yticks = nice_ticks(min([0.0, *ys]), max([0.0, *ys]))
         self.y0, self.y1 = self.yticks[0], self.yticks[-1]
 
@@ -80,7 +81,7 @@ class _Frame:
 
 
 def _axes(frame: _Frame, xticks: Sequence[float], x_label: str, y_label: str) -> list[str]:
-    out = [f'<g class="axes" font-size="11" fill="#333">']
+    out = ['<g class="axes" font-size="11" fill="#333">']
     for y in frame.yticks:
         py = frame.py(y)
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{py:.1f}" y2="{py:.1f}" '
