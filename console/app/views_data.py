@@ -175,3 +175,27 @@ def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
+
+
+def write_report(store_path: Path | None, run_ids: Sequence[int]) -> str:
+    """Write `plateau report RUN... --html` for these runs beside the history database
+    (reports/plateau-run-<ids>.html); the sentence to show: where it went, or why not."""
+    from console.share.gather import gather
+    from console.share.report_html import report_html
+
+    store = _open_store(store_path)
+    if store is None or store_path is None or not run_ids:
+        return "no stored run to report"
+    try:
+        page = report_html(gather(store, run_ids))
+    except KeyError:
+        return f"run {run_ids[0]} is no longer stored"
+    finally:
+        store.close()
+    target = store_path.parent / "reports" / f"plateau-run-{'-'.join(map(str, run_ids))}.html"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write {target}: {exc.strerror or exc}"
+    return f"report written: {target} ({len(page.encode()):,} bytes)"

@@ -98,6 +98,17 @@ class ConfigScreen(HostScreen):
         fill_table(self.query_one(DataTable), ("key", "value", "source"), rows)
 
 
+def _write_report(screen: HostScreen, runs: list[int]) -> None:
+    """`plateau report --html` for these runs, off the UI thread; the path is notified."""
+    store_path = console_app(screen).store_path
+
+    def write() -> None:
+        said = views_data.write_report(store_path, runs)
+        screen.app.call_from_thread(screen.notify, said, markup=False, timeout=8)
+
+    screen.run_worker(write, thread=True, group="report", exit_on_error=False)
+
+
 class HistoryScreen(HostScreen):
     """Stored runs, newest first. enter opens a run; m marks it (two marked runs are what
     compare shows, even a cancelled one); incomplete runs are marked in their status."""
@@ -106,6 +117,7 @@ class HistoryScreen(HostScreen):
     BINDINGS = [
         Binding("enter", "open_run", "Open run", id="history-open"),
         Binding("m", "mark_run", "Mark", id="history-mark"),
+        Binding("x", "report_run", "HTML report", id="history-report"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -156,6 +168,16 @@ class HistoryScreen(HostScreen):
         else:
             app.marked_runs[:] = [*app.marked_runs, run_id][-2:]
         self._load(app.active_state.host)
+
+    def action_report_run(self) -> None:
+        """The selected run's HTML report (with its A/B partner when it has one); two marked
+        runs are reported as an A/B."""
+        app = console_app(self)
+        marked = list(app.marked_runs)
+        selected = self._selected()
+        runs = marked if len(marked) == 2 else ([selected] if selected is not None else [])
+        if runs:
+            _write_report(self, runs)
 
     def action_open_run(self) -> None:
         run_id = self._selected()
@@ -247,8 +269,9 @@ class WhyScreen(HostScreen):
 
     TITLE_TEXT = "Why it plateaus: the newest run of this host"
     BINDINGS = [
-        Binding(str(n), f"suggest({n})", f"A/B #{n}", show=False, id=f"why-ab-{n}")
-        for n in range(1, MAX_CAUSES + 1)
+        *(Binding(str(n), f"suggest({n})", f"A/B #{n}", show=False, id=f"why-ab-{n}")
+          for n in range(1, MAX_CAUSES + 1)),
+        Binding("x", "report_run", "HTML report", id="why-report"),
     ]
 
     def __init__(self) -> None:
@@ -274,6 +297,11 @@ class WhyScreen(HostScreen):
     def _show(self, diagnosis: object, run: object, note: str) -> None:
         self.diagnosis, self.run = diagnosis, run
         self.query_one("#why-view", WhyView).show(diagnosis, note)  # type: ignore[arg-type]
+
+    def action_report_run(self) -> None:
+        run_id = getattr(getattr(self.run, "summary", None), "id", None)
+        if isinstance(run_id, int):
+            _write_report(self, [run_id])
 
     def action_suggest(self, rank: int) -> None:
         causes = getattr(self.diagnosis, "causes", None) or []
