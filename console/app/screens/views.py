@@ -117,7 +117,7 @@ class HistoryScreen(HostScreen):
     BINDINGS = [
         Binding("enter", "open_run", "Open run", id="history-open"),
         Binding("m", "mark_run", "Mark", id="history-mark"),
-        Binding("x", "report_run", "HTML report", id="history-report"),
+        Binding("x", "report_run", "HTML report", show=False, id="history-report"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -271,7 +271,7 @@ class WhyScreen(HostScreen):
     BINDINGS = [
         *(Binding(str(n), f"suggest({n})", f"A/B #{n}", show=False, id=f"why-ab-{n}")
           for n in range(1, MAX_CAUSES + 1)),
-        Binding("x", "report_run", "HTML report", id="why-report"),
+        Binding("x", "report_run", "HTML report", show=False, id="why-report"),
     ]
 
     def __init__(self) -> None:
