@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from console.demo import DEMO_HOST, demo_profile, temp_demo
 from console.host.local import LocalTransport
 from console.server.guard import OwnerGuard
@@ -85,6 +87,7 @@ def _drain(fd: int) -> None:
                 return
 
 
+@pytest.mark.slow
 def test_sigkill_of_plateau_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
