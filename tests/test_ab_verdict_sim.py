@@ -25,6 +25,7 @@ from tests.support.ab_sim import (
 
 
 # Whole A/Bs (restarts and sweeps): minutes on a loaded 2-core machine, not seconds.
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
     # One 3-repeat A/B sees this difference as real nearly always on a quiet machine (8 of 8
@@ -47,6 +48,7 @@ async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
     raise AssertionError(f"a 5-6 % difference within noise twice: {sentences}")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_identical_profiles_are_within_noise(tmp_path: Path) -> None:
     sentences = []

@@ -38,6 +38,7 @@ def _events(app: Any) -> list[str]:
     return [f"{r.source}: {r.message}" for r in app.all_events()]
 
 
+@pytest.mark.slow
 async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Path) -> None:
     """Connect over real OpenSSH, start the simulated server through the lifecycle, show GPU
     rows, follow the log, scrape /metrics, run a sweep from `s` holding the host lease."""
@@ -88,6 +89,7 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         assert run.meta.host == "app-ssh" and run.steps_ok == 2
 
 
+@pytest.mark.slow
 async def test_flags_editor_save_and_restart(live_console: Any) -> None:
     """f: the host's discovered flags, a diff against the running server; ctrl+s saves a
     profile (profiles.d/<name>.toml), no restart; change one flag and restart is f, t, ctrl+r,
@@ -135,6 +137,7 @@ async def test_flags_editor_save_and_restart(live_console: Any) -> None:
     assert name not in saved  # restarting with edited flags keeps them for this run only
 
 
+@pytest.mark.slow
 async def test_ab_from_the_app(live_console: Any) -> None:
     """a: pick A, B and a preset; the A/B runs in the background with progress in the header,
     then the chart overlays A and B and the compare screen shows the deltas."""
@@ -180,6 +183,7 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         assert "verdict: B " in note and "moe-runner-backend cutlass \u2192 triton" in note
 
 
+@pytest.mark.slow
 async def test_ab_cancel_leaves_the_host_free(live_console: Any) -> None:
     slow = {**TINY_SWEEP, "concurrency": [1, 2, 4, 8], "output_len": 64}
     live = live_console(sweeps={"default": slow})

@@ -59,6 +59,7 @@ def test_bad_values_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["compare", "1", "2", "--db", str(tmp_path / "x.db")]) == 2
 
 
+@pytest.mark.slow
 def test_sweep_demo_starts_the_chosen_profile_and_stops_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,6 +13,7 @@ from console.bench.workload import Workload
 WORK = Workload(endpoint="generate", input_len=8, output_len=40)
 
 
+@pytest.mark.slow
 async def test_a_worker_killed_mid_step_fails_the_step_then_is_replaced(ideal_sim) -> None:
     with WorkerPool(streams_per_worker=1, max_workers=2) as pool:
         task = asyncio.ensure_future(

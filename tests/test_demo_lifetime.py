@@ -126,6 +126,7 @@ def _drain(fd: int) -> None:
                 return
 
 
+@pytest.mark.slow
 def test_sigkill_of_plateau_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()

@@ -165,6 +165,7 @@ def _log_count(sim: SimProcess, needle: str) -> int:
 SHORT = {"input_len": 32, "output_len": 24}
 
 
+@pytest.mark.slow
 def test_cuda_graph_ceiling(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"tp-size": 4, "cuda-graph-max-bs-decode": 8},
                 {**SHORT, "concurrency": [4, 8, 16]})
@@ -178,6 +179,7 @@ def test_cuda_graph_ceiling(sim_factory: Any, tmp_path: Path) -> None:
     assert not any(c.id == "cuda-graph-ceiling" for c in b.diagnosis.causes)
 
 
+@pytest.mark.slow
 def test_eager_decode(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"tp-size": 4, "disable-cuda-graph": True}, {**SHORT, "concurrency": [2, 8]})
     a, b = _ab(sim_factory, tmp_path, case, "eager-decode",
@@ -208,6 +210,7 @@ def test_kv_cache_full(sim_factory: Any, tmp_path: Path) -> None:
     assert b.total(8) > 1.25 * a.total(8), (a.total(8), b.total(8))
 
 
+@pytest.mark.slow
 def test_prefill_interference(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({}, {"input_len": 4000, "output_len": 48, "concurrency": [2, 4],
                      "prompts_per_concurrency": 3})
@@ -223,6 +226,7 @@ def test_prefill_interference(sim_factory: Any, tmp_path: Path) -> None:
     assert b_itl < 0.8 * a_itl, (a_itl, b_itl)
 
 
+@pytest.mark.slow
 def test_tp_allreduce_pcie(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"tp-size": 8}, {**SHORT, "concurrency": [4, 16]},
                 env={"NCCL_P2P_DISABLE": "1"}, gpu=True)
@@ -237,6 +241,7 @@ def test_tp_allreduce_pcie(sim_factory: Any, tmp_path: Path) -> None:
     assert b.total(16) > 2.0 * a.total(16), (a.total(16), b.total(16))
 
 
+@pytest.mark.slow
 def test_power_cap(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"sim-power-limit-w": 300}, {"input_len": 32, "output_len": 64,
                                              "concurrency": [4, 16]}, gpu=True)
@@ -264,6 +269,7 @@ def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
     assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
 
 
+@pytest.mark.slow
 def test_moe_untuned(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"moe-runner-backend": "triton"}, {**SHORT, "concurrency": [2, 8]})
     a, b = _ab(sim_factory, tmp_path, case, "moe-untuned",
@@ -309,6 +315,7 @@ def test_client_bound() -> None:
     assert top.suggest.sweep == {"workers": 4}
 
 
+@pytest.mark.slow
 def test_two_causes_both_in_top_three(sim_factory: Any, tmp_path: Path) -> None:
     case = Case({"moe-runner-backend": "triton", "max-running-requests": 4},
                 {**SHORT, "concurrency": [2, 4, 8]})

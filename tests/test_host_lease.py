@@ -48,6 +48,7 @@ def box(sshd: Sshd, tmp_path: Path):
         os.killpg(os.getpgid(pid), signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_concurrent_starts_leave_exactly_one_server(box, tmp_path: Path) -> None:
     config, state = box
     starts = [spawn_plateau(tmp_path, "--config", str(config), "server", "start", "box")
@@ -63,6 +64,7 @@ def test_concurrent_starts_leave_exactly_one_server(box, tmp_path: Path) -> None
     assert sim_processes(state) == []
 
 
+@pytest.mark.slow
 def test_restart_during_a_sweep_is_refused_naming_the_holder(box, tmp_path: Path) -> None:
     config, state = box
     assert _finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",

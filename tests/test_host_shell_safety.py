@@ -50,6 +50,7 @@ def _check_round_trip(
     assert not marker.exists(), "an argument was executed as shell"
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 def test_arguments_round_trip_over_ssh(
     sshd: Sshd, tmp_path: Path, loop: asyncio.AbstractEventLoop

@@ -28,6 +28,7 @@ QUICK = SweepPreset(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_path) -> None:
     life = server_env.lifecycle(ssh_transport)

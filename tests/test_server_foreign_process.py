@@ -44,6 +44,7 @@ def _ticks(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19])
 
 
+@pytest.mark.slow
 def test_foreign_process_is_never_signalled_until_adopted(sshd: Sshd, tmp_path: Path) -> None:
     port = free_port()
     run_dir = tmp_path / "run"

@@ -44,6 +44,7 @@ def phases_finished(events) -> list[str]:
     return [e.phase.value for e in events if isinstance(e, PhaseFinished)]
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, any_transport):
     life = server_env.lifecycle(any_transport)
@@ -84,6 +85,7 @@ async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, 
     assert not (await life.status()).running
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv, any_transport):
     life = server_env.lifecycle(any_transport)
@@ -101,6 +103,7 @@ async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv
     await life.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 async def test_startup_crash_reported_with_log_lines(server_env: ServerEnv, any_transport):
     life = server_env.lifecycle(any_transport)
@@ -134,6 +137,7 @@ async def test_port_held_by_another_program_is_not_touched(server_env: ServerEnv
         holder.close()
 
 
+@pytest.mark.slow
 async def test_restart_refused_while_a_sweep_holds_the_lease(server_env: ServerEnv,
                                                              local_transport):
     life = server_env.lifecycle(local_transport)
@@ -270,6 +274,7 @@ def test_missing_api_key_fails_before_stopping(server_env: ServerEnv) -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_plateau_server_demo_cli(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}

@@ -76,6 +76,7 @@ UNSAFE: list[dict] = [
 ]
 
 
+@pytest.mark.slow
 async def test_unsafe_values_rejected_before_anything_stops(
     server_env: ServerEnv, ssh_transport, tmp_path: Path
 ) -> None:

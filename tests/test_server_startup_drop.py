@@ -13,6 +13,7 @@ from tests.support.sshd import Sshd
 pytestmark = pytest.mark.sshd
 
 
+@pytest.mark.slow
 async def test_drop_during_startup_resumes_at_the_byte(server_env: ServerEnv, sshd: Sshd) -> None:
     transport = make_ssh_transport(sshd)
     await transport.connect()

@@ -8,6 +8,7 @@ import re
 import time
 
 import httpx
+import pytest
 
 from tests.support.sim_fixtures import SimProcess
 
@@ -79,6 +80,7 @@ def _sim_clock_throughput(sim: SimProcess, concurrency: int) -> float:
     return max(at_full)
 
 
+@pytest.mark.slow
 def test_throughput_rises_then_plateaus(sim_factory) -> None:
     sim = sim_factory("--sim-speed", SPEED, "--sim-seed", "1")
     curve = {c: _sim_clock_throughput(sim, c) for c in (1, 4, 16, 48)}
@@ -94,6 +96,7 @@ def test_throughput_rises_then_plateaus(sim_factory) -> None:
     assert "Prefill batch, #new-seq: " in log
 
 
+@pytest.mark.slow
 def test_moe_runner_backend_changes_the_curve(sim_factory) -> None:
     # Real time, not the shape test's faster clock: the sim's steps catch up after late
     # wakeups (console/sim/engine.py), so at a faster clock both servers outran this

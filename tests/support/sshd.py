@@ -9,6 +9,7 @@ client key for it. Fixtures in tests/support/host_fixtures.py wrap this (`ssh_us
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import shutil
@@ -25,6 +26,7 @@ SSHD = Path("/usr/sbin/sshd")
 # Login shells the tests log in with; each must be installed (`.ci/run` apt-installs them).
 LOGIN_SHELLS = ("bash", "dash", "zsh", "fish", "tcsh")
 USER_PREFIX = "plateau-t-"  # test accounts: plateau-t-<shell>[<tag>]
+_USERADD_LOCK = Path(tempfile.gettempdir()) / "plateau-test-useradd.lock"
 
 
 def _free_port() -> int:
@@ -136,12 +138,19 @@ def ensure_login_user(shell: str, *, tag: str = "") -> pwd.struct_passwd:
         )
     if os.geteuid() != 0:
         raise RuntimeError(f"test user {name} is missing and only root can create it (useradd)")
-    result = subprocess.run(
-        ["useradd", "--create-home", "--shell", path, "--password", "*", name],
-        capture_output=True, text=True, check=False,
-    )
+    # On a fresh machine the pytest-xdist workers create the same accounts at once, and a
+    # useradd that cannot get /etc/passwd's lock soon enough gives up ("cannot lock
+    # /etc/passwd; try again later"): creations take turns and re-check once their turn comes.
+    with _USERADD_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+        result = subprocess.run(
+            ["useradd", "--create-home", "--shell", path, "--password", "*", name],
+            capture_output=True, text=True, check=False,
+        )
     try:
-        return pwd.getpwnam(name)  # a concurrent session may have created it first
+        return pwd.getpwnam(name)
     except KeyError:
         raise RuntimeError(f"useradd {name} failed: {result.stderr.strip()}") from None
 
