@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from console.config_models import HostConfig, ServerProfile
-from console.errors import PlateauError, UsageError
+from console.errors import PlateauError, TransportError, UsageError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
 from console.logs.follower import LogFollower
@@ -82,6 +82,7 @@ _API_KEY_WRAPPER = (
 )
 _KEYED_DETACH = f"IFS= read -r {API_KEY_CARRIER}; export {API_KEY_CARRIER}; {scripts.DETACH}"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_IDEMPOTENT = frozenset({"probe", "read", "write", "remove", "forget_keys"})
 
 
 class LifecycleError(PlateauError):
@@ -156,7 +157,18 @@ class ServerLifecycle:
         return f"{self.host.run_dir.rstrip('/')}/server.json"
 
     async def _script(self, command: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        return await run_host_script(self.transport, self.host.python, command, args, **kw)
+        """A host helper; one that only looks (or rewrites the same bytes) is asked again
+        when the connection dropped under it (the transport reconnects), so a drop the
+        lease outlives does not fail the operation holding it."""
+        tries = 3 if command in _IDEMPOTENT else 1
+        for attempt in range(1, tries + 1):
+            try:
+                return await run_host_script(self.transport, self.host.python, command, args,
+                                             **kw)
+            except TransportError:
+                if attempt == tries:
+                    raise
+        raise AssertionError("unreachable")
 
     async def read_record(self) -> LaunchRecord | None:
         found = await self._script("read", {"path": self.record_path})
