@@ -95,19 +95,34 @@ def port_free(host, port):
         s.close()
 
 def listen_inodes(port):
-    inodes = set()
+    # inode -> uid of each socket listening on `port` (any address, IPv4 or IPv6)
+    inodes = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)
                 for line in f:
                     parts = line.split()
-                    local, state, inode = parts[1], parts[3], parts[9]
+                    local, state, uid, inode = parts[1], parts[3], parts[7], parts[9]
                     if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                        inodes.add(inode)
-        except OSError:
+                        inodes[inode] = int(uid)
+        except (OSError, IndexError, ValueError):
             pass
     return inodes
+
+def user_name(uid):
+    import pwd
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OSError):
+        return ""
+
+def hidden_listeners(port, found):
+    # Sockets listening on `port` whose process this account cannot see (another user's:
+    # /proc/PID/fd is theirs): what /proc/net/tcp tells, the owner's uid and name.
+    seen = set(i for p in found for i in p.get("inodes", ()))
+    owners = sorted(set(uid for inode, uid in listen_inodes(port).items() if inode not in seen))
+    return [{"uid": uid, "user": user_name(uid)} for uid in owners]
 
 def proc_info(pid):
     info = {"pid": pid}
@@ -147,14 +162,18 @@ def listeners(port):
             fds = os.listdir("/proc/%s/fd" % name)
         except OSError:
             continue
+        held = []
         for fd in fds:
             try:
                 target = os.readlink("/proc/%s/fd/%s" % (name, fd))
             except OSError:
                 continue
             if target.startswith("socket:[") and target[8:-1] in inodes:
-                found.append(proc_info(int(name)))
-                break
+                held.append(target[8:-1])
+        if held:
+            info = proc_info(int(name))
+            info["inodes"] = held
+            found.append(info)
     # The main server process is the oldest listener's group leader when it has one.
     found.sort(key=lambda p: p.get("started_at", 0))
     return found
@@ -199,6 +218,8 @@ def cmd_probe(a):
     if a.get("port"):
         out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
         out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
+        if a.get("listeners"):
+            out["hidden_listeners"] = hidden_listeners(a["port"], out["listeners"])
     return out
 
 def cmd_prepare(a):
