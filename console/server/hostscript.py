@@ -651,6 +651,17 @@ def _refusal(stdout: str) -> str | None:
     return f"refused: {sanitize(reason[:400])}" if isinstance(reason, str) else None
 
 
+def python_failed(python: str, status: int | None, said: str, *, seen: bool = True) -> str:
+    """Why the host's python did not run a helper, never an empty reason (`seen`: whether
+    its stderr was read; a stream's is not)."""
+    shown = sanitize(python[:200])
+    if not said:
+        what = "with no output" if seen else "without answering"
+        return (f"the host python `{shown}` exited {status} {what} (is it a Python 3 on "
+                "the host? set the host's `python`)")
+    return f"the host python `{shown}` exited {status}: {sanitize(said[-300:])}"
+
+
 def host_script_argv(
     python: str, program: str, command: str, args: dict[str, Any]
 ) -> list[str]:
@@ -683,9 +694,9 @@ async def run_host_script(
     if refusal is not None:
         raise HostScriptError(refusal)
     if not result.ok:
+        said = result.stderr.strip() or result.stdout.strip()
         raise HostScriptError(
-            f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{sanitize(result.stderr.strip()[-300:])}"
+            f"host helper `{command}` failed: {python_failed(python, result.exit_status, said)}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])

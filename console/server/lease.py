@@ -37,7 +37,7 @@ from console import aio
 from console.config_models import HostConfig
 from console.errors import PlateauError, TransportError
 from console.host.transport import LineStream, Transport
-from console.server.hostscript import run_host_script, stream_host_script
+from console.server.hostscript import python_failed, run_host_script, stream_host_script
 from console.text import sanitize
 
 
@@ -343,8 +343,8 @@ async def _acquire(
                 on_wait(LeaseHolder.from_record(message.get("holder")))
         if stream.exit_status is None:
             raise _Broken(f"{name}: the connection dropped while taking the host lease")
-        raise PlateauError(f"{name}: could not take the host lease in {host.run_dir} "
-                           f"(the host helper exited with {stream.exit_status})")
+        raise PlateauError(f"{name}: could not take the host lease in {host.run_dir}: "
+                           f"{python_failed(host.python, stream.exit_status, '', seen=False)}")
     except TransportError as exc:
         await stream.close()
         raise _Broken(str(exc)) from None
