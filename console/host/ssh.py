@@ -67,6 +67,10 @@ class SshLineStream:
                 yield line
             for line in before_mark or ():  # no mark came: nothing was login noise
                 yield line
+            # EOF may come before the exit status: wait for it, so that `exit_status` tells
+            # a command that ended (a number) from a channel that was cut (None)
+            with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
+                await aio.wait_for(self._process.wait_closed(), 5)
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"stream broke: {exc}") from None
 
