@@ -94,6 +94,16 @@ def _normalise_argv(argv: list[str]) -> list[str]:
     return [*argv[:index], "console", *argv[index:]]
 
 
+def _check_named_config(args: argparse.Namespace) -> None:
+    """A `--demo` command uses the demo's own config, but a config file named with
+    `--config` is still read and checked: a broken one fails naming file, key and line
+    rather than being ignored without a word."""
+    if getattr(args, "demo", False) and getattr(args, "config", None):
+        from console.config import load_config
+
+        load_config(args.config)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(_command_of(args_list))
@@ -106,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _check_named_config(args)
         result = handler(args)
         if isinstance(result, Coroutine):
             import asyncio  # here: the synchronous commands (logscan) do not pay for it

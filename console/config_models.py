@@ -91,6 +91,9 @@ class HostConfig(StrictModel):
     profile: str | None = None
     local: bool = False
     sim_state_file: str | None = None
+    # How long the host keeps the lease for a holder whose connection dropped: it may
+    # reconnect and carry on; nobody else may take it meanwhile (console/server/lease.py).
+    lease_grace_s: Annotated[float, Field(ge=0.0, le=3600.0)] = 30.0
 
     @field_validator("name")
     @classmethod

@@ -28,7 +28,12 @@ from console.server.events import (
     PhaseProgress,
     PhaseStarted,
 )
-from console.server.lifecycle import LifecycleOptions, ServerLifecycle, ServerStatus
+from console.server.lifecycle import (
+    LifecycleOptions,
+    ServerLifecycle,
+    ServerStatus,
+    hidden_text,
+)
 from console.text import sanitize, sanitize_lines
 
 ACTIONS = ("status", "start", "stop", "restart", "adopt")
@@ -107,7 +112,11 @@ async def _adopt(life: ServerLifecycle, config: PlateauConfig, args: argparse.Na
     """Without --pid: show what listens on the profile's port, so the operator can check its
     command line. With --pid N: adopt that process (stop/restart may then signal it)."""
     name, profile = server_jobs.pick_profile(config, args.profile, life.host.profile)
-    found = await life.listeners(profile.port, profile.host)
+    found, hidden = await life.port_users(profile.port, profile.host)
+    if not found and hidden:
+        print(f"{life.host.name}: port {profile.port} (profile {name}) is used by "
+              f"{hidden_text(hidden)}")
+        return 1
     if not found:
         print(f"{life.host.name}: nothing listens on port {profile.port} (profile {name})")
         return 1
@@ -154,7 +163,7 @@ async def run(args: argparse.Namespace) -> int:
         if args.action == "adopt":
             return await _adopt(life, config, args)
         if args.action == "stop":
-            await server_jobs.stop(life, printer, wait=args.wait)
+            await server_jobs.stop(life, printer, wait=args.wait, config=config)
         elif args.action == "start":
             await server_jobs.start(life, config, args.profile, printer, wait=args.wait)
         else:

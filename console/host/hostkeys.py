@@ -29,9 +29,12 @@ class HostKeyProblem:
     known_hosts: Path
     # The fingerprint the caller offered to accept, when it was not the one presented.
     offered: str | None = None
+    # known_hosts has @cert-authority lines for the host and nothing else (not checked here)
+    ca_only: bool = False
+    role: str = ""  # "jump host " when the key is the jump host's
 
     def message(self) -> str:
-        where = f"{self.host}:{self.port}"
+        where = f"{self.role}{self.host}:{self.port}"
         if self.verdict == "revoked":
             return (
                 f"REVOKED HOST KEY for {where}: it presents {self.key_type} {self.fingerprint}, "
@@ -49,6 +52,11 @@ class HostKeyProblem:
             f" (the fingerprint given to accept, {self.offered}, is not this key's)"
             if self.offered else ""
         )
+        if self.ca_only:
+            mismatch += (
+                f" ({self.known_hosts} has only @cert-authority lines for it: Plateau does "
+                "not check host certificates, so it needs the host's own key there)"
+            )
         return (
             f"unknown host key for {where}: {self.key_type} {self.fingerprint}{mismatch}. "
             "Refusing to connect. If this fingerprint is right, accept it (answer the "
@@ -80,9 +88,12 @@ class KnownHostsMatch:
     def for_asyncssh(self) -> tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[object]]:
         """(trusted keys, CA keys, revoked) with no further matching by asyncssh (whose own
         matcher retries a non-22 port without it). A revoked key is never trusted, and is
-        left to `VerifyingClient`, which refuses it with a clear problem."""
+        left to `VerifyingClient`, which refuses it with a clear problem. Host certificates
+        are not checked: given CA keys, asyncssh offers only certificate algorithms, and a
+        host without a certificate drops the connection ("Connection lost"), so the host's
+        own key is asked for instead (`HostKeyProblem.ca_only`)."""
         trusted = [k for k in self.host_keys if not self.is_revoked(k)]
-        return trusted, list(self.ca_keys), []
+        return trusted, [], []
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
@@ -175,7 +186,9 @@ class VerifyingClient(asyncssh.SSHClient):
         policy: Literal["strict", "accept-new"],
         accept_fingerprint: str | None,
         on_lost: object = None,
+        role: str = "",
     ) -> None:
+        self._role = role
         self._host = host
         self._port = port
         self._known_hosts = known_hosts
@@ -189,7 +202,7 @@ class VerifyingClient(asyncssh.SSHClient):
     ) -> bool:
         fingerprint = key.get_fingerprint("sha256")
         known = match_known_hosts(self._known_hosts, self._host, self._port)
-        changed = known.any
+        changed = bool(known.host_keys or known.revoked)  # CA lines are not checked
         verdict: Verdict = "revoked" if known.is_revoked(key) else (
             "changed" if changed else "unknown"
         )
@@ -202,6 +215,7 @@ class VerifyingClient(asyncssh.SSHClient):
         self.problem = HostKeyProblem(
             verdict, self._host, self._port, fingerprint, key.get_algorithm(), self._known_hosts,
             offered=offered if verdict == "unknown" else None,
+            ca_only=bool(known.ca_keys) and not changed, role=self._role,
         )
         return False
 

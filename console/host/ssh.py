@@ -67,6 +67,10 @@ class SshLineStream:
                 yield line
             for line in before_mark or ():  # no mark came: nothing was login noise
                 yield line
+            # EOF may come before the exit status: wait for it, so that `exit_status` tells
+            # a command that ended (a number) from a channel that was cut (None)
+            with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
+                await aio.wait_for(self._process.wait_closed(), 5)
         except (asyncssh.Error, OSError) as exc:
             raise TransportError(f"stream broke: {exc}") from None
 
@@ -181,6 +185,7 @@ class SshTransport(ProcessOps):
         self._ever_connected = False
         self._reconnect_task: asyncio.Task[None] | None = None
         self._home: str | None = None  # the host's home directory, from the connection probe
+        self._jump: asyncssh.SSHClientConnection | None = None  # the last hop to the host
 
     @property
     def host_name(self) -> str:
@@ -291,9 +296,10 @@ class SshTransport(ProcessOps):
             accept_fingerprint=self._accept_fingerprint,
             on_lost=self._on_connection_lost,
         )
+        tunnel = await self._open_jump() if self._jump_host else None
         options: dict[str, object] = {
             "port": self._port,
-            "known_hosts": self._trusted_keys(),
+            "known_hosts": self._trusted_keys(),  # after the jump (it may add a line)
             "connect_timeout": self._connect_timeout,
             "keepalive_interval": self._keepalive_interval,
             "keepalive_count_max": 3,
@@ -307,8 +313,8 @@ class SshTransport(ProcessOps):
             options["username"] = self._username
         if self._identity_files:
             options["client_keys"] = self._identity_files
-        if self._jump_host:
-            options["tunnel"] = self._jump_host
+        if tunnel is not None:
+            options["tunnel"] = tunnel
         try:
             connection, _ = await asyncssh.create_connection(
                 lambda: client, self._address, **options  # type: ignore[arg-type]
@@ -328,6 +334,52 @@ class SshTransport(ProcessOps):
             ) from None
         return connection
 
+    async def _open_jump(self) -> asyncssh.SSHClientConnection:
+        """The jump host's connection, its key checked like the host's: the same
+        known_hosts file, policy and accepted fingerprint, the same refusal (asyncssh's own
+        tunnel would check it against ~/.ssh/known_hosts alone, without a fingerprint)."""
+        assert self._jump_host is not None
+        if self._jump is not None:
+            self._jump.close()
+            self._jump = None
+        previous: asyncssh.SSHClientConnection | None = None
+        for hop in self._jump_host.split(","):
+            user, address, port = parse_jump(hop)
+            hop_client = VerifyingClient(
+                host=address, port=port, known_hosts=self._known_hosts, policy=self._policy,
+                accept_fingerprint=self._accept_fingerprint, role="jump host ",
+            )
+            options: dict[str, object] = {
+                "port": port,
+                "known_hosts": match_known_hosts(self._known_hosts, address,
+                                                 port).for_asyncssh(),
+                "connect_timeout": self._connect_timeout,
+                "keepalive_interval": self._keepalive_interval,
+                "keepalive_count_max": 3,
+            }
+            if not self._use_ssh_config:
+                options["config"] = None
+            if user:
+                options["username"] = user
+            if self._identity_files:
+                options["client_keys"] = [*self._identity_files, *_default_keys()]
+            if previous is not None:
+                options["tunnel"] = previous
+            try:
+                previous, _ = await asyncssh.create_connection(
+                    lambda c=hop_client: c, address, **options  # type: ignore[misc]
+                )
+            except asyncssh.HostKeyNotVerifiable as exc:
+                problem = hop_client.problem
+                raise HostKeyError(problem.message() if problem else str(exc), problem) from None
+            except (OSError, asyncssh.Error, TimeoutError) as exc:
+                reason = str(exc) or type(exc).__name__
+                raise TransportError(f"{self._host_name}: cannot connect to the jump host "
+                                     f"{sanitize(hop)}: {reason}") from None
+        assert previous is not None
+        self._jump = previous
+        return previous
+
     def _trusted_keys(self) -> object:
         # Matched here, as OpenSSH does (asyncssh's own matcher retries a non-22 port
         # without the port and then forgets @revoked entries).
@@ -341,6 +393,8 @@ class SshTransport(ProcessOps):
             self._conn.close()
             with contextlib.suppress(Exception):
                 await self._conn.wait_closed()
+        if self._jump is not None:
+            self._jump.close()
         self._emit("closed")
 
     # -- commands --------------------------------------------------------------------------
@@ -468,6 +522,31 @@ class SshTransport(ProcessOps):
             "max_reconnect_delay": self._max_reconnect_delay,
             "reconnect_attempts": self._reconnect_attempts, "run_dir": self._program_root,
         }  # fmt: skip
+
+
+def parse_jump(hop: str) -> tuple[str, str, int]:
+    """`[user@]host[:port]` (IPv6 as `[addr]:port`), as OpenSSH's -J takes it."""
+    user, _, rest = hop.strip().rpartition("@")
+    port = 22
+    if rest.startswith("["):
+        address, _, tail = rest[1:].partition("]")
+        if tail.startswith(":") and tail[1:].isdigit():
+            port = int(tail[1:])
+    elif rest.count(":") == 1:
+        address, _, number = rest.partition(":")
+        port = int(number) if number.isdigit() else 22
+    else:
+        address = rest
+    if not address or not 0 < port < 65536:
+        raise TransportError(f"jump_host {sanitize(hop)!r}: expected [user@]host[:port]")
+    return user, address, port
+
+
+def _default_keys() -> list[str]:
+    """OpenSSH's default identities that exist (a jump host may want one of them)."""
+    home = Path("~/.ssh").expanduser()
+    return [str(home / name) for name in ("id_ed25519", "id_ecdsa", "id_rsa")
+            if (home / name).exists()]
 
 
 def _text(value: object) -> str:

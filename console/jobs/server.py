@@ -78,7 +78,12 @@ async def restart(
 
 
 async def stop(
-    lifecycle: ServerLifecycle, on_event: EventSink = ignore_events, *, wait: bool = False
+    lifecycle: ServerLifecycle, on_event: EventSink = ignore_events, *, wait: bool = False,
+    config: PlateauConfig | None = None,
 ) -> LaunchRecord | None:
-    """SIGTERM, drain, SIGKILL if needed; the stopped server's record (None: none ran)."""
-    return await lifecycle.stop(on_event, wait=wait)
+    """SIGTERM, drain, SIGKILL if needed; the stopped server's record (None: none ran).
+    With `config`, the host profile's port is checked too when there is no launch record."""
+    port = None
+    if config is not None and lifecycle.host.profile in config.profiles:
+        port = config.profiles[lifecycle.host.profile].port
+    return await lifecycle.stop(on_event, wait=wait, port=port)

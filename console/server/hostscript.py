@@ -95,19 +95,34 @@ def port_free(host, port):
         s.close()
 
 def listen_inodes(port):
-    inodes = set()
+    # inode -> uid of each socket listening on `port` (any address, IPv4 or IPv6)
+    inodes = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)
                 for line in f:
                     parts = line.split()
-                    local, state, inode = parts[1], parts[3], parts[9]
+                    local, state, uid, inode = parts[1], parts[3], parts[7], parts[9]
                     if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                        inodes.add(inode)
-        except OSError:
+                        inodes[inode] = int(uid)
+        except (OSError, IndexError, ValueError):
             pass
     return inodes
+
+def user_name(uid):
+    import pwd
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OSError):
+        return ""
+
+def hidden_listeners(port, found):
+    # Sockets listening on `port` whose process this account cannot see (another user's:
+    # /proc/PID/fd is theirs): what /proc/net/tcp tells, the owner's uid and name.
+    seen = set(i for p in found for i in p.get("inodes", ()))
+    owners = sorted(set(uid for inode, uid in listen_inodes(port).items() if inode not in seen))
+    return [{"uid": uid, "user": user_name(uid)} for uid in owners]
 
 def proc_info(pid):
     info = {"pid": pid}
@@ -147,14 +162,18 @@ def listeners(port):
             fds = os.listdir("/proc/%s/fd" % name)
         except OSError:
             continue
+        held = []
         for fd in fds:
             try:
                 target = os.readlink("/proc/%s/fd/%s" % (name, fd))
             except OSError:
                 continue
             if target.startswith("socket:[") and target[8:-1] in inodes:
-                found.append(proc_info(int(name)))
-                break
+                held.append(target[8:-1])
+        if held:
+            info = proc_info(int(name))
+            info["inodes"] = held
+            found.append(info)
     # The main server process is the oldest listener's group leader when it has one.
     found.sort(key=lambda p: p.get("started_at", 0))
     return found
@@ -199,6 +218,8 @@ def cmd_probe(a):
     if a.get("port"):
         out["port_free"] = port_free(a.get("host") or "127.0.0.1", a["port"])
         out["listeners"] = listeners(a["port"]) if a.get("listeners") else []
+        if a.get("listeners"):
+            out["hidden_listeners"] = hidden_listeners(a["port"], out["listeners"])
     return out
 
 def cmd_prepare(a):
@@ -293,7 +314,7 @@ def owner_gone(watch, ms):
 
 def lease_holder(fd):
     # The record is written right after the lock is taken: retry briefly on a torn read, and
-    # on a record whose holder process is gone (a new holder has not written yet).
+    # on a record whose keeper process is gone (a new holder has not written yet).
     rec = {}
     for _ in range(40):
         try:
@@ -305,12 +326,217 @@ def lease_holder(fd):
         time.sleep(0.05)
     return rec if isinstance(rec, dict) else {}
 
+def lease_record(fd):
+    try:
+        rec = json.loads(os.pread(fd, 65536, 0).decode("utf-8", "replace"))
+        return rec if isinstance(rec, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+def put_record(fd, rec):
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(rec).encode(), 0)
+
+def token_sha(token):
+    import hashlib
+    return hashlib.sha256(token.encode()).hexdigest()
+
+LEASE_SOCK = "lease.sock"  # relative to the run dir (cwd): a unix socket path is <= 107 bytes
+
+def keeper_talk(conn, message):
+    # One JSON line each way with the keeper; None when it is not there or does not answer.
+    conn.settimeout(10)
+    try:
+        conn.sendall((json.dumps(message) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                return None
+            data += chunk
+        return json.loads(data.decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+def keeper_call(message):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(LEASE_SOCK)
+    except OSError:
+        conn.close()
+        return None, None
+    answer = keeper_talk(conn, message)
+    if not isinstance(answer, dict):
+        conn.close()
+        return None, None
+    return conn, answer
+
+def keep_lease(fd, listener, attendant, token, grace):
+    # The keeper: holds the flock (fd) in a session of its own, so neither the SSH channel's
+    # end nor the stream watchdog's group kill reaches it. The lease outlives its holder's
+    # connection for `grace` seconds: an attendant (the stream helper of the holder's current
+    # connection) keeps it company; when the attendant goes, the grace starts, and a new
+    # attendant presenting the holder's token ends it. Release (with the token) or the end of
+    # the grace ends the keeper, and the kernel drops the flock with it.
+    import select, struct
+    uid = os.getuid()
+    deadline = None
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.time())
+        ready, _, _ = select.select([listener] + ([attendant] if attendant else []), [], [],
+                                   wait)
+        if deadline is not None and attendant is None and time.time() >= deadline:
+            rec = lease_record(fd)
+            rec.update(expired_at=time.time())
+            rec.pop("reconnecting_since", None)
+            put_record(fd, rec)
+            return
+        if attendant is not None and attendant in ready:
+            try:
+                data = attendant.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                attendant.close()
+                attendant = None
+                deadline = time.time() + grace
+                rec = lease_record(fd)
+                rec.update(reconnecting_since=time.time(), grace=grace)
+                put_record(fd, rec)
+        if listener not in ready:
+            continue
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        try:
+            peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                       struct.calcsize("3i")))
+        except OSError:
+            peer = (0, -1, -1)
+        conn.settimeout(5)
+        try:
+            line = b""
+            while not line.endswith(b"\n") and len(line) < 4096:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                line += chunk
+            message = json.loads(line.decode("utf-8", "replace"))
+        except (OSError, ValueError):
+            conn.close()
+            continue
+        mine = (peer[1] == uid and isinstance(message, dict)
+                and message.get("token") == token and bool(token))
+        what = message.get("op") if isinstance(message, dict) else None
+        if not mine:
+            keeper_answer(conn, {"ok": False})
+            conn.close()
+        elif what == "release":
+            rec = lease_record(fd)
+            rec.update(released_at=time.time())
+            rec.pop("reconnecting_since", None)
+            put_record(fd, rec)
+            keeper_answer(conn, {"ok": True})
+            return
+        elif what == "attach":
+            if attendant is not None:  # the holder reconnected before we saw the old one go
+                keeper_answer(attendant, {"replaced": True})
+                attendant.close()
+            attendant, deadline = conn, None
+            rec = lease_record(fd)
+            rec.pop("reconnecting_since", None)
+            rec["reattached_at"] = time.time()
+            put_record(fd, rec)
+            conn.settimeout(None)
+            keeper_answer(conn, {"ok": True})
+        else:
+            keeper_answer(conn, {"ok": False})
+            conn.close()
+
+def keeper_answer(conn, message):
+    try:
+        conn.sendall((json.dumps(message) + "\n").encode())
+    except OSError:
+        pass
+
+def attend(keeper, watch):
+    # The stream helper of one connection: ends when its owner goes (the keeper then starts
+    # the grace) or when the keeper ends or replaces it (the stream's end tells the owner).
+    import select
+    watch.register(keeper.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+    while True:
+        for fd_, _event in watch.poll(-1):
+            if fd_ == 1:
+                return {"state": "gone"}
+            try:
+                data = keeper.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                return {"state": "ended"}
+            if b"replaced" in data:
+                return {"state": "replaced"}
+
+def start_keeper(fd, token, grace, who):
+    import signal
+    try:
+        os.unlink(LEASE_SOCK)  # a dead keeper's; we hold the flock, so no live one uses it
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(LEASE_SOCK)
+    listener.listen(8)
+    ours, theirs = socket.socketpair()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the keeper is reaped by the kernel
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for n in (0, 1, 2):  # never keep the SSH channel open
+                os.dup2(null, n)
+            ours.close()
+            keep_lease(fd, listener, theirs, token, grace)
+        finally:
+            os._exit(0)
+    theirs.close()
+    listener.close()
+    record = dict(who, host_pid=pid, since=time.time(), token_sha=token_sha(token),
+                  grace=grace)
+    put_record(fd, record)
+    os.close(fd)
+    return ours, record
+
+def reclaim(fd, token):
+    # The holder's new connection asks for its lease back. Held by our keeper: attach to it.
+    conn, answer = keeper_call({"op": "attach", "token": token})
+    if answer is not None and answer.get("ok"):
+        return conn, None
+    if conn is not None:
+        conn.close()
+    rec = lease_record(fd)
+    if rec.get("token_sha") != token_sha(token):
+        return None, {"state": "lost", "why": "taken", "holder": lease_holder(fd)}
+    if rec.get("expired_at"):
+        return None, {"state": "lost", "why": "expired", "holder": rec}
+    return None, {"state": "lost", "why": "gone", "holder": rec}
+
 def cmd_lease(a):
     import fcntl, select
     run_dir = own_dir(os.path.abspath(os.path.expanduser(a["run_dir"])))
-    fd = os.open(os.path.join(run_dir, "lease"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.chdir(run_dir)
+    fd = os.open("lease", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     watch = select.poll()
     watch.register(1, select.POLLERR | select.POLLHUP)
+    token = str(a.get("token") or "")
+    if a.get("reclaim"):
+        keeper, lost = reclaim(fd, token)
+        if keeper is None:
+            return lost
+        say({"state": "held", "record": lease_record(fd)})
+        os.close(fd)
+        return attend(keeper, watch)
     waiting = False
     while True:
         try:
@@ -324,15 +550,16 @@ def cmd_lease(a):
                 waiting = True
             if owner_gone(watch, 200):
                 return {"state": "gone"}
-    record = dict(a.get("who") or {}, host_pid=os.getpid(), since=time.time())
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(record).encode(), 0)
+    keeper, record = start_keeper(fd, token, float(a.get("grace") or 0.0), a.get("who") or {})
     say({"state": "held", "record": record})
-    # Held for as long as this process lives; the kernel drops the flock when it exits
-    # (owner closed the stream, the SSH connection dropped, or the owner died).
-    while not owner_gone(watch, -1):
-        pass
-    return {"state": "released"}
+    return attend(keeper, watch)
+
+def cmd_lease_release(a):
+    os.chdir(os.path.abspath(os.path.expanduser(a["run_dir"])))
+    conn, answer = keeper_call({"op": "release", "token": str(a.get("token") or "")})
+    if conn is not None:
+        conn.close()
+    return {"released": bool(answer and answer.get("ok"))}
 
 def recorded_server_proven(rec):
     pid, pgid = int(rec.get("pid") or 0), int(rec.get("pgid") or 0)
@@ -398,7 +625,8 @@ cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 try:
     print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
                       "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
-                      "guard": cmd_guard, "forget_keys": cmd_forget_keys}[cmd](arg)))
+                      "lease_release": cmd_lease_release, "guard": cmd_guard,
+                      "forget_keys": cmd_forget_keys}[cmd](arg)))
 except Refused as exc:
     print(json.dumps({"refused": str(exc)}))
     sys.exit(3)
@@ -421,6 +649,17 @@ def _refusal(stdout: str) -> str | None:
         return None
     reason = parsed.get("refused") if isinstance(parsed, dict) else None
     return f"refused: {sanitize(reason[:400])}" if isinstance(reason, str) else None
+
+
+def python_failed(python: str, status: int | None, said: str, *, seen: bool = True) -> str:
+    """Why the host's python did not run a helper, never an empty reason (`seen`: whether
+    its stderr was read; a stream's is not)."""
+    shown = sanitize(python[:200])
+    if not said:
+        what = "with no output" if seen else "without answering"
+        return (f"the host python `{shown}` exited {status} {what} (is it a Python 3 on "
+                "the host? set the host's `python`)")
+    return f"the host python `{shown}` exited {status}: {sanitize(said[-300:])}"
 
 
 def host_script_argv(
@@ -455,9 +694,9 @@ async def run_host_script(
     if refusal is not None:
         raise HostScriptError(refusal)
     if not result.ok:
+        said = result.stderr.strip() or result.stdout.strip()
         raise HostScriptError(
-            f"host helper `{command}` failed (exit {result.exit_status}): "
-            f"{sanitize(result.stderr.strip()[-300:])}"
+            f"host helper `{command}` failed: {python_failed(python, result.exit_status, said)}"
         )
     try:
         parsed = json.loads(result.stdout.strip().splitlines()[-1])
@@ -479,5 +718,6 @@ _ANSWERS: dict[str, tuple[str, ...]] = {
     "read": ("path", "exists", "text"),
     "remove": ("removed",),
     "forget_keys": ("removed",),
+    "lease_release": ("released",),
 }
 """The keys each helper command always answers (the lifecycle reads them without checking)."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from console.config_models import HostConfig, ServerProfile
-from console.errors import PlateauError, UsageError
+from console.errors import PlateauError, TransportError, UsageError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
 from console.logs.follower import LogFollower
@@ -82,6 +82,20 @@ _API_KEY_WRAPPER = (
 )
 _KEYED_DETACH = f"IFS= read -r {API_KEY_CARRIER}; export {API_KEY_CARRIER}; {scripts.DETACH}"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def hidden_text(owners: Sequence[dict[str, Any]]) -> str:
+    """Who holds a port through a socket whose process this account cannot see."""
+    names = []
+    for owner in owners[:4]:
+        uid = owner.get("uid")
+        user = sanitize(str(owner.get("user") or ""))[:64]
+        names.append(f"{user} (uid {uid})" if user else f"uid {uid}")
+    return (f"a process of another user, {', '.join(names)}, which this account cannot "
+            "inspect or signal (ask them, or run Plateau as that user)")
+
+
+_IDEMPOTENT = frozenset({"probe", "read", "write", "remove", "forget_keys"})
 
 
 class LifecycleError(PlateauError):
@@ -156,7 +170,18 @@ class ServerLifecycle:
         return f"{self.host.run_dir.rstrip('/')}/server.json"
 
     async def _script(self, command: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        return await run_host_script(self.transport, self.host.python, command, args, **kw)
+        """A host helper; one that only looks (or rewrites the same bytes) is asked again
+        when the connection dropped under it (the transport reconnects), so a drop the
+        lease outlives does not fail the operation holding it."""
+        tries = 3 if command in _IDEMPOTENT else 1
+        for attempt in range(1, tries + 1):
+            try:
+                return await run_host_script(self.transport, self.host.python, command, args,
+                                             **kw)
+            except TransportError:
+                if attempt == tries:
+                    raise
+        raise AssertionError("unreachable")
 
     async def read_record(self) -> LaunchRecord | None:
         found = await self._script("read", {"path": self.record_path})
@@ -326,12 +351,22 @@ class ServerLifecycle:
                 "start; not touching it. If it is the server, check that command line and "
                 f"adopt it: plateau server adopt {self.host.name} --pid {other['pid']}",
             )
+        if probe.get("hidden_listeners"):
+            raise LifecycleError(Phase.STOP, f"port {port} is used by "
+                                 f"{hidden_text(probe['hidden_listeners'])}; not touching it")
         return None
 
     async def listeners(self, port: int, bind_host: str = "127.0.0.1") -> list[dict[str, Any]]:
         """Processes listening on `port` (pid, argv, start time), for the operator to see."""
+        return (await self.port_users(port, bind_host))[0]
+
+    async def port_users(
+        self, port: int, bind_host: str = "127.0.0.1"
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What listens on `port`: the processes this account can see, and the owners
+        (uid, user) of listening sockets whose process it cannot (another user's)."""
         probe = await self._probe(port=port, bind_host=bind_host, listeners=True)
-        return list(probe.get("listeners", []))
+        return list(probe.get("listeners", [])), list(probe.get("hidden_listeners", []))
 
     async def adopt(
         self, port: int, pid: int, profile_name: str = "adopted", *,
@@ -461,9 +496,11 @@ class ServerLifecycle:
         if target is None:
             run.finish(Phase.STOP, "nothing running")
             run.start(Phase.VERIFY_STOPPED)
-            if port:
-                await self._wait_port_free(run, port, bind_host)
-            run.finish(Phase.VERIFY_STOPPED, "port free")
+            if not probe_port:  # never "port free" for a port nobody looked at
+                run.finish(Phase.VERIFY_STOPPED, "no launch record and no port to check")
+                return None
+            await self._wait_port_free(run, probe_port, bind_host)
+            run.finish(Phase.VERIFY_STOPPED, f"port {probe_port} free")
             return None
         await self._terminate(run, target)
         run.finish(Phase.STOP, f"pid {target.pid} stopped")
@@ -532,7 +569,8 @@ class ServerLifecycle:
                 holders = ", ".join(
                     f"pid {p['pid']} ({sanitize(' '.join(p.get('argv', []))[:80])})"
                     for p in probe.get("listeners", [])
-                ) or "unknown process"
+                ) or (hidden_text(probe["hidden_listeners"]) if probe.get("hidden_listeners")
+                      else "a socket whose process this account cannot see")
                 run.fail(Phase.VERIFY_STOPPED, f"port {port} is still in use by {holders}")
             await asyncio.sleep(self.options.poll_interval_s)
 

@@ -16,15 +16,20 @@ from tests.support.sshd import Sshd
 def write_sshd_config(
     path: Path, sshd: Sshd, *, port: int, run_dir: Path, state_file: Path,
     startup_seconds: float = 0.0, user: str | None = None, client_key: Path | None = None,
+    lease_grace_s: float = 2.0,
 ) -> Path:
-    """A config with host "box" (the sshd) and profile "sim" (the simulator on `port`)."""
+    """A config with host "box" (the sshd) and profile "sim" (the simulator on `port`).
+
+    `lease_grace_s`: how long the host keeps a lease whose holder's connection dropped (a
+    killed holder's lease is free after it; short here so such tests stay short)."""
     q = json.dumps  # a JSON string is a valid TOML basic string
     path.write_text(
         f"[[hosts]]\nname = \"box\"\naddress = \"127.0.0.1\"\nport = {sshd.port}\n"
         f"user = {q(user or sshd.user)}\n"
         f"identity_files = [{q(str(client_key or sshd.client_key))}]\n"
         f"known_hosts_file = {q(str(sshd.known_hosts))}\n"
-        f"python = {q(sys.executable)}\nrun_dir = {q(str(run_dir))}\nprofile = \"sim\"\n\n"
+        f"python = {q(sys.executable)}\nrun_dir = {q(str(run_dir))}\nprofile = \"sim\"\n"
+        f"lease_grace_s = {lease_grace_s}\n\n"
         f"[profiles.sim]\nlaunch = {q(SIM_LAUNCH)}\nmodel_path = \"test/Example-MoE\"\n"
         f"port = {port}\n[profiles.sim.flags]\nsim-startup-seconds = {startup_seconds}\n"
         f"sim-num-gpus = 2\nsim-state-file = {q(str(state_file))}\n"
