@@ -67,6 +67,7 @@ from widgets.help_panel import HelpRow, Thresholds
 from widgets.log_view import LogView
 
 if TYPE_CHECKING:
+    from console.app.suggest_ab import CauseAB
     from console.gpu.processes import GpuProcessRow
     from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
@@ -671,8 +672,11 @@ class PlateauApp(App[int]):
         b = next(n for n in names if n != a)
         self._open_ab_picker(session, a, b)
 
-    def _open_ab_picker(self, session: Session, a: str | None, b: str | None) -> None:
-        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate)."""
+    def _open_ab_picker(
+        self, session: Session, a: str | None, b: str | None, plan: CauseAB | None = None
+    ) -> None:
+        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate);
+        with a cause's `plan`, its levels and the diagnosed run's workload, and why."""
         names_of_presets = list(self.config.sweeps) or ["default"]
         if "quick" in names_of_presets:  # the demo's fast preset first
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
@@ -700,13 +704,16 @@ class PlateauApp(App[int]):
                 measured=lambda spec: step_durations(spec, stored),
                 modelled=lambda spec, a_name, b_name: model_steps(
                     spec, self.config.profiles.get(a_name), self.config.profiles.get(b_name)),
+                **_cause_ab_args(plan),
             ),
             picked,
         )
 
     # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
 
-    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
+    def open_suggestion_ab(
+        self, cause: Any, run_profile: str | None, plan: CauseAB | None = None
+    ) -> None:
         """B = the run's profile (else the host's) with the cause's suggested flags/env,
         validated as the flags editor validates, then the A/B picker with A and B chosen."""
         from widgets.why_view import can_ab
@@ -725,11 +732,13 @@ class PlateauApp(App[int]):
         if base is None or base not in self.config.profiles:
             self.app_note("why", f"no known profile to change on {session.host.name}", "warning")
             return
-        self.run_worker(self._suggestion_ab(session, base, cause), group="flags",
+        self.run_worker(self._suggestion_ab(session, base, cause, plan), group="flags",
                         exclusive=True, exit_on_error=False,
                         description=f"A/B of {cause.id} on {session.host.name}")
 
-    async def _suggestion_ab(self, session: Session, base: str, cause: Any) -> None:
+    async def _suggestion_ab(
+        self, session: Session, base: str, cause: Any, plan: CauseAB | None
+    ) -> None:
         from console.server.profile_edit import apply_changes
 
         try:
@@ -752,7 +761,7 @@ class PlateauApp(App[int]):
         name = f"{base}+{cause.id}"
         if not self.add_profile(name, profile, persist=False):
             return
-        self._open_ab_picker(session, base, name)
+        self._open_ab_picker(session, base, name, plan)
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:
@@ -846,6 +855,17 @@ class PlateauApp(App[int]):
                            widget_help_rows(LogView.BINDINGS))],
             )
         )
+
+
+def _cause_ab_args(plan: CauseAB | None) -> dict[str, Any]:
+    """The A/B dialog's arguments for a cause's A/B: the run's workload at the cause's levels
+    (else the preset's levels at the cause's levels), and the sentence that says so."""
+    if plan is None:
+        return {}
+    if plan.workload is not None:
+        workload = plan.workload.model_copy(update={"concurrency": list(plan.levels)})
+        return {"run_workload": (plan.preset_name, workload), "note": plan.note}
+    return {"levels": plan.levels, "note": plan.note}
 
 
 def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:

@@ -88,9 +88,17 @@ class ABPicker(ModalScreen[ABRequest | None]):
             lambda _spec, _a, _b: {}),
         repeats: int = DEFAULT_REPEATS,
         interleave: bool = True,
+        run_workload: tuple[str, SweepPreset] | None = None,
+        levels: Sequence[int] = (),
+        note: str = "",
     ) -> None:
         super().__init__()
-        self.profiles, self.presets = list(profiles), dict(presets)
+        # A cause's A/B: the diagnosed run's workload at the cause's levels, listed first.
+        self.run_workload = run_workload[0] if run_workload is not None else None
+        first = {run_workload[0]: run_workload[1]} if run_workload is not None else {}
+        self.profiles, self.presets = list(profiles), {**first, **presets}
+        self.note, self.levels = note, tuple(levels)
+        self._preset_shown = ""
         self.a, self.b = a, b
         self.restart_s = restart_s
         self.measured = measured
@@ -101,9 +109,11 @@ class ABPicker(ModalScreen[ABRequest | None]):
         def options(names: Sequence[str]) -> list[tuple[str, str]]:
             return [(n, n) for n in names]
 
-        first = next(iter(self.presets))
+        first = self._preset_shown = next(iter(self.presets))
         with Vertical(id="ab-box") as box:
             box.border_title = "A/B: repeats of A and B, then a verdict"
+            if self.note:
+                yield Static(Text(self.note), id="ab-why")
             yield Label("A (baseline)")
             yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
                          allow_blank=self.a is None)
@@ -114,7 +124,8 @@ class ABPicker(ModalScreen[ABRequest | None]):
             yield Select(options(list(self.presets)), value=first, id="ab-preset",
                          allow_blank=False)
             yield Label("concurrencies")
-            yield Input(_levels(self.presets[first]), id="ab-concurrency")
+            levels = ",".join(map(str, self.levels)) or _levels(self.presets[first])
+            yield Input(levels, id="ab-concurrency")
             with Horizontal(id="ab-repeat-row"):
                 yield Label("repeats ")
                 yield Input(str(self.repeats), id="ab-repeats", type="integer")
@@ -143,12 +154,13 @@ class ABPicker(ModalScreen[ABRequest | None]):
         if not repeats_text.isdigit() or not 1 <= int(repeats_text) <= MAX_REPEATS:
             return f"repeats: a whole number from 1 to {MAX_REPEATS}"
         interleave = self.query_one("#ab-interleave", Checkbox).value
-        return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels))
+        workload = self.presets[preset] if preset == self.run_workload else None
+        return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels), workload)
 
     def _estimate(self, request: ABRequest) -> str:
         from console.bench.abplan import estimate  # the planner imports the load engines
 
-        spec = request.spec(self.presets[request.preset])
+        spec = request.spec(self.presets[request.preset])  # the run's workload, if picked
         restarts = [self.restart_s(request.a), self.restart_s(request.b)]
         known = [r for r in restarts if r is not None]
         guess = estimate(
@@ -170,7 +182,10 @@ class ABPicker(ModalScreen[ABRequest | None]):
         self.query_one("#ab-estimate", Static).update(Text(estimate_text))
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "ab-preset" and isinstance(event.value, str):
+        if (event.select.id == "ab-preset" and isinstance(event.value, str)
+                and event.value != self._preset_shown):
+            # Only a change of preset: the Changed of the first value keeps given levels.
+            self._preset_shown = event.value
             self.query_one("#ab-concurrency", Input).value = _levels(self.presets[event.value])
         self._refresh()
 
