@@ -16,6 +16,7 @@ from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
@@ -147,7 +148,20 @@ class Panel(Vertical):
     can_focus = False
 
 
+# The log's own keys (widgets/log_view.py) that no other dashboard panel binds: with the focus
+# on the GPU panel or the chart they still act on the log, or say why they cannot (issue 26.7).
+LOG_KEYS = {
+    "l": "cycle_severity", "R": "cycle_rank", "w": "toggle_wrap", "n": "search_next",
+    "N": "search_prev", "o": "toggle_own",
+}
+
+
 class DashboardScreen(Screen[None]):
+    BINDINGS = [
+        Binding(key, f"log_key('{action}')", show=False, id=f"dashboard-log-{action}")
+        for key, action in LOG_KEYS.items()
+    ]
+
     def compose(self) -> ComposeResult:
         app = console_app(self)
         ui = app.config.ui
@@ -363,6 +377,21 @@ class DashboardScreen(Screen[None]):
     @property
     def gpu_view(self) -> Widget:
         return self._views["gpus"]  # type: ignore[no-any-return]
+
+    def action_log_key(self, action: str) -> None:
+        """A log key pressed with the focus elsewhere: act on the log, or say why not."""
+        panel = self.query_one("#log", Panel)
+        why = None
+        if not panel.display:
+            why = "the log is hidden (3 shows it)"
+        elif self.maximized is not None and self.maximized is not panel:
+            why = "another panel is zoomed (z restores)"
+        if why is not None:
+            self.notify(f"log key: {why}", severity="warning", markup=False, timeout=3)
+            return
+        method = getattr(self._views["log"], f"action_{action}", None)
+        if callable(method):
+            method()
 
     def focus_log(self) -> Any:
         view = self._views["log"]

@@ -33,6 +33,8 @@ class HostScreen(Screen[None]):
     """A screen with the host header on top and the footer below."""
 
     TITLE_TEXT = ""
+    # Escape goes back to the dashboard from every full-screen view (issue 26.7); `d` too.
+    BINDINGS = [Binding("escape", "app.show('dashboard')", "Back", id="view-back")]
 
     def compose(self) -> ComposeResult:
         app = console_app(self)
