@@ -39,6 +39,9 @@ from console.server.validate import ValidationReport
 from console.text import sanitize
 
 
+SHORT_ROWS = 32  # below this many terminal rows the fields and buttons go compact
+
+
 @dataclass(frozen=True)
 class FlagsEditorResult:
     name: str
@@ -143,9 +146,14 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
     FlagsEditor .row { height: auto; }
     FlagsEditor .row Label { width: 30; padding: 1 1 0 0; }
     FlagsEditor .row Select, FlagsEditor .row Input { width: 1fr; }
+    FlagsEditor #fields { min-height: 3; }
     FlagsEditor #diff { height: auto; max-height: 8; border: round $panel; }
-    FlagsEditor #messages { height: auto; color: $error; }
+    FlagsEditor #messages { height: auto; max-height: 4; overflow-y: auto; color: $error; }
     FlagsEditor #buttons { height: auto; align-horizontal: right; }
+    FlagsEditor.-short .row Label { padding: 0 1 0 0; }
+    FlagsEditor.-short #diff { max-height: 4; }
+    FlagsEditor.-short #messages { max-height: 2; }
+    FlagsEditor.-short #buttons Button { margin-left: 2; }
     """
 
     BINDINGS = [
@@ -214,10 +222,11 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                 yield Label("save as")
                 yield Input(value=self._suggest_name(), id="profile-name")
             with Horizontal(id="buttons"):
+                # Labels that fit side by side in an 80-column terminal (issue 26.4).
                 yield Button("Cancel (esc)", id="cancel")
                 yield Button("Save as profile (ctrl+s)", id="save")
-                yield Button("Restart with these flags (ctrl+r)", id="restart",
-                             variant="primary")
+                yield Button("Restart now (ctrl+r)", id="restart", variant="primary",
+                             tooltip="Restart the server with these flags (asks first)")
 
     def _suggest_name(self) -> str:
         for n in range(2, 100):
@@ -226,7 +235,19 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                 return candidate
         return f"{self.base_name}-new"
 
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """On a short terminal every field and button is one line, so the fields, the diff and
+        the three buttons all show at 80x24."""
+        short = self.app.size.height < SHORT_ROWS
+        self.set_class(short, "-short")
+        for widget in self.query("Select, Input, Button"):
+            widget.compact = short  # type: ignore[attr-defined]
+
     def on_mount(self) -> None:
+        self._fit()
         self._refresh()
         fields = self.query("#fields Select, #fields Input")
         if fields:

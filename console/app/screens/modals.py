@@ -20,6 +20,7 @@ from widgets.help_panel import HelpPanel, HelpRow, Thresholds
 
 DEFAULT_REPEATS = 3
 MAX_REPEATS = 20
+SHORT_ROWS = 32  # a dialog's fields go compact (one line each) on a terminal this short
 
 
 class HelpScreen(ModalScreen[None]):
@@ -114,27 +115,42 @@ class ABPicker(ModalScreen[ABRequest | None]):
             box.border_title = "A/B: repeats of A and B, then a verdict"
             if self.note:
                 yield Static(Text(self.note), id="ab-why")
-            yield Label("A (baseline)")
-            yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
-                         allow_blank=self.a is None)
-            yield Label("B (candidate)")
-            yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
-                         allow_blank=self.b is None)
-            yield Label("sweep preset")
-            yield Select(options(list(self.presets)), value=first, id="ab-preset",
-                         allow_blank=False)
-            yield Label("concurrencies")
-            levels = ",".join(map(str, self.levels)) or _levels(self.presets[first])
-            yield Input(levels, id="ab-concurrency")
-            with Horizontal(id="ab-repeat-row"):
-                yield Label("repeats ")
+            with Horizontal(classes="ab-row"):
+                yield Label("A (baseline)")
+                yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
+                             allow_blank=self.a is None)
+            with Horizontal(classes="ab-row"):
+                yield Label("B (candidate)")
+                yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
+                             allow_blank=self.b is None)
+            with Horizontal(classes="ab-row"):
+                yield Label("sweep preset")
+                yield Select(options(list(self.presets)), value=first, id="ab-preset",
+                             allow_blank=False)
+            with Horizontal(classes="ab-row"):
+                yield Label("concurrencies")
+                levels = ",".join(map(str, self.levels)) or _levels(self.presets[first])
+                yield Input(levels, id="ab-concurrency")
+            with Horizontal(classes="ab-row", id="ab-repeat-row"):
+                yield Label("repeats")
                 yield Input(str(self.repeats), id="ab-repeats", type="integer")
                 yield Checkbox("interleave A B A B", self.interleave, id="ab-interleave")
             yield Static("", id="ab-estimate")
             yield Static("", id="ab-message")
             with Horizontal(id="ab-buttons"):
-                yield Button("Cancel", id="ab-cancel-button")
-                yield Button("Start A/B", id="ab-start-button", variant="primary")
+                yield Button("Cancel (esc)", id="ab-cancel-button")
+                yield Button("Start A/B (ctrl+s)", id="ab-start-button", variant="primary")
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Below SHORT_ROWS rows every field is one line (no borders), so the estimate and
+        Start/Cancel stay on screen at 80x24 (issue 26.4)."""
+        short = self.app.size.height < SHORT_ROWS
+        self.set_class(short, "-short")
+        for widget in self.query("Select, Input, Button, Checkbox"):
+            widget.compact = short  # type: ignore[attr-defined]
 
     def _value(self, widget_id: str) -> str | None:
         value = self.query_one(f"#{widget_id}", Select).value
@@ -196,6 +212,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
         self._refresh()
 
     def on_mount(self) -> None:
+        self._fit()
         self._refresh()
 
     def action_start(self) -> None:
