@@ -38,7 +38,6 @@ from console.server.profile_edit import (
 from console.server.validate import ValidationReport
 from console.text import sanitize
 
-
 SHORT_ROWS = 32  # below this many terminal rows the fields and buttons go compact
 
 
