@@ -72,6 +72,11 @@ if TYPE_CHECKING:
     from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
 
+# What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
+# and then dropped.
+REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
+                            "gpu-processes"})
+
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
@@ -303,7 +308,12 @@ class PlateauApp(App[int]):
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state),
+            replay=self._replay_label(state.host),
         )
+
+    def _replay_label(self, host: str) -> str:
+        """"REPLAY of …" for a recording's session (console.session.replay), else ""."""
+        return str(getattr(self.sessions[host], "replay_label", "") or "")
 
     def all_events(self) -> list[EventRecord]:
         records = list(self.app_events)
@@ -392,6 +402,8 @@ class PlateauApp(App[int]):
 
     def unavailable_reason(self, action_id: str) -> str | None:
         state = self.active_state
+        if action_id in REPLAY_REFUSED and self._replay_label(state.host):
+            return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
         ab_running = state.ab is not None and state.ab.running
         if action_id in ("restart", "sweep", "ab"):
@@ -467,6 +479,8 @@ class PlateauApp(App[int]):
         from console.app.screens.modals import ConfirmScreen
         from console.gpu.processes import process_rows
 
+        if self._refuse("gpu-processes"):
+            return
         session = self.active_session
         state = session.state
         simulated = bool(session.host.sim_state_file)

@@ -155,6 +155,8 @@ LOG_KEYS = {
     "N": "search_prev", "o": "toggle_own",
 }
 
+_KEY_OF_LOG_ACTION = {action: key for key, action in LOG_KEYS.items()}
+
 
 class DashboardScreen(Screen[None]):
     BINDINGS = [
@@ -377,6 +379,16 @@ class DashboardScreen(Screen[None]):
     @property
     def gpu_view(self) -> Widget:
         return self._views["gpus"]  # type: ignore[no-any-return]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A log key the config's [keymap] gave to a console action is that action's."""
+        if action == "log_key" and parameters:
+            key = _KEY_OF_LOG_ACTION.get(str(parameters[0]))
+            taken = {k.strip() for keys in console_app(self).effective_keys().values()
+                     for k in keys.split(",")}
+            if key in taken:
+                return False
+        return True
 
     def action_log_key(self, action: str) -> None:
         """A log key pressed with the focus elsewhere: act on the log, or say why not."""
