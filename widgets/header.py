@@ -82,7 +82,7 @@ class PlateauHeader(Static):
         for leave_out in ({"profile": None}, {"profile": None, "version": ""}):
             if width <= 0 or line.cell_length <= width:
                 break
-            line = self.build(replace(info, **leave_out))  # type: ignore[arg-type]
+            line = self.build(replace(info, **leave_out))
         return line
 
     def build(self, info: HeaderInfo) -> Content:
