@@ -24,7 +24,7 @@ from textual.widget import Widget
 from console.app import panels
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
-from console.session.state import HostState
+from console.session.state import CANCELLED, HostState
 from widgets.header import PlateauHeader
 
 PANELS = ("gpus", "server", "log", "sweep")
@@ -327,7 +327,7 @@ class DashboardScreen(Screen[None]):
             if full or "sweep" in aspects:  # type: ignore[operator]
                 panels.show_sweep(
                     self._views["sweep"], state.sweep.points, progress_line(state) or
-                    sweep_line(state), chart_runs(state),
+                    sweep_line(state), chart_runs(state), series_label(state),
                 )
         self._rendered_host = state.host
 
@@ -422,10 +422,21 @@ def sweep_line(state: HostState) -> str:
         conc = f" c={sweep.concurrency}" if sweep.concurrency is not None else ""
         return f"sweep running: step {sweep.step}/{sweep.total}{conc}"
     if sweep.run_id is not None and sweep.last_ok is False:
+        if sweep.detail == CANCELLED:  # the operator's x, not a failure (issue 26.11)
+            return f"sweep {sweep.run_id} cancelled"
         return f"sweep {sweep.run_id} failed: {sweep.detail}"
     if sweep.run_id is not None:
         return f"sweep {sweep.run_id}: {len(sweep.points)} step(s)"
     return ""
+
+
+def series_label(state: HostState) -> str:
+    """The single sweep series' legend: "live" while it runs, the run once it ended (a
+    finished sweep's chart said "A: live"; issue 26.11)."""
+    run_id = state.sweep.run_id
+    if state.sweep.running or not run_id:
+        return "live"
+    return run_id if run_id.startswith("run") else f"run {run_id}"
 
 
 def progress_line(state: HostState) -> str:
