@@ -613,6 +613,7 @@ class PlateauApp(App[int]):
             name, self.config.profiles[name], schema,
             running_flags=adapters.running_flags(record, schema),
             existing_names=frozenset(self.config.profiles),
+            existing=dict(self.config.profiles),
             restart_blocked=self.unavailable_reason("restart"),
         )
         result = await self.push_screen_wait(editor)
@@ -649,6 +650,16 @@ class PlateauApp(App[int]):
                 return
         self.add_profile(result.name, result.profile, persist=True)
 
+    def _saveable(self, profile: ServerProfile) -> ServerProfile:
+        """What the operator chose, without what belongs to this run of the demo: its
+        temporary GPU-state file and the free port it picked (issue 26.10)."""
+        host = self.active_session.host
+        if not host.sim_state_file or self.loaded.path is not None:
+            return profile
+        flags = {k: v for k, v in profile.flags.items() if v != host.sim_state_file}
+        return profile.model_copy(update={"flags": flags,
+                                          "port": ServerProfile.model_fields["port"].default})
+
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to every session's list for this run; with `persist`, also write
         `<config dir>/profiles.d/<name>.toml` (never secrets)."""
@@ -656,7 +667,7 @@ class PlateauApp(App[int]):
             from console.session.profiles import ProfileSaveError, save_profile
 
             try:
-                path, skipped = save_profile(self.profiles_dir, name, profile)
+                path, skipped = save_profile(self.profiles_dir, name, self._saveable(profile))
             except ProfileSaveError as exc:
                 self.app_note("flags", f"profile {name} not saved: {exc}", "error")
                 return False
