@@ -30,7 +30,7 @@ from console.app.bindings import (
 from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
-from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.dashboard import ABPlan, DashboardScreen, progress_line
 from console.app.theming import (
     DEFAULT_THEME,
     THEME_DIR,
@@ -176,6 +176,7 @@ class PlateauApp(App[int]):
         self.hidden_panels: set[str] = set()
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
+        self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -307,7 +308,7 @@ class PlateauApp(App[int]):
             profile=state.profile or self.sessions[state.host].host.profile,
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
-            sweep=progress_line(state),
+            sweep=progress_line(state, self.ab_plans.get(state.host)),
             replay=self._replay_label(state.host),
         )
 
@@ -720,19 +721,21 @@ class PlateauApp(App[int]):
             if choice is not None and not self._refuse("ab"):
                 what = f"{choice.a} vs {choice.b} ({choice.preset}, x{choice.repeats}" + (
                     ", interleaved)" if choice.interleave else ")")
+                guess = picker.last_estimate
+                if guess is not None:  # the header counts steps and time left against it
+                    self.ab_plans[session.host.name] = ABPlan(
+                        guess.seconds, guess.steps, session.state.clock())
                 self._send(session, "ab", what, ab=choice)
 
-        self.push_screen(
-            ABPicker(
+        picker = ABPicker(
                 list(self.config.profiles), presets, a, b,
                 restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
                 measured=lambda spec: step_durations(spec, stored),
                 modelled=lambda spec, a_name, b_name: model_steps(
                     spec, self.config.profiles.get(a_name), self.config.profiles.get(b_name)),
                 **_cause_ab_args(plan),
-            ),
-            picked,
         )
+        self.push_screen(picker, picked)
 
     # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
 

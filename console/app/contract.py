@@ -31,6 +31,7 @@ class ConsoleApp(Protocol):
     active_host: str
     hidden_panels: set[str]
     marked_runs: list[int]
+    ab_plans: dict[str, Any]  # host -> console.app.screens.dashboard.ABPlan of its running A/B
     """Run ids marked in history for compare."""
     plateau_theme_names: list[str]
 

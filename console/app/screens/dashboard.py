@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from textual import events
@@ -326,7 +327,8 @@ class DashboardScreen(Screen[None]):
                 self._log_seen = state.log_total
             if full or "sweep" in aspects:  # type: ignore[operator]
                 panels.show_sweep(
-                    self._views["sweep"], state.sweep.points, progress_line(state) or
+                    self._views["sweep"], state.sweep.points,
+                    progress_line(state, app.ab_plans.get(state.host)) or
                     sweep_line(state), chart_runs(state), series_label(state),
                 )
         self._rendered_host = state.host
@@ -439,12 +441,44 @@ def series_label(state: HostState) -> str:
     return run_id if run_id.startswith("run") else f"run {run_id}"
 
 
-def progress_line(state: HostState) -> str:
-    """What the host is busy with (header): the A/B stage and/or the sweep step."""
+@dataclass(frozen=True)
+class ABPlan:
+    """What the A/B dialog said before it started: for its progress and time left."""
+
+    estimate_s: float
+    total_steps: int
+    started: datetime
+
+
+def ab_eta(state: HostState, plan: ABPlan | None) -> str:
+    """`7/18 steps, ~3 min left`: from the steps measured so far once there is one (the
+    dialog's estimate before that), so the time left follows what the host really takes."""
+    ab = state.ab
+    if plan is None or ab is None or not ab.running or plan.total_steps <= 0:
+        return ""
+    done = min(len(ab.steps_a) + len(ab.steps_b), plan.total_steps)
+    elapsed = max(0.0, (state.clock() - plan.started).total_seconds())
+    left = (elapsed / done * (plan.total_steps - done) if done
+            else max(0.0, plan.estimate_s - elapsed))
+    return f"{done}/{plan.total_steps} steps, ~{_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(state: HostState, plan: ABPlan | None = None) -> str:
+    """What the host is busy with (header): the A/B stage (with its progress and time left)
+    and/or the sweep step."""
     parts = []
     ab = state.ab
     if ab is not None and ab.running:
-        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}")
+        eta = ab_eta(state, plan)
+        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}" + (f" · {eta}" if eta else ""))
     if state.sweep.running:
         parts.append(sweep_line(state))
     return " · ".join(parts)

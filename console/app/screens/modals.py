@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,6 +14,9 @@ from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, 
 from textual.widgets.option_list import Option
 
 from console.config_models import SweepPreset
+
+if TYPE_CHECKING:
+    from console.bench.abplan import Estimate
 from console.jobs.ab_models import ABRequest
 from console.session.events import HostKeyUnknown
 from console.text import sanitize
@@ -99,6 +103,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
         first = {run_workload[0]: run_workload[1]} if run_workload is not None else {}
         self.profiles, self.presets = list(profiles), {**first, **presets}
         self.note, self.levels = note, tuple(levels)
+        self.last_estimate: Estimate | None = None  # what the dialog said when Start was hit
         self._preset_shown = ""
         self.a, self.b = a, b
         self.restart_s = restart_s
@@ -184,6 +189,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
             restart_s=max(known) if known else None, measured_step_s=self.measured(spec),
             model_step_s=self.modelled(spec, request.a, request.b),
         )
+        self.last_estimate = guess
         text = f"estimate {guess.text()}"
         if request.repeats < 2:
             text += "; 1 repeat: the verdict cannot tell noise from a difference"
