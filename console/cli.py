@@ -41,9 +41,33 @@ COMMANDS: dict[str, str] = {
 Handler = Callable[[argparse.Namespace], "int | Coroutine[Any, Any, int]"]
 
 
+def did_you_mean(word: str, candidates: Sequence[str]) -> str:
+    """` (did you mean X?)` for the closest candidate, or ``."""
+    import difflib
+
+    bare = {c.lstrip("-"): c for c in candidates}
+    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.6)
+    return f" (did you mean {bare[close[0]]}?)" if close else ""
+
+
+class PlateauParser(argparse.ArgumentParser):
+    """Usage errors in one line, with where to read more, instead of argparse's usage block
+    (12 lines for `sweep`) above the one line that matters (issue 26, item 9)."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: NoReturn
+        hint = f"`{self.prog} --help` lists the options"
+        self.exit(2, f"{self.prog}: error: {message}; {hint}\n")
+
+    def unrecognized(self, extras: Sequence[str]) -> Any:
+        """Words this (sub)command does not take, each with its closest option."""
+        options = [o for action in self._actions for o in action.option_strings]
+        said = ", ".join(f"{w!r}{did_you_mean(w, options)}" for w in extras)
+        self.error(f"unrecognized argument(s) {said}")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI's parser; with `only`, just that subcommand's (imports one module)."""
-    parser = argparse.ArgumentParser(
+    parser = PlateauParser(
         prog="plateau",
         description="Operator console for LLM inference hosts (SGLang).",
         epilog="With no subcommand, `plateau [HOST]` opens the console on HOST "
@@ -104,11 +128,64 @@ def _check_named_config(args: argparse.Namespace) -> None:
         load_config(args.config)
 
 
+def _parse(parser: argparse.ArgumentParser, args_list: list[str]) -> argparse.Namespace:
+    """Parse; words the subcommand does not take are its error (with its did-you-mean), not
+    the top-level parser's."""
+    args, extras = parser.parse_known_args(args_list)
+    if extras:
+        command = getattr(args, "command", None)
+        sub = _subparser(parser, command) if command else None
+        target = sub if isinstance(sub, PlateauParser) else parser
+        assert isinstance(target, PlateauParser)
+        target.unrecognized(extras)
+    return args
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(name)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _unknown_word(args_list: list[str]) -> str | None:
+    """Why the word routed to `console` as a HOST is neither a command nor a host of the
+    config, or None when it is a host (or there is no word)."""
+    index = _first_word(args_list)
+    if index is None or args_list[index] != "console" or index + 1 >= len(args_list):
+        return None
+    word = args_list[index + 1]
+    if word.startswith("-"):
+        return None
+    explicit = args_list[args_list.index("--config") + 1] if "--config" in args_list[:index] \
+        else None
+    hosts: list[str] = []
+    why = ""
+    try:
+        from console.config import load_config
+
+        hosts = [h.name for h in load_config(explicit).config.hosts]
+    except PlateauError as exc:
+        why = f"; no host list: {sanitize_lines(str(exc)).splitlines()[0]}"
+    if word in hosts:
+        return None
+    known = [c for c in COMMANDS if c != "console"]
+    return (f"unknown command or host {word!r}{did_you_mean(word, known + hosts)}{why}; "
+            "`plateau --help` lists the commands")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args_list = _normalise_argv(raw)
+    if args_list != raw:  # a word that is no command was taken for a HOST: is it one?
+        unknown = _unknown_word(args_list)
+        if unknown is not None:
+            print(f"plateau: {unknown}", file=sys.stderr)
+            return 2
     parser = build_parser(_command_of(args_list))
     try:
-        args = parser.parse_args(args_list)
+        args = _parse(parser, args_list)
     except SystemExit as exc:  # --help (0) or a usage error (2, already printed): a return
         return exc.code if isinstance(exc.code, int) else 2  # value, so callers in-process see it
     handler: Handler | None = getattr(args, "handler", None)

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from textual.widgets import Input, Select, Static
+
 from console.app.app import PlateauApp
 from console.app.screens.modals import ABPicker
 from console.bench.models import StepMetrics, StepResult
@@ -34,12 +36,14 @@ class SchemaReplay(ReplaySession):
         return merged.with_hints(TYPE_HINTS)
 
 
-def _stored_run(db: Path) -> None:
+def _stored_run(db: Path, spec: dict[str, Any] | None = None) -> None:
     """The reference story as stored evidence: eager decode above a ceiling of 64."""
     with RunStore(db) as store:
         run_id = store.create_run(RunMeta(host="demo", profile="cutlass-moe",
-                                          flags={"cuda-graph-max-bs-decode": 64}))
-        for index, (c, total) in enumerate(((32, 438.0), (64, 757.0), (128, 806.0))):
+                                          flags={"cuda-graph-max-bs-decode": 64},
+                                          spec=spec or {}))
+        levels = ((1, 20.0), (4, 80.0), (16, 300.0), (32, 438.0), (64, 757.0), (128, 806.0))
+        for index, (c, total) in enumerate(levels):
             step = StepResult(index=index, concurrency=c, status="ok", started_at=100.0 * index,
                               finished_at=100.0 * index + 60,
                               metrics=StepMetrics(concurrency=c, completed=c,
@@ -86,3 +90,83 @@ async def test_why_view_lists_causes_and_opens_an_ab_of_the_fix(tmp_path: Path) 
         b = app.config.profiles["cutlass-moe+cuda-graph-ceiling"]
         assert b.flags["cuda-graph-max-bs-decode"] == 128
         assert b.flags["moe-runner-backend"] == "cutlass"
+
+
+async def _open_cause_ab(db: Path) -> Any:
+    loaded = app_config()
+    host = loaded.config.hosts[0]
+    session = SchemaReplay.from_events(host, demo_events(host.name), clock=fixed_clock)
+    app = PlateauApp(loaded, [session], clock=fixed_clock, store_path=db, tick_seconds=None)
+    return app
+
+
+async def _press_1(app: Any, pilot: Any) -> ABPicker:
+    await pilot.press("W")
+    for _ in range(50):
+        await pilot.pause(0.05)
+        if "cuda-graph-ceiling" in app.screen.query_one("#why-view", WhyView).plain:
+            break
+    await pilot.press("1")
+    for _ in range(50):
+        await pilot.pause(0.05)
+        if isinstance(app.screen, ABPicker):
+            break
+    await pilot.pause()
+    assert isinstance(app.screen, ABPicker), [e.message for e in app.app_events]
+    return app.screen
+
+
+async def test_a_causes_ab_tests_the_levels_where_it_acts_with_the_runs_workload(
+    tmp_path: Path
+) -> None:
+    """Issue 26.2: on cuda-graph-ceiling (ceiling 64, knee at 64, measured at 128) key 1 fills
+    64,128 with the diagnosed run's workload, not the quick preset's 1,4,16, and says why."""
+    db = tmp_path / "runs.db"
+    workload = {"concurrency": [1, 4, 16, 32, 64, 128], "input_len": 512, "output_len": 256,
+                "prompts_per_concurrency": 6, "flush_cache": False}
+    _stored_run(db, workload)
+    app = await _open_cause_ab(db)
+    chosen: list[Any] = []
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        picker = await _press_1(app, pilot)
+        assert picker.query_one("#ab-concurrency", Input).value == "64,128"
+        assert picker.query_one("#ab-preset", Select).value == "run 1"
+        why = str(picker.query_one("#ab-why", Static).render())
+        assert "levels 64,128" in why and "the knee at 64" in why, why
+        assert "cuda-graph-ceiling was measured (128" in why, why
+        assert "workload of run 1 (in 512, out 256, 6 prompts/level)" in why, why
+        picker.dismiss = chosen.append  # type: ignore[method-assign,assignment]
+        picker.action_start()
+    request = chosen[0]
+    assert request.concurrency == (64, 128)
+    spec = request.spec(app.config.sweep(request.preset))
+    assert (spec.input_len, spec.output_len, spec.prompts_per_concurrency) == (512, 256, 6)
+    assert spec.concurrency == [64, 128] and spec.flush_cache is False
+
+
+async def test_a_causes_ab_without_a_stored_workload_keeps_the_cause_levels(
+    tmp_path: Path
+) -> None:
+    db = tmp_path / "runs.db"
+    _stored_run(db)
+    app = await _open_cause_ab(db)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        picker = await _press_1(app, pilot)
+        assert picker.query_one("#ab-concurrency", Input).value == "64,128"
+        assert "levels 64,128" in str(picker.query_one("#ab-why", Static).render())
+
+
+def test_cause_levels_cover_the_knee_to_where_the_cause_was_measured() -> None:
+    from console.app.suggest_ab import cause_levels
+
+    run = [1, 4, 16, 64, 128, 256]
+    assert cause_levels(128, "saturates", 64, 128, run) == (64, 128)
+    assert cause_levels(256, "saturates", 64, 128, run) == (64, 128, 256)
+    # Measured at the knee itself: the step above the knee is where the cause acts.
+    assert cause_levels(64, "declines", 64, 128, run) == (64, 128)
+    # Still scaling (no knee): the cause's level and the one below.
+    assert cause_levels(128, "scaling", 256, None, run) == (64, 128)
+    # Nothing to go by: where the run plateaus, its two highest levels.
+    assert cause_levels(None, "insufficient", None, None, run) == (128, 256)

@@ -58,23 +58,8 @@ def test_gpus_unknown_host_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     _one_line_error(capsys, "nohost")
 
 
-def test_sweep_of_an_unreachable_server_says_so_and_exits_nonzero(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = tmp_path / "h.db"
-    argv = ["sweep", "--url", "http://127.0.0.1:1", "--concurrency", "1,2", "--input-len", "8",
-            "--output-len", "4", "--num-prompts", "1", "--db", str(db)]  # fmt: skip
-    assert main(argv) == 1
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    # Nothing listens: the first step fails, the server is seen to be gone, and the sweep
-    # stops there, saying so once (it used to run every step against the dead port).
-    assert captured.err.count("is gone (ConnectError") == 1
-    assert "sweep stopped" in captured.err and "1 of 1 step(s) failed" in captured.err
-    with RunStore(db) as store:
-        run = store.get_run(1)
-    assert [s.status for s in run.steps] == ["failed"]  # the step kept
-    assert "ConnectError" in (run.steps[0].error or "") and run.summary.status == "failed"
+# A --url that nothing answers at is refused before anything is stored (issue 26.9):
+# tests/test_cli_issue26.py::test_sweep_of_a_dead_url_checks_first_and_stores_nothing.
 
 
 async def test_a_failing_engine_prepare_does_not_leave_the_run_running(tmp_path: Path) -> None:

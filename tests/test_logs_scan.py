@@ -41,6 +41,9 @@ def test_launches_and_startup_phases() -> None:
     assert phases["CUDA graph capture"].seconds == pytest.approx(15.89)
     assert phases["total"].seconds == 42.0
     assert first.engine_timings["tokenizer_e2e"] == 39.06
+    # The server's kv_cache_allocation=0.88, not 05:20:21 -> 05:20:23 (issue 26.11).
+    assert phases["KV cache allocation"].seconds == 0.88
+    assert phases["KV cache allocation"].source == "elapsed"
     ms = {p.name: p.seconds for p in second.phases}
     assert ms["warmup"] == pytest.approx(2.229)  # millisecond timestamps are used
     assert second.startup_seconds == pytest.approx(40.256)

@@ -38,6 +38,8 @@ from console.server.profile_edit import (
 from console.server.validate import ValidationReport
 from console.text import sanitize
 
+SHORT_ROWS = 32  # below this many terminal rows the fields and buttons go compact
+
 
 @dataclass(frozen=True)
 class FlagsEditorResult:
@@ -143,9 +145,14 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
     FlagsEditor .row { height: auto; }
     FlagsEditor .row Label { width: 30; padding: 1 1 0 0; }
     FlagsEditor .row Select, FlagsEditor .row Input { width: 1fr; }
+    FlagsEditor #fields { min-height: 3; }
     FlagsEditor #diff { height: auto; max-height: 8; border: round $panel; }
-    FlagsEditor #messages { height: auto; color: $error; }
+    FlagsEditor #messages { height: auto; max-height: 4; overflow-y: auto; color: $error; }
     FlagsEditor #buttons { height: auto; align-horizontal: right; }
+    FlagsEditor.-short .row Label { padding: 0 1 0 0; }
+    FlagsEditor.-short #diff { max-height: 4; }
+    FlagsEditor.-short #messages { max-height: 2; }
+    FlagsEditor.-short #buttons Button { margin-left: 2; }
     """
 
     BINDINGS = [
@@ -163,6 +170,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         *,
         existing_names: frozenset[str] = frozenset(),
         restart_blocked: str | None = None,
+        existing: Mapping[str, ServerProfile] | None = None,
     ) -> None:
         super().__init__()
         self.base_name = base_name
@@ -170,7 +178,11 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         self.schema = schema
         self.fields: list[EditableFlag] = editable_flags(schema)
         self.running = dict(running_flags) if running_flags is not None else None
-        self.existing_names = existing_names
+        self.existing_names = existing_names | frozenset(existing or {})
+        # The other profiles: flags that are one of them name it (issue 26.10: a restart
+        # with triton's flags was called "cutlass-moe-2" while triton-moe existed).
+        self.existing = dict(existing or {})
+        self._suggested = ""
         self.restart_blocked = restart_blocked
         self._profile: ServerProfile | None = profile
         self._report: ValidationReport | None = None
@@ -212,21 +224,41 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
             yield Static(id="messages")
             with Horizontal(classes="row"):
                 yield Label("save as")
-                yield Input(value=self._suggest_name(), id="profile-name")
+                self._suggested = self._suggest_name()
+                yield Input(value=self._suggested, id="profile-name")
             with Horizontal(id="buttons"):
+                # Labels that fit side by side in an 80-column terminal (issue 26.4).
                 yield Button("Cancel (esc)", id="cancel")
                 yield Button("Save as profile (ctrl+s)", id="save")
-                yield Button("Restart with these flags (ctrl+r)", id="restart",
-                             variant="primary")
+                yield Button("Restart now (ctrl+r)", id="restart", variant="primary",
+                             tooltip="Restart the server with these flags (asks first)")
 
-    def _suggest_name(self) -> str:
+    def _suggest_name(self, profile: ServerProfile | None = None) -> str:
+        """The profile these flags already are, else `<base>-N`."""
+        if profile is not None:
+            same = [n for n, p in self.existing.items() if n != self.base_name
+                    and _same_launch(p, profile, self.schema)]
+            if same:
+                return same[0]
         for n in range(2, 100):
             candidate = f"{self.base_name}-{n}"
             if candidate not in self.existing_names:
                 return candidate
         return f"{self.base_name}-new"
 
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """On a short terminal every field and button is one line, so the fields, the diff and
+        the three buttons all show at 80x24."""
+        short = self.app.size.height < SHORT_ROWS
+        self.set_class(short, "-short")
+        for widget in self.query("Select, Input, Button"):
+            widget.compact = short  # type: ignore[attr-defined]
+
     def on_mount(self) -> None:
+        self._fit()
         self._refresh()
         fields = self.query("#fields Select, #fields Input")
         if fields:
@@ -261,7 +293,14 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         after = effective_flags(profile, self.schema) if profile else before
         self.query_one("#diff", Static).update(render_diff(diff_flags(before, after)))
         messages = list(errors)
-        name = self.query_one("#profile-name", Input).value.strip()
+        name_input = self.query_one("#profile-name", Input)
+        if profile is not None and name_input.value.strip() == self._suggested:
+            # The name follows the change until the operator types one of their own.
+            self._suggested = self._suggest_name(profile)
+            if name_input.value != self._suggested:
+                with name_input.prevent(Input.Changed):
+                    name_input.value = self._suggested
+        name = name_input.value.strip()
         if not name:
             messages.append("give the new profile a name")
         elif name in self.existing_names:
@@ -317,7 +356,29 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                                                                               self.schema)
         changes = tuple(diff_flags(before, effective_flags(self._profile, self.schema)))
         warnings = tuple(str(i) for i in (self._report.warnings if self._report else []))
-        self.dismiss(FlagsEditorResult(name, self._profile, changes, warnings, action))
+        profile = self._profile
+        if name in self.existing and _same_launch(self.existing[name], profile, self.schema):
+            profile = self.existing[name]  # that profile, its own description and all
+        elif changes:
+            profile = profile.model_copy(update={"description": _described(
+                self.base_name, diff_flags(effective_flags(self.base, self.schema),
+                                           effective_flags(profile, self.schema)))})
+        self.dismiss(FlagsEditorResult(name, profile, changes, warnings, action))
+
+
+def _same_launch(a: ServerProfile, b: ServerProfile, schema: FlagSchema) -> bool:
+    """The same server: command, model, effective flags, extra args and env."""
+    return (a.launch == b.launch and a.model_path == b.model_path
+            and effective_flags(a, schema) == effective_flags(b, schema)
+            and a.extra_args == b.extra_args and a.env == b.env)
+
+
+def _described(base: str, changes: list[FlagChange]) -> str:
+    """A changed profile's description says what it is, not the base's ("CUTLASS" on a
+    Triton profile, issue 26.10)."""
+    said = ", ".join(f"--{c.flag} {c.after}" if c.kind != "removed" else f"no --{c.flag}"
+                     for c in changes)
+    return f"{base} with {said}"[:200] if said else base
 
 
 def _quote(arg: str) -> str:

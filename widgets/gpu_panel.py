@@ -149,6 +149,15 @@ def compact_layout(width: int, nvlink: bool) -> CompactLayout:
     return CompactLayout(wide, name_w, mem_w, power_w, clock_w, bar_w, spark_w, nvlink)
 
 
+def history_label(metric: str, width: int) -> str:
+    """The history column's title, whole words only: the metric is what it must name ("history:
+    ut" named none; issue 26.5)."""
+    for label in (f"history: {metric}", f"hist {metric}", metric):
+        if len(label) <= width:
+            return label
+    return metric[:width]
+
+
 def compact_header(panel: GpuPanel, width: int) -> Content:
     """Column names over compact rows (nvitop's header row); empty when rows are full."""
     if width < MINI_ROW_WIDTH:
@@ -169,7 +178,7 @@ def compact_header(panel: GpuPanel, width: int) -> Content:
     if lay.nvlink:
         parts.append("NVLink rx/tx".ljust(NVLINK_W) + " ")
     if lay.spark_w:
-        parts.append(f"history: {panel.history_metric}"[: lay.spark_w])
+        parts.append(history_label(panel.history_metric, lay.spark_w))
     return Content.styled("".join(parts), "bold $text-muted").truncate(width)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual.content import Content
 from textual.widgets import Static
@@ -32,6 +32,7 @@ class HeaderInfo:
     server_state: str = "unknown"
     uptime_s: float | None = None
     sweep: str = ""
+    replay: str = ""  # "REPLAY of <when>": a recording, never a live host
 
 
 def format_uptime(seconds: float | None) -> str:
@@ -67,17 +68,35 @@ class PlateauHeader(Static):
         if info == self._last:
             return
         self._last = info
-        self.update(self.build(info))
+        self.update(self.fitted(info))
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.update(self.fitted(self._last))
+
+    def fitted(self, info: HeaderInfo) -> Content:
+        """The line, leaving out the profile, then the version, when it would be cut: the
+        replay marker, host, server state and uptime are what the line is for."""
+        width = self.content_size.width
+        line = self.build(info)
+        for leave_out in ({"profile": None}, {"profile": None, "version": ""}):
+            if width <= 0 or line.cell_length <= width:
+                break
+            line = self.build(replace(info, **leave_out))
+        return line
 
     def build(self, info: HeaderInfo) -> Content:
         sep = " | " if self.ascii_only else " · "
         parts: list[Content] = [Content.from_markup("[b]host[/b] $host", host=info.host)]
+        if info.replay:
+            parts.insert(0, Content.from_markup("[b reverse $warning] $r [/]", r=info.replay))
         if info.host_count > 1:
             parts[0] = parts[0] + Content(f" ({info.host_index + 1}/{info.host_count})")
         if info.connection != "connected":
             style = _CONNECTION_STYLE.get(info.connection, "$foreground-muted")
             parts.append(Content.from_markup(f"[{style}]$c[/]", c=info.connection.upper()))
-        parts.append(Content.from_markup("sglang $v", v=info.version or "?"))
+        if info.version != "":  # "": left out to fit (fitted)
+            parts.append(Content.from_markup("sglang $v", v=info.version or "?"))
         if info.profile:
             parts.append(Content.from_markup('profile "$p"', p=info.profile))
         style = _STATE_STYLE.get(info.server_state, "$foreground-muted")

@@ -39,6 +39,18 @@ def _key_names(keys: str) -> str:
     return " or ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
+HELP_CHROME = 8  # the help box's border and padding, the panel's padding, a scrollbar
+
+
+def _wrapped(text: str, room: int) -> list[str]:
+    """`text` in lines of at most `room` columns, broken between words (room < 20: whole)."""
+    import textwrap
+
+    if room < 20 or len(text) <= room:
+        return [text]
+    return textwrap.wrap(text, room, break_long_words=False) or [text]
+
+
 class HelpPanel(Static):
     DEFAULT_CSS = """
     HelpPanel { width: auto; height: auto; padding: 0 1; }
@@ -53,15 +65,32 @@ class HelpPanel(Static):
         id: str | None = None,
     ) -> None:
         super().__init__(self.build(rows, thresholds, sections), id=id, markup=False)
+        self._parts = (rows, thresholds, sections)
+
+    def on_mount(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Descriptions wrap at whole words under their own column at the terminal's width,
+        not cut mid-word by the box (issue 26.5). The box's border, padding and scrollbar
+        take HELP_CHROME columns."""
+        width = self.app.size.width - HELP_CHROME
+        if width > 0:
+            self.update(self.build(*self._parts, width=width))
 
     @staticmethod
     def build(
         rows: Sequence[HelpRow],
         thresholds: Thresholds,
         sections: Sequence[tuple[str, Sequence[HelpRow]]] = (),
+        *,
+        width: int | None = None,
     ) -> Content:
         every = [*rows, *(r for _title, more in sections for r in more)]
-        width = max((len(_key_names(r.keys)) for r in every), default=4) + 2
+        key_width = max((len(_key_names(r.keys)) for r in every), default=4) + 2
         id_width = max((len(r.id) for r in every), default=4) + 2
         lines: list[Content] = []
         for title, section in (("Keys", rows), *sections):
@@ -69,13 +98,16 @@ class HelpPanel(Static):
                 lines.append(Content(""))
             lines.append(Content.styled(title, "bold $accent"))
             for row in section:
+                indent = 2 + key_width + id_width
+                said = _wrapped(row.description, (width or 0) - indent)
                 lines.append(
                     Content.assemble(
-                        (f"  {_key_names(row.keys):<{width}}", "bold"),
+                        (f"  {_key_names(row.keys):<{key_width}}", "bold"),
                         (f"{row.id:<{id_width}}", "$foreground-muted"),
-                        row.description,
+                        said[0],
                     )
                 )
+                lines += [Content(" " * indent + more) for more in said[1:]]
         lines += [
             Content(""),
             Content.styled("Remap in the config:", "bold $accent"),

@@ -104,10 +104,12 @@ class SweepChart(Widget):
         self.runs[-1].steps.append(step)
         self.refresh()
 
-    def show(self, steps: Sequence[StepResult], progress: str = "") -> None:
-        """Replace the live (last) series' steps and the progress note in one call."""
+    def show(self, steps: Sequence[StepResult], progress: str = "", label: str = "live") -> None:
+        """Replace the last series' steps, its label ("live" while it runs, the run once it
+        ended) and the progress note in one call."""
         if not self.runs:
-            self.runs.append(ChartRun("live"))
+            self.runs.append(ChartRun(label))
+        self.runs[-1].label = label
         self.runs[-1].steps = list(steps)
         self.progress = progress
         self.refresh()

@@ -30,7 +30,7 @@ from console.app.bindings import (
 from console.app.contract import ConsoleApp
 from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
 from console.app.palette import PaletteProvider
-from console.app.screens.dashboard import DashboardScreen, progress_line
+from console.app.screens.dashboard import ABPlan, DashboardScreen, progress_line
 from console.app.theming import (
     DEFAULT_THEME,
     THEME_DIR,
@@ -67,9 +67,15 @@ from widgets.help_panel import HelpRow, Thresholds
 from widgets.log_view import LogView
 
 if TYPE_CHECKING:
+    from console.app.suggest_ab import CauseAB
     from console.gpu.processes import GpuProcessRow
     from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
+
+# What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
+# and then dropped.
+REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
+                            "gpu-processes"})
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
@@ -170,6 +176,7 @@ class PlateauApp(App[int]):
         self.hidden_panels: set[str] = set()
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
+        self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -301,8 +308,13 @@ class PlateauApp(App[int]):
             profile=state.profile or self.sessions[state.host].host.profile,
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
-            sweep=progress_line(state),
+            sweep=progress_line(state, self.ab_plans.get(state.host)),
+            replay=self._replay_label(state.host),
         )
+
+    def _replay_label(self, host: str) -> str:
+        """"REPLAY of …" for a recording's session (console.session.replay), else ""."""
+        return str(getattr(self.sessions[host], "replay_label", "") or "")
 
     def all_events(self) -> list[EventRecord]:
         records = list(self.app_events)
@@ -391,6 +403,8 @@ class PlateauApp(App[int]):
 
     def unavailable_reason(self, action_id: str) -> str | None:
         state = self.active_state
+        if action_id in REPLAY_REFUSED and self._replay_label(state.host):
+            return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
         ab_running = state.ab is not None and state.ab.running
         if action_id in ("restart", "sweep", "ab"):
@@ -466,6 +480,8 @@ class PlateauApp(App[int]):
         from console.app.screens.modals import ConfirmScreen
         from console.gpu.processes import process_rows
 
+        if self._refuse("gpu-processes"):
+            return
         session = self.active_session
         state = session.state
         simulated = bool(session.host.sim_state_file)
@@ -598,6 +614,7 @@ class PlateauApp(App[int]):
             name, self.config.profiles[name], schema,
             running_flags=adapters.running_flags(record, schema),
             existing_names=frozenset(self.config.profiles),
+            existing=dict(self.config.profiles),
             restart_blocked=self.unavailable_reason("restart"),
         )
         result = await self.push_screen_wait(editor)
@@ -634,6 +651,16 @@ class PlateauApp(App[int]):
                 return
         self.add_profile(result.name, result.profile, persist=True)
 
+    def _saveable(self, profile: ServerProfile) -> ServerProfile:
+        """What the operator chose, without what belongs to this run of the demo: its
+        temporary GPU-state file and the free port it picked (issue 26.10)."""
+        host = self.active_session.host
+        if not host.sim_state_file or self.loaded.path is not None:
+            return profile
+        flags = {k: v for k, v in profile.flags.items() if v != host.sim_state_file}
+        return profile.model_copy(update={"flags": flags,
+                                          "port": ServerProfile.model_fields["port"].default})
+
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to every session's list for this run; with `persist`, also write
         `<config dir>/profiles.d/<name>.toml` (never secrets)."""
@@ -641,7 +668,7 @@ class PlateauApp(App[int]):
             from console.session.profiles import ProfileSaveError, save_profile
 
             try:
-                path, skipped = save_profile(self.profiles_dir, name, profile)
+                path, skipped = save_profile(self.profiles_dir, name, self._saveable(profile))
             except ProfileSaveError as exc:
                 self.app_note("flags", f"profile {name} not saved: {exc}", "error")
                 return False
@@ -671,8 +698,11 @@ class PlateauApp(App[int]):
         b = next(n for n in names if n != a)
         self._open_ab_picker(session, a, b)
 
-    def _open_ab_picker(self, session: Session, a: str | None, b: str | None) -> None:
-        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate)."""
+    def _open_ab_picker(
+        self, session: Session, a: str | None, b: str | None, plan: CauseAB | None = None
+    ) -> None:
+        """The A/B dialog (profiles, preset, concurrencies, repeats, interleave, estimate);
+        with a cause's `plan`, its levels and the diagnosed run's workload, and why."""
         names_of_presets = list(self.config.sweeps) or ["default"]
         if "quick" in names_of_presets:  # the demo's fast preset first
             names_of_presets.insert(0, names_of_presets.pop(names_of_presets.index("quick")))
@@ -691,22 +721,27 @@ class PlateauApp(App[int]):
             if choice is not None and not self._refuse("ab"):
                 what = f"{choice.a} vs {choice.b} ({choice.preset}, x{choice.repeats}" + (
                     ", interleaved)" if choice.interleave else ")")
+                guess = picker.last_estimate
+                if guess is not None:  # the header counts steps and time left against it
+                    self.ab_plans[session.host.name] = ABPlan(
+                        guess.seconds, guess.steps, session.state.clock())
                 self._send(session, "ab", what, ab=choice)
 
-        self.push_screen(
-            ABPicker(
+        picker = ABPicker(
                 list(self.config.profiles), presets, a, b,
                 restart_s=lambda name: restart_guess(self.config.profiles.get(name)),
                 measured=lambda spec: step_durations(spec, stored),
                 modelled=lambda spec, a_name, b_name: model_steps(
                     spec, self.config.profiles.get(a_name), self.config.profiles.get(b_name)),
-            ),
-            picked,
+                **_cause_ab_args(plan),
         )
+        self.push_screen(picker, picked)
 
     # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
 
-    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
+    def open_suggestion_ab(
+        self, cause: Any, run_profile: str | None, plan: CauseAB | None = None
+    ) -> None:
         """B = the run's profile (else the host's) with the cause's suggested flags/env,
         validated as the flags editor validates, then the A/B picker with A and B chosen."""
         from widgets.why_view import can_ab
@@ -725,11 +760,13 @@ class PlateauApp(App[int]):
         if base is None or base not in self.config.profiles:
             self.app_note("why", f"no known profile to change on {session.host.name}", "warning")
             return
-        self.run_worker(self._suggestion_ab(session, base, cause), group="flags",
+        self.run_worker(self._suggestion_ab(session, base, cause, plan), group="flags",
                         exclusive=True, exit_on_error=False,
                         description=f"A/B of {cause.id} on {session.host.name}")
 
-    async def _suggestion_ab(self, session: Session, base: str, cause: Any) -> None:
+    async def _suggestion_ab(
+        self, session: Session, base: str, cause: Any, plan: CauseAB | None
+    ) -> None:
         from console.server.profile_edit import apply_changes
 
         try:
@@ -752,7 +789,7 @@ class PlateauApp(App[int]):
         name = f"{base}+{cause.id}"
         if not self.add_profile(name, profile, persist=False):
             return
-        self._open_ab_picker(session, base, name)
+        self._open_ab_picker(session, base, name, plan)
 
     def action_show(self, name: str) -> None:
         if name in SCREENS:
@@ -846,6 +883,17 @@ class PlateauApp(App[int]):
                            widget_help_rows(LogView.BINDINGS))],
             )
         )
+
+
+def _cause_ab_args(plan: CauseAB | None) -> dict[str, Any]:
+    """The A/B dialog's arguments for a cause's A/B: the run's workload at the cause's levels
+    (else the preset's levels at the cause's levels), and the sentence that says so."""
+    if plan is None:
+        return {}
+    if plan.workload is not None:
+        workload = plan.workload.model_copy(update={"concurrency": list(plan.levels)})
+        return {"run_workload": (plan.preset_name, workload), "note": plan.note}
+    return {"levels": plan.levels, "note": plan.note}
 
 
 def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:

@@ -31,6 +31,7 @@ class ConsoleApp(Protocol):
     active_host: str
     hidden_panels: set[str]
     marked_runs: list[int]
+    ab_plans: dict[str, Any]  # host -> console.app.screens.dashboard.ABPlan of its running A/B
     """Run ids marked in history for compare."""
     plateau_theme_names: list[str]
 
@@ -55,8 +56,10 @@ class ConsoleApp(Protocol):
 
     def ask_host_key(self, name: str) -> None: ...
 
-    def open_suggestion_ab(self, cause: Any, run_profile: str | None) -> None:
-        """A diagnosis cause's suggestion as profile B of an A/B (the Why view's keys)."""
+    def open_suggestion_ab(self, cause: Any, run_profile: str | None,
+                           plan: Any = None) -> None:
+        """A diagnosis cause's suggestion as profile B of an A/B (the Why view's keys), at the
+        levels and with the workload of `plan` (console.app.suggest_ab.CauseAB)."""
         ...
 
     def batch_update(self) -> AbstractContextManager[None]: ...

@@ -157,7 +157,9 @@ def replay_app(
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     sessions = [
-        ReplaySession.from_recording(h, recording.for_host(h.name), speed) for h in hosts
+        ReplaySession.from_recording(h, recording.for_host(h.name), speed,
+                                     started_at=recording.started_at or None)
+        for h in hosts
     ]
     from console.session.events import Problem
 

@@ -111,8 +111,10 @@ def show_sweep(
     points: Sequence[StepResult],
     progress: str,
     runs: Sequence[tuple[str, Sequence[StepResult]]] | None = None,
+    label: str = "live",
 ) -> None:
-    """The live sweep, or with `runs` an overlay (A/B: series A and B in their colours)."""
+    """The live sweep (`label`: "live" while it runs, else the run), or with `runs` an
+    overlay (A/B: series A and B in their colours)."""
     if runs is not None:
         widget.set_runs(list(runs))
         widget.set_progress(progress)
@@ -121,4 +123,4 @@ def show_sweep(
     if widget.overlay:
         widget.set_runs([])  # back from an overlay: the live sweep is a single series again
         widget.overlay = False
-    widget.show(tuple(points), progress)
+    widget.show(tuple(points), progress, label)

@@ -25,6 +25,13 @@ def config_rows(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     return [(key, json.dumps(value), loaded.source_of(path)) for key, path, value in rows]
 
 
+def measured(run: RunSummary, host: str) -> bool:
+    """Whether `run` measured `host`: a run belongs to the host it was stored under. A run
+    stored with no host (`plateau sweep --url`) measured a URL, not any configured host, and
+    shows under that URL (`plateau history`), never as a run of `host`."""
+    return bool(run.meta.host) and run.meta.host == host
+
+
 def _open_store(path: Path | None) -> RunStore | None:
     if path is None or not path.exists():
         return None
@@ -42,7 +49,7 @@ def history_rows(
     if store is not None:
         try:
             for run in store.list_runs(200):
-                if run.meta.host and run.meta.host != host:
+                if not measured(run, host):
                     continue
                 started = datetime.fromtimestamp(run.started_at).strftime("%Y-%m-%d %H:%M")
                 best = "-" if run.best_total_tok_s is None else f"{run.best_total_tok_s:,.0f}"
@@ -123,7 +130,7 @@ def latest_two_runs(
             return store.get_run(first), store.get_run(second)
         runs = [
             r for r in store.list_runs(200)
-            if (not r.meta.host or r.meta.host == host) and complete(r)
+            if measured(r, host) and complete(r)
         ]
         if len(runs) < 2:
             return None
@@ -160,7 +167,7 @@ def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]
         return None, None, f"no runs of {host} yet: press s to sweep, then W"
     try:
         for summary in store.list_runs(200):
-            if (summary.meta.host and summary.meta.host != host) or summary.steps_ok == 0:
+            if not measured(summary, host) or summary.steps_ok == 0:
                 continue
             run = store.get_run(summary.id)
             diagnosis = diagnose_stored(store, run.id, run.steps)

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "ab",
         help="A/B two launch profiles (repeats, verdict) and store both runs",
         description="Restart into profile A and B (each --repeats times), sweep each, and say "
-        "whether B is really better or worse than A per concurrency (95%% confidence).",
+        "whether B is really better or worse than A per concurrency (95% confidence). --a and "
+        "--b may name the same profile: an A/A check of the host's run-to-run noise.",
     )
     target = p.add_argument_group("target (one of)")
     target.add_argument("host", nargs="?", help="config host whose server to restart")
@@ -61,8 +62,6 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
         if name not in config.profiles:
             known = ", ".join(sorted(config.profiles)) or "none"
             raise UsageError(f"unknown profile {name!r} (known: {known})")
-    if a == b:
-        raise UsageError("--a and --b must be different profiles")
     if not 1 <= args.repeats <= 20:
         raise UsageError("--repeats must be from 1 to 20")
     preset = args.preset or ("quick" if args.demo else "default")
@@ -102,6 +101,19 @@ def _on_progress(p: ABProgress) -> None:
         _say(f"[{p.stage}] {p.message}")
 
 
+def aa_sentence(knee_word: str, sentence: str) -> str:
+    """What an A/A (one profile on both sides) says: the host's run-to-run noise."""
+    if knee_word == "within noise":
+        return (f"A/A noise check: the same profile twice is within noise ({sentence}), as it "
+                "should be; an A/B here can trust differences beyond that")
+    if knee_word == "real":
+        return (f"A/A noise check: the same profile twice differs beyond the noise estimate "
+                f"({sentence}): this host drifts between runs; use more --repeats and "
+                "--interleave before trusting an A/B here")
+    return (f"A/A noise check: noise unknown ({sentence}); it needs --repeats 2 or more to say "
+            "whether the host is within noise")
+
+
 def _json(result: ABResult, request: ABRequest, db: str) -> str:
     return json.dumps(_finite({
         "verdict": result.verdict.model_dump(mode="json"),
@@ -109,6 +121,7 @@ def _json(result: ABResult, request: ABRequest, db: str) -> str:
         "a": request.a, "b": request.b, "preset": request.preset,
         "repeats": request.repeats, "interleave": request.interleave,
         "run_a": result.run_a, "run_b": result.run_b, "pair_id": result.pair_id, "db": db,
+        "aa_check": request.a == request.b,
     }), allow_nan=False)
 
 
@@ -171,6 +184,8 @@ async def _handle(args: argparse.Namespace) -> int:
         print(_json(result, request, str(store.path)))
     else:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
+        if request.a == request.b:
+            print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
         print(verdict_report(result.verdict, list(result.flags)))
         print(f"\nstored as runs {result.run_a} and {result.run_b} (A/B pair "
               f"{result.pair_id}) in {store.path}; "

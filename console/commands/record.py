@@ -11,9 +11,13 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console import aio
-from console.errors import UsageError
+from console.errors import PlateauError, UsageError
+
+if TYPE_CHECKING:
+    from console.session.events import SessionEvent
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +62,13 @@ async def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc.args[0])) from None
     session = HostSession(host, config, launch_profile=launch_profile)
     recorder = Recorder(args.out, [host])
-    session.observer = recorder.write
+    connection = _Connection()
+
+    def observe(event: SessionEvent) -> None:
+        connection.see(event)
+        recorder.write(event)
+
+    session.observer = observe
 
     async def drain() -> None:
         async for _event in session.events():
@@ -79,4 +89,25 @@ async def _run(args: argparse.Namespace) -> int:
     if recorder.error is not None:
         raise UsageError(f"{args.out}: {recorder.error}")
     print(f"recorded {recorder.count} event(s) of {host.name} to {args.out}", file=sys.stderr)
+    if not connection.ever:
+        # Nothing of the host is in the file: a recording of "connecting… failed" is no
+        # success (issue 26.9: it exited 0).
+        raise PlateauError(f"never connected to {host.name}"
+                           + (f": {connection.last}" if connection.last else ""))
     return 0
+
+
+class _Connection:
+    """Whether the session ever connected, and the last word on the connection."""
+
+    def __init__(self) -> None:
+        self.ever = False
+        self.last = ""
+
+    def see(self, event: SessionEvent) -> None:
+        from console.session.events import ConnectionChanged
+
+        if isinstance(event, ConnectionChanged):
+            self.ever = self.ever or event.status == "connected"
+            detail = event.detail.removeprefix(f"{event.host}: ")
+            self.last = detail or event.status

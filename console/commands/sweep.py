@@ -19,7 +19,7 @@ from console.commands import argtypes
 from console.config import load_config
 from console.config_models import PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
-from console.errors import UsageError
+from console.errors import PlateauError, UsageError
 from console.jobs import sweep as sweep_jobs
 from console.jobs.sweep import EngineOptions, run_label
 from console.jobs.target import Target, demo_target, host_target, url_target
@@ -133,6 +133,16 @@ async def _open_target(
             yield target, config
 
 
+async def _require_reachable(url: str) -> None:
+    """A --url that nothing answers at is said before anything is stored (a failed run with
+    an 11-item "no clear cause" said nothing the operator did not know; issue 26.9)."""
+    from console.bench.server_probe import server_gone
+
+    why = await server_gone(url)
+    if why is not None:
+        raise PlateauError(f"no server answers at {url} ({why}); nothing was run or stored")
+
+
 def engine_options(args: argparse.Namespace) -> EngineOptions:
     return EngineOptions(
         workers=args.workers,
@@ -178,6 +188,8 @@ async def _handle(args: argparse.Namespace) -> int:
     chosen = sum(bool(x) for x in (args.demo, args.host, args.url))
     if chosen != 1:
         raise UsageError("say where to sweep: --demo, a HOST from the config, or --url URL")
+    if args.url:
+        await _require_reachable(args.url)
     config: PlateauConfig | None = None
     if args.preset or args.host:
         config = load_config(args.config).config

@@ -28,12 +28,17 @@ class ABRequest:
     repeats: int = 3
     interleave: bool = False
     concurrency: tuple[int, ...] | None = None  # overrides the preset's levels
+    # Overrides the preset's workload: a cause's A/B repeats the diagnosed run's workload
+    # (console.app.suggest_ab); `preset` then names that run.
+    workload: SweepPreset | None = field(default=None, compare=True, hash=False)
 
     def spec(self, preset: SweepPreset) -> SweepPreset:
-        """The preset with this request's levels (repeats are per pass, see run_ab)."""
+        """The preset (or the request's workload) with this request's levels (repeats are per
+        pass, see run_ab)."""
+        base = self.workload if self.workload is not None else preset
         if not self.concurrency:
-            return preset
-        return preset.model_copy(update={"concurrency": list(self.concurrency)})
+            return base
+        return base.model_copy(update={"concurrency": list(self.concurrency)})
 
 
 @dataclass(frozen=True)

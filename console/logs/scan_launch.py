@@ -147,6 +147,12 @@ class LaunchState:
             launch.max_running_requests = int(line.values["effective"])
         elif kind == "engine_timings":
             launch.engine_timings = dict(line.values)
+            # The server's own measure of the allocation beats the span between two lines
+            # stamped to the second: a 0.20 s allocation read 0.00 s (issue 26.11). The line is
+            # SGLang 0.5.x's entrypoints/engine.py startup summary (console/sglang/startup.py).
+            if "kv_cache_allocation" in line.values:
+                self.elapsed.setdefault("KV cache allocation",
+                                        line.values["kv_cache_allocation"])
 
     def _capture(self, line: StartupLine, event: LogEvent) -> None:
         launch = self.launch

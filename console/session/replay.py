@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from console.config_models import HostConfig, ServerProfile
 from console.jobs.ab_models import ABRequest
@@ -31,12 +32,33 @@ class ReplaySession(EventFeed):
     """Recorded events with their times: played after `script`, at `speed` x real time."""
     speed: float = 1.0
     """1: as recorded; 4: four times faster; 0: all at once."""
+    recorded_start: float | None = None
+    """Unix time the recording began: a recording's events, uptime and clock are the recorded
+    ones, not this machine's now (issue 26.8); None for scripted sessions (tests)."""
+    _recorded_now: datetime | None = field(init=False, default=None)
     _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
     _player: asyncio.Task[None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        if self.recorded_start is not None:
+            self._recorded_now = datetime.fromtimestamp(self.recorded_start, UTC)
+            self.clock = self._recorded_clock
         self.state = HostState(self.host.name, clock=self.clock)
         self._queue = asyncio.Queue()
+
+    def _recorded_clock(self) -> datetime:
+        """The recorded time of the event being played."""
+        assert self._recorded_now is not None
+        return self._recorded_now
+
+    @property
+    def replay_label(self) -> str:
+        """What the header says of a recording ("" for a scripted session)."""
+        if self.recorded_start is None:
+            return ""
+        began = datetime.fromtimestamp(self.recorded_start, UTC).strftime("%Y-%m-%d %H:%M")
+        # Z: UTC (the recording's clock is unix time; the replay shows it as recorded)
+        return f"REPLAY {began}Z"
 
     @classmethod
     def from_events(
@@ -46,9 +68,10 @@ class ReplaySession(EventFeed):
 
     @classmethod
     def from_recording(
-        cls, host: HostConfig, timeline: list[RecordedEvent], speed: float = 1.0
+        cls, host: HostConfig, timeline: list[RecordedEvent], speed: float = 1.0,
+        started_at: float | None = None,
     ) -> ReplaySession:
-        return cls(host=host, timeline=timeline, speed=speed)
+        return cls(host=host, timeline=timeline, speed=speed, recorded_start=started_at)
 
     async def start(self) -> None:
         for event in self.script:
@@ -65,6 +88,9 @@ class ReplaySession(EventFeed):
                 delay = began + recorded.at_s / self.speed - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
+            if self.recorded_start is not None:
+                self._recorded_now = datetime.fromtimestamp(
+                    self.recorded_start + recorded.at_s, UTC)
             self.feed(recorded.event)
         self.feed(Problem(self.host.name, "replay", "end of the recording", level="info"))
 

@@ -40,6 +40,10 @@ if TYPE_CHECKING:  # the run models come with the first sweep or A/B
 
 Level = Literal["info", "warning", "error"]
 
+CANCELLED = "cancelled"
+"""A SweepDone's detail when the operator cancelled it (console/session/service.py, the bench
+sweep's status): said as a cancel, never as a failure."""
+
 Aspect = Literal["connection", "gpus", "topology", "log", "stats", "server", "sweep", "events"]
 Clock = Callable[[], datetime]
 
@@ -199,6 +203,10 @@ class HostState:
                 if event.ok and self.sweep.points:
                     self.last_complete = CompleteRun(event.run_id, list(self.sweep.points))
                 self.sweep.detail = event.detail
+                if not event.ok and event.detail == CANCELLED:  # the operator's x: no failure
+                    self.note("sweep", f"sweep {event.run_id} cancelled", "warning")
+                    self.bump("sweep")
+                    return ("sweep", "events")
                 level: Level = "info" if event.ok else "error"
                 text = f"sweep {event.run_id} {'finished' if event.ok else 'failed'}"
                 self.note("sweep", f"{text}: {event.detail}" if event.detail else text, level)

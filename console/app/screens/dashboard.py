@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
@@ -23,7 +25,7 @@ from textual.widget import Widget
 from console.app import panels
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
-from console.session.state import HostState
+from console.session.state import CANCELLED, HostState
 from widgets.header import PlateauHeader
 
 PANELS = ("gpus", "server", "log", "sweep")
@@ -147,7 +149,22 @@ class Panel(Vertical):
     can_focus = False
 
 
+# The log's own keys (widgets/log_view.py) that no other dashboard panel binds: with the focus
+# on the GPU panel or the chart they still act on the log, or say why they cannot (issue 26.7).
+LOG_KEYS = {
+    "l": "cycle_severity", "R": "cycle_rank", "w": "toggle_wrap", "n": "search_next",
+    "N": "search_prev", "o": "toggle_own",
+}
+
+_KEY_OF_LOG_ACTION = {action: key for key, action in LOG_KEYS.items()}
+
+
 class DashboardScreen(Screen[None]):
+    BINDINGS = [
+        Binding(key, f"log_key('{action}')", show=False, id=f"dashboard-log-{action}")
+        for key, action in LOG_KEYS.items()
+    ]
+
     def compose(self) -> ComposeResult:
         app = console_app(self)
         ui = app.config.ui
@@ -310,8 +327,9 @@ class DashboardScreen(Screen[None]):
                 self._log_seen = state.log_total
             if full or "sweep" in aspects:  # type: ignore[operator]
                 panels.show_sweep(
-                    self._views["sweep"], state.sweep.points, progress_line(state) or
-                    sweep_line(state), chart_runs(state),
+                    self._views["sweep"], state.sweep.points,
+                    progress_line(state, app.ab_plans.get(state.host)) or
+                    sweep_line(state), chart_runs(state), series_label(state),
                 )
         self._rendered_host = state.host
 
@@ -364,6 +382,31 @@ class DashboardScreen(Screen[None]):
     def gpu_view(self) -> Widget:
         return self._views["gpus"]  # type: ignore[no-any-return]
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A log key the config's [keymap] gave to a console action is that action's."""
+        if action == "log_key" and parameters:
+            key = _KEY_OF_LOG_ACTION.get(str(parameters[0]))
+            taken = {k.strip() for keys in console_app(self).effective_keys().values()
+                     for k in keys.split(",")}
+            if key in taken:
+                return False
+        return True
+
+    def action_log_key(self, action: str) -> None:
+        """A log key pressed with the focus elsewhere: act on the log, or say why not."""
+        panel = self.query_one("#log", Panel)
+        why = None
+        if not panel.display:
+            why = "the log is hidden (3 shows it)"
+        elif self.maximized is not None and self.maximized is not panel:
+            why = "another panel is zoomed (z restores)"
+        if why is not None:
+            self.notify(f"log key: {why}", severity="warning", markup=False, timeout=3)
+            return
+        method = getattr(self._views["log"], f"action_{action}", None)
+        if callable(method):
+            method()
+
     def focus_log(self) -> Any:
         view = self._views["log"]
         for method in ("action_start_filter", "focus_filter"):
@@ -381,18 +424,61 @@ def sweep_line(state: HostState) -> str:
         conc = f" c={sweep.concurrency}" if sweep.concurrency is not None else ""
         return f"sweep running: step {sweep.step}/{sweep.total}{conc}"
     if sweep.run_id is not None and sweep.last_ok is False:
+        if sweep.detail == CANCELLED:  # the operator's x, not a failure (issue 26.11)
+            return f"sweep {sweep.run_id} cancelled"
         return f"sweep {sweep.run_id} failed: {sweep.detail}"
     if sweep.run_id is not None:
         return f"sweep {sweep.run_id}: {len(sweep.points)} step(s)"
     return ""
 
 
-def progress_line(state: HostState) -> str:
-    """What the host is busy with (header): the A/B stage and/or the sweep step."""
+def series_label(state: HostState) -> str:
+    """The single sweep series' legend: "live" while it runs, the run once it ended (a
+    finished sweep's chart said "A: live"; issue 26.11)."""
+    run_id = state.sweep.run_id
+    if state.sweep.running or not run_id:
+        return "live"
+    return run_id if run_id.startswith("run") else f"run {run_id}"
+
+
+@dataclass(frozen=True)
+class ABPlan:
+    """What the A/B dialog said before it started: for its progress and time left."""
+
+    estimate_s: float
+    total_steps: int
+    started: datetime
+
+
+def ab_eta(state: HostState, plan: ABPlan | None) -> str:
+    """`7/18 steps, ~3 min left`: from the steps measured so far once there is one (the
+    dialog's estimate before that), so the time left follows what the host really takes."""
+    ab = state.ab
+    if plan is None or ab is None or not ab.running or plan.total_steps <= 0:
+        return ""
+    done = min(len(ab.steps_a) + len(ab.steps_b), plan.total_steps)
+    elapsed = max(0.0, (state.clock() - plan.started).total_seconds())
+    left = (elapsed / done * (plan.total_steps - done) if done
+            else max(0.0, plan.estimate_s - elapsed))
+    return f"{done}/{plan.total_steps} steps, ~{_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(state: HostState, plan: ABPlan | None = None) -> str:
+    """What the host is busy with (header): the A/B stage (with its progress and time left)
+    and/or the sweep step."""
     parts = []
     ab = state.ab
     if ab is not None and ab.running:
-        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}")
+        eta = ab_eta(state, plan)
+        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}" + (f" · {eta}" if eta else ""))
     if state.sweep.running:
         parts.append(sweep_line(state))
     return " · ".join(parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,6 +14,9 @@ from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, 
 from textual.widgets.option_list import Option
 
 from console.config_models import SweepPreset
+
+if TYPE_CHECKING:
+    from console.bench.abplan import Estimate
 from console.jobs.ab_models import ABRequest
 from console.session.events import HostKeyUnknown
 from console.text import sanitize
@@ -20,6 +24,7 @@ from widgets.help_panel import HelpPanel, HelpRow, Thresholds
 
 DEFAULT_REPEATS = 3
 MAX_REPEATS = 20
+SHORT_ROWS = 32  # a dialog's fields go compact (one line each) on a terminal this short
 
 
 class HelpScreen(ModalScreen[None]):
@@ -88,9 +93,18 @@ class ABPicker(ModalScreen[ABRequest | None]):
             lambda _spec, _a, _b: {}),
         repeats: int = DEFAULT_REPEATS,
         interleave: bool = True,
+        run_workload: tuple[str, SweepPreset] | None = None,
+        levels: Sequence[int] = (),
+        note: str = "",
     ) -> None:
         super().__init__()
-        self.profiles, self.presets = list(profiles), dict(presets)
+        # A cause's A/B: the diagnosed run's workload at the cause's levels, listed first.
+        self.run_workload = run_workload[0] if run_workload is not None else None
+        first = {run_workload[0]: run_workload[1]} if run_workload is not None else {}
+        self.profiles, self.presets = list(profiles), {**first, **presets}
+        self.note, self.levels = note, tuple(levels)
+        self.last_estimate: Estimate | None = None  # what the dialog said when Start was hit
+        self._preset_shown = ""
         self.a, self.b = a, b
         self.restart_s = restart_s
         self.measured = measured
@@ -101,29 +115,47 @@ class ABPicker(ModalScreen[ABRequest | None]):
         def options(names: Sequence[str]) -> list[tuple[str, str]]:
             return [(n, n) for n in names]
 
-        first = next(iter(self.presets))
+        first = self._preset_shown = next(iter(self.presets))
         with Vertical(id="ab-box") as box:
             box.border_title = "A/B: repeats of A and B, then a verdict"
-            yield Label("A (baseline)")
-            yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
-                         allow_blank=self.a is None)
-            yield Label("B (candidate)")
-            yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
-                         allow_blank=self.b is None)
-            yield Label("sweep preset")
-            yield Select(options(list(self.presets)), value=first, id="ab-preset",
-                         allow_blank=False)
-            yield Label("concurrencies")
-            yield Input(_levels(self.presets[first]), id="ab-concurrency")
-            with Horizontal(id="ab-repeat-row"):
-                yield Label("repeats ")
+            if self.note:
+                yield Static(Text(self.note), id="ab-why")
+            with Horizontal(classes="ab-row"):
+                yield Label("A (baseline)")
+                yield Select(options(self.profiles), value=self.a or Select.NULL, id="ab-a",
+                             allow_blank=self.a is None)
+            with Horizontal(classes="ab-row"):
+                yield Label("B (candidate)")
+                yield Select(options(self.profiles), value=self.b or Select.NULL, id="ab-b",
+                             allow_blank=self.b is None)
+            with Horizontal(classes="ab-row"):
+                yield Label("sweep preset")
+                yield Select(options(list(self.presets)), value=first, id="ab-preset",
+                             allow_blank=False)
+            with Horizontal(classes="ab-row"):
+                yield Label("concurrencies")
+                levels = ",".join(map(str, self.levels)) or _levels(self.presets[first])
+                yield Input(levels, id="ab-concurrency")
+            with Horizontal(classes="ab-row", id="ab-repeat-row"):
+                yield Label("repeats")
                 yield Input(str(self.repeats), id="ab-repeats", type="integer")
                 yield Checkbox("interleave A B A B", self.interleave, id="ab-interleave")
             yield Static("", id="ab-estimate")
             yield Static("", id="ab-message")
             with Horizontal(id="ab-buttons"):
-                yield Button("Cancel", id="ab-cancel-button")
-                yield Button("Start A/B", id="ab-start-button", variant="primary")
+                yield Button("Cancel (esc)", id="ab-cancel-button")
+                yield Button("Start A/B (ctrl+s)", id="ab-start-button", variant="primary")
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Below SHORT_ROWS rows every field is one line (no borders), so the estimate and
+        Start/Cancel stay on screen at 80x24 (issue 26.4)."""
+        short = self.app.size.height < SHORT_ROWS
+        self.set_class(short, "-short")
+        for widget in self.query("Select, Input, Button, Checkbox"):
+            widget.compact = short  # type: ignore[attr-defined]
 
     def _value(self, widget_id: str) -> str | None:
         value = self.query_one(f"#{widget_id}", Select).value
@@ -143,12 +175,13 @@ class ABPicker(ModalScreen[ABRequest | None]):
         if not repeats_text.isdigit() or not 1 <= int(repeats_text) <= MAX_REPEATS:
             return f"repeats: a whole number from 1 to {MAX_REPEATS}"
         interleave = self.query_one("#ab-interleave", Checkbox).value
-        return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels))
+        workload = self.presets[preset] if preset == self.run_workload else None
+        return ABRequest(a, b, preset, int(repeats_text), interleave, tuple(levels), workload)
 
     def _estimate(self, request: ABRequest) -> str:
         from console.bench.abplan import estimate  # the planner imports the load engines
 
-        spec = request.spec(self.presets[request.preset])
+        spec = request.spec(self.presets[request.preset])  # the run's workload, if picked
         restarts = [self.restart_s(request.a), self.restart_s(request.b)]
         known = [r for r in restarts if r is not None]
         guess = estimate(
@@ -156,6 +189,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
             restart_s=max(known) if known else None, measured_step_s=self.measured(spec),
             model_step_s=self.modelled(spec, request.a, request.b),
         )
+        self.last_estimate = guess
         text = f"estimate {guess.text()}"
         if request.repeats < 2:
             text += "; 1 repeat: the verdict cannot tell noise from a difference"
@@ -170,7 +204,10 @@ class ABPicker(ModalScreen[ABRequest | None]):
         self.query_one("#ab-estimate", Static).update(Text(estimate_text))
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "ab-preset" and isinstance(event.value, str):
+        if (event.select.id == "ab-preset" and isinstance(event.value, str)
+                and event.value != self._preset_shown):
+            # Only a change of preset: the Changed of the first value keeps given levels.
+            self._preset_shown = event.value
             self.query_one("#ab-concurrency", Input).value = _levels(self.presets[event.value])
         self._refresh()
 
@@ -181,6 +218,7 @@ class ABPicker(ModalScreen[ABRequest | None]):
         self._refresh()
 
     def on_mount(self) -> None:
+        self._fit()
         self._refresh()
 
     def action_start(self) -> None:

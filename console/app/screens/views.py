@@ -18,7 +18,9 @@ from console.app.footer import PlateauFooter
 from console.app.screens.run import RunScreen, events_during
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
+from console.diagnose.models import Diagnosis
 from console.session.state import HostState
+from console.store.models import RunRecord
 from widgets.compare_table import CompareTable
 from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
@@ -31,6 +33,8 @@ class HostScreen(Screen[None]):
     """A screen with the host header on top and the footer below."""
 
     TITLE_TEXT = ""
+    # Escape goes back to the dashboard from every full-screen view (issue 26.7); `d` too.
+    BINDINGS = [Binding("escape", "app.show('dashboard')", "Back", id="view-back")]
 
     def compose(self) -> ComposeResult:
         app = console_app(self)
@@ -276,8 +280,8 @@ class WhyScreen(HostScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.diagnosis: object = None
-        self.run: object = None
+        self.diagnosis: Diagnosis | None = None
+        self.run: RunRecord | None = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="why-scroll"):
@@ -294,9 +298,9 @@ class WhyScreen(HostScreen):
         diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
         self.app.call_from_thread(self._show, diagnosis, run, note)
 
-    def _show(self, diagnosis: object, run: object, note: str) -> None:
+    def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str) -> None:
         self.diagnosis, self.run = diagnosis, run
-        self.query_one("#why-view", WhyView).show(diagnosis, note)  # type: ignore[arg-type]
+        self.query_one("#why-view", WhyView).show(diagnosis, note)
 
     def action_report_run(self) -> None:
         run_id = getattr(getattr(self.run, "summary", None), "id", None)
@@ -304,10 +308,14 @@ class WhyScreen(HostScreen):
             _write_report(self, [run_id])
 
     def action_suggest(self, rank: int) -> None:
-        causes = getattr(self.diagnosis, "causes", None) or []
-        if rank > len(causes):
+        causes = self.diagnosis.causes if self.diagnosis is not None else []
+        if self.diagnosis is None or rank > len(causes):
             self.notify(f"no cause #{rank}", markup=False, timeout=3)
             return
+        from console.app.suggest_ab import plan_cause_ab
+
         app = console_app(self)
-        profile = getattr(getattr(self.run, "summary", None), "meta", None)
-        app.open_suggestion_ab(causes[rank - 1], getattr(profile, "profile", None))
+        cause = causes[rank - 1]
+        plan = plan_cause_ab(cause, self.diagnosis.knee, self.run)
+        profile = self.run.summary.meta.profile if self.run is not None else None
+        app.open_suggestion_ab(cause, profile, plan)
