@@ -50,48 +50,22 @@ def _poll(predicate, what: str, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def test_sigkill_of_sweep_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> None:
+def _killed_owner_takes_the_sim_and_temp_dir(tmp_path: Path, argv: tuple[str, ...],
+                                             sig: int) -> None:
+    """Start `plateau ARGV` on the demo, wait for its server to be ready, send `sig`: the
+    host-side guard must take the simulated server and the temp run dir."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**cli_env(tmp_path), "TMPDIR": str(temp)}
-    owner = subprocess.Popen(
-        plateau_argv("sweep", "--demo", "--concurrency", "1", "--step-seconds", "600",
-                     "--no-flush"),
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    owner = subprocess.Popen(plateau_argv(*argv), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _poll(lambda: bool(_sims_under(temp)) and any(
             (d / "server.json").exists() and '"ready"' in (d / "server.json").read_text()
             for d in temp.glob("plateau-demo-*")), "the demo server", 120)
         run_dirs = list(temp.glob("plateau-demo-*"))
         assert run_dirs and _sims_under(temp)
-        os.kill(owner.pid, signal.SIGKILL)  # no cleanup of its own can run
-        owner.wait(10)
-        _poll(lambda: not _sims_under(temp), "the simulated server to go", 60)
-        _poll(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
-    finally:
-        if owner.poll() is None:
-            os.killpg(owner.pid, signal.SIGKILL)
-        for pid in _sims_under(temp):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_kill_of_ab_demo_takes_the_sim_and_temp_dir(tmp_path: Path, sig: int) -> None:
-    """`plateau ab --demo` once orphaned its simulator on SIGTERM (3/3) and SIGKILL (2/2)."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    env = {**cli_env(tmp_path), "TMPDIR": str(temp)}
-    owner = subprocess.Popen(
-        plateau_argv("ab", "--demo", "--concurrency", "1", "--repeats", "1"),
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        _poll(lambda: bool(_sims_under(temp)) and any(
-            (d / "server.json").exists() and '"ready"' in (d / "server.json").read_text()
-            for d in temp.glob("plateau-demo-*")), "the demo server", 120)
-        run_dirs = list(temp.glob("plateau-demo-*"))
-        os.kill(owner.pid, sig)
+        os.kill(owner.pid, sig)  # SIGKILL: no cleanup of its own can run
         owner.wait(30)
         _poll(lambda: not _sims_under(temp), "the simulated server to go", 60)
         _poll(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
@@ -100,6 +74,21 @@ def test_kill_of_ab_demo_takes_the_sim_and_temp_dir(tmp_path: Path, sig: int) ->
             os.killpg(owner.pid, signal.SIGKILL)
         for pid in _sims_under(temp):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_sigkill_of_sweep_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> None:
+    _killed_owner_takes_the_sim_and_temp_dir(
+        tmp_path, ("sweep", "--demo", "--concurrency", "1", "--step-seconds", "600",
+                   "--no-flush"), signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_kill_of_ab_demo_takes_the_sim_and_temp_dir(tmp_path: Path, sig: int) -> None:
+    """`plateau ab --demo` once orphaned its simulator on SIGTERM (3/3) and SIGKILL (2/2)."""
+    _killed_owner_takes_the_sim_and_temp_dir(
+        tmp_path, ("ab", "--demo", "--concurrency", "1", "--repeats", "1"), sig)
 
 
 def test_usage_errors_of_demo_commands_leave_no_temp_dir(tmp_path: Path) -> None:

@@ -89,17 +89,10 @@ class StatsAggregator:
         for event in events:
             message = event.message
             if message.startswith(BATCH_PREFIXES):
-                if event.ranks and dp_rank(event.ranks):
-                    stats = batch_stats(event)
-                    if stats is not None:
-                        if pending is not None:
-                            self._set_decode_latest(pending)
-                            pending = None
-                        self.add(stats)
-                        used += 1
-                    continue
-                values = decode_values(message)
-                if values is None:  # not the standard decode line: the general path
+                # A DP rank's line (node sums per timestamp) or not the standard decode line:
+                # the general path.
+                values = None if event.ranks and dp_rank(event.ranks) else decode_values(message)
+                if values is None:
                     stats = batch_stats(event)
                     if stats is not None:
                         if pending is not None:
