@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -111,6 +112,7 @@ _SPELLED = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(spelled=st.lists(_SPELLED, min_size=4, max_size=12),
        numbers=st.lists(_NUMBERS, min_size=3, max_size=6))
