@@ -87,11 +87,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 _HELP = ("-h", "--help", "--version")
 
 
+# The console's options that take a value, so that `plateau --log FILE` reads FILE as theirs,
+# not as a HOST.
+_CONSOLE_VALUED = ("--log", "--bench")
+
+
 def _first_word(argv: list[str]) -> int | None:
     """Index of the first positional word (`--config` takes a value), or None."""
     index = 0
     while index < len(argv):
-        if argv[index] == "--config":
+        if argv[index] == "--config" or argv[index] in _CONSOLE_VALUED:
             index += 2
         elif argv[index].startswith("-"):
             index += 1
@@ -109,13 +114,27 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:
-    """Route `plateau [HOST]` to the `console` subcommand."""
+    """Route `plateau [HOST]` (and `plateau --log FILE`) to the `console` subcommand."""
     index = _first_word(argv)
     if index is None:
-        return argv if any(a in _HELP for a in argv) else [*argv, "console"]
+        if any(a in _HELP for a in argv):
+            return argv
+        if any(a in _CONSOLE_VALUED for a in argv):
+            return _console_args(argv)
+        return [*argv, "console"]
     if argv[index] in COMMANDS:
         return argv
+    if any(a in _CONSOLE_VALUED for a in argv[:index]):
+        return _console_args(argv)
     return [*argv[:index], "console", *argv[index:]]
+
+
+def _console_args(argv: list[str]) -> list[str]:
+    """`console` after the top-level options (`--config FILE`), before the console's own."""
+    end = 0
+    while end < len(argv) and argv[end] == "--config":
+        end += 2
+    return [*argv[:end], "console", *argv[end:]]
 
 
 def _check_named_config(args: argparse.Namespace) -> None:

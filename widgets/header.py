@@ -33,6 +33,7 @@ class HeaderInfo:
     uptime_s: float | None = None
     sweep: str = ""
     replay: str = ""  # "REPLAY of <when>": a recording, never a live host
+    effective: str = ""  # "max running 128→50": what the server runs with other than asked
 
 
 def format_uptime(seconds: float | None) -> str:
@@ -75,11 +76,13 @@ class PlateauHeader(Static):
             self.update(self.fitted(self._last))
 
     def fitted(self, info: HeaderInfo) -> Content:
-        """The line, leaving out the profile, then the version, when it would be cut: the
-        replay marker, host, server state and uptime are what the line is for."""
+        """The line, leaving out the profile, then requested → effective, then the version,
+        when it would be cut: the replay marker, host, server state and uptime are what the
+        line is for."""
         width = self.content_size.width
         line = self.build(info)
-        for leave_out in ({"profile": None}, {"profile": None, "version": ""}):
+        for leave_out in ({"profile": None}, {"profile": None, "effective": ""},
+                          {"profile": None, "effective": "", "version": ""}):
             if width <= 0 or line.cell_length <= width:
                 break
             line = self.build(replace(info, **leave_out))
@@ -99,6 +102,8 @@ class PlateauHeader(Static):
             parts.append(Content.from_markup("sglang $v", v=info.version or "?"))
         if info.profile:
             parts.append(Content.from_markup('profile "$p"', p=info.profile))
+        if info.effective:
+            parts.append(Content.from_markup("[$warning]$e[/]", e=info.effective))
         style = _STATE_STYLE.get(info.server_state, "$foreground-muted")
         state = Content.from_markup(f"[b {style}]$s[/]", s=info.server_state.upper())
         uptime = format_uptime(info.uptime_s)

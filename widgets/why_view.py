@@ -6,6 +6,8 @@ text inside evidence) is shown as plain Text, never markup.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -20,13 +22,19 @@ def can_ab(cause: Cause) -> bool:
     return bool(cause.suggest.flags or cause.suggest.env)
 
 
-def why_text(diagnosis: Diagnosis | None, note: str) -> Text:
+def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = ()) -> Text:
+    """`effective`: what the server runs with other than asked (`--flag requested →
+    effective`), said under the knee."""
     text = Text()
     if note:
         text.append(note + "\n", style="dim")
     if diagnosis is None:
         return text
-    text.append(f"knee: {diagnosis.knee.sentence}\n\n", style="bold")
+    text.append(f"knee: {diagnosis.knee.sentence}\n", style="bold")
+    for line in effective:
+        text.append("effective: ", style="dim")
+        text.append(f"{line}\n")
+    text.append("\n")
     if not diagnosis.causes:
         return _no_clear_cause(text, diagnosis)
     for rank, cause in enumerate(diagnosis.causes[:MAX_CAUSES], 1):
@@ -78,7 +86,8 @@ class WhyView(Static):
 
     plain: str = ""  # what is shown, as plain text (tests, copy)
 
-    def show(self, diagnosis: Diagnosis | None, note: str) -> None:
-        text = why_text(diagnosis, note)
+    def show(self, diagnosis: Diagnosis | None, note: str,
+             effective: Sequence[str] = ()) -> None:
+        text = why_text(diagnosis, note, effective)
         self.plain = text.plain
         self.update(text)

@@ -61,6 +61,7 @@ from console.session.events import (
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, utc_now
+from console.sglang.resolved import header_text
 from console.startup_gc import resume_gc
 from widgets.header import HeaderInfo
 from widgets.help_panel import HelpRow, Thresholds
@@ -310,6 +311,7 @@ class PlateauApp(App[int]):
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state, self.ab_plans.get(state.host)),
             replay=self._replay_label(state.host),
+            effective=header_text(state.effective),
         )
 
     def _replay_label(self, host: str) -> str:

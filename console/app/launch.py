@@ -184,6 +184,42 @@ async def run_replay(
     return int(app.return_code or 0)
 
 
+LOG_HOST = "log"
+
+
+def log_app(
+    path: str, bench: list[str] | None = None, *, theme: str | None = None,
+    screen: str = "dashboard",
+) -> tuple[PlateauApp, ReplaySession]:
+    """The console on a server log (`plateau --log FILE [--bench FILE ...]`): its lines in the
+    log view, its diagnosis in the Why view; a replay, so it runs nothing on any host."""
+    from console.config_models import HostConfig
+    from console.session.log_file import read_log_file
+    from console.session.replay import ReplaySession
+
+    _check_theme(theme)
+    if screen not in SCREENS:
+        raise UsageError(f"unknown screen {screen!r} (have: {', '.join(SCREENS)})")
+    log = read_log_file(LOG_HOST, path, bench)
+    host = HostConfig(name=LOG_HOST, local=True)  # a replay: never reached
+    session = ReplaySession(host=host, script=log.events, label=log.label,
+                            log_diagnosis=log.diagnosis)
+    app = PlateauApp(LoadedConfig(PlateauConfig(hosts=[host]), None), [session],
+                     active_host=LOG_HOST, theme=theme, start_screen=screen)
+    return app, session
+
+
+async def run_log(path: str, bench: list[str] | None = None, *, theme: str | None = None,
+                  screen: str = "dashboard") -> int:
+    app, session = log_app(path, bench, theme=theme, screen=screen)
+    try:
+        await app.run_async()
+    finally:
+        with contextlib.suppress(Exception):
+            await session.close()
+    return int(app.return_code or 0)
+
+
 Condition = Callable[[PlateauApp], bool]
 
 

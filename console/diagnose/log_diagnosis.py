@@ -16,13 +16,7 @@ from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
 from console.errors import UsageError
-from console.sglang.effective import describe, read_effective, requested_vs_effective
-from console.sglang.prefix import parse_prefix
-from console.sglang.server_args import (
-    decode_graph_ceiling,
-    parse_server_args,
-    requested_running_per_rank,
-)
+from console.sglang.resolved import resolved_settings
 
 
 @dataclass(frozen=True)
@@ -122,32 +116,7 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
 def effective_lines(startup: list[str], reduced_from: int | None = None) -> list[str]:
     """`--flag requested → effective` for what SGLang resolved or clamped, from its startup
     lines; the requested side is server_args' (or a clamp line's) when the log has it."""
-    effective = read_effective(startup)
-    args: dict[str, Any] | None = None
-    for line in startup:
-        message = parse_prefix(line).message
-        if message.startswith("server_args="):
-            args = parse_server_args(message) or args
-    if args is None:
-        asked: dict[str, Any] = {}
-        pairs = requested_vs_effective(asked, effective)
-        out = [f"--{flag} {value} (effective; the request is not in this log)"
-               for flag, (_asked, value) in pairs.items()]
-    else:
-        asked = {"max-running-requests": requested_running_per_rank(args),
-                 "chunked-prefill-size": args.get("chunked_prefill_size"),
-                 "max-prefill-tokens": args.get("max_prefill_tokens"),
-                 "cuda-graph-max-bs-decode": decode_graph_ceiling(args)}
-        out = [describe(flag, req, value)
-               for flag, (req, value) in requested_vs_effective(asked, effective).items()]
-    requested = effective.running_reduced_from or reduced_from
-    cap = effective.max_running_requests
-    if requested and cap is not None and requested != cap:
-        out = [o for o in out if not o.startswith("--max-running-requests")]
-        why = (" (SGLang: reduced to fit the KV cache)" if effective.running_reduced_from
-               else "")
-        out.insert(0, describe("max-running-requests", requested, cap) + why)
-    return out
+    return [r.text() for r in resolved_settings(startup, reduced_from)]
 
 
 def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:

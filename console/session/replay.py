@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from console.config_models import HostConfig, ServerProfile
 from console.jobs.ab_models import ABRequest
@@ -18,6 +19,9 @@ from console.session.events import Problem, SessionEvent
 from console.session.feed import EventFeed
 from console.session.recording import RecordedEvent
 from console.session.state import Clock, HostState, utc_now
+
+if TYPE_CHECKING:
+    from console.diagnose.log_diagnosis import LogDiagnosis
 
 
 @dataclass
@@ -35,6 +39,11 @@ class ReplaySession(EventFeed):
     recorded_start: float | None = None
     """Unix time the recording began: a recording's events, uptime and clock are the recorded
     ones, not this machine's now (issue 26.8); None for scripted sessions (tests)."""
+    label: str = ""
+    """What the header says in place of REPLAY (a log file: "log FILE")."""
+    log_diagnosis: LogDiagnosis | None = None
+    """A log file's diagnosis (`plateau --log FILE`): the Why view shows it rather than the
+    run store's."""
     _recorded_now: datetime | None = field(init=False, default=None)
     _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
     _player: asyncio.Task[None] | None = field(init=False, default=None)
@@ -53,7 +62,9 @@ class ReplaySession(EventFeed):
 
     @property
     def replay_label(self) -> str:
-        """What the header says of a recording ("" for a scripted session)."""
+        """What the header says of a recording or a log file ("" for a scripted session)."""
+        if self.label:
+            return self.label
         if self.recorded_start is None:
             return ""
         began = datetime.fromtimestamp(self.recorded_start, UTC).strftime("%Y-%m-%d %H:%M")

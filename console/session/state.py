@@ -33,6 +33,7 @@ from console.session.events import (
     SweepProgress,
     TopologyUpdate,
 )
+from console.sglang.resolved import Resolved, is_startup_line, resolved_settings
 
 if TYPE_CHECKING:  # the run models come with the first sweep or A/B
     from console.bench.models import StepResult
@@ -52,6 +53,7 @@ ServerState = ServerStateName
 LOG_RING = 5_000
 EVENT_LOG_MAX = 2_000
 GPU_RING = 240  # as long as the GPU panel's history (widgets.gpu_panel.HISTORY_LEN)
+STARTUP_KEPT = 256  # startup lines kept for requested → effective (a few per rank)
 
 
 def utc_now() -> datetime:
@@ -137,6 +139,10 @@ class HostState:
     # The unknown host key awaiting the operator's decision (cleared once connected).
     host_key: HostKeyUnknown | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_MAX))
+    # The server's startup lines that say what it resolved (console.sglang.resolved), and what
+    # it runs with other than asked: read as they arrive, since the log ring forgets them.
+    startup_lines: deque[str] = field(default_factory=lambda: deque(maxlen=STARTUP_KEPT))
+    effective: list[Resolved] = field(default_factory=list)
     revision: dict[str, int] = field(default_factory=dict)
 
     def bump(self, aspect: Aspect) -> None:
@@ -164,6 +170,7 @@ class HostState:
             case LogBatch():
                 self.log.extend(event.events)
                 self.log_total += len(event.events)
+                self._read_startup(event)
                 self.bump("log")
                 return ("log",)
             case ServerStats():
@@ -227,6 +234,12 @@ class HostState:
                 return ("events",)
         return ()
 
+    def _read_startup(self, batch: LogBatch) -> None:
+        found = [e.lines[0] for e in batch.events if is_startup_line(e.lines[0])]
+        if found:
+            self.startup_lines.extend(found)
+            self.effective = resolved_settings(self.startup_lines)
+
     def _claim_for_ab(self, run_id: str) -> None:
         ab = self.ab
         if ab is not None and ab.running:
@@ -289,6 +302,9 @@ class HostState:
 
     def _server(self, event: ServerStatus) -> tuple[Aspect, ...]:
         changed_state = event.state != self.server_state
+        if changed_state and event.state == "starting":  # a new startup says it all again
+            self.startup_lines.clear()
+            self.effective = []
         self.server_state = event.state
         if event.version is not None:
             self.server_version = event.version

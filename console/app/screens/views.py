@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -27,6 +29,9 @@ from widgets.header import PlateauHeader
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
 from widgets.why_view import MAX_CAUSES, WhyView
+
+if TYPE_CHECKING:
+    from console.diagnose.log_diagnosis import LogDiagnosis
 
 
 class HostScreen(Screen[None]):
@@ -290,17 +295,33 @@ class WhyScreen(HostScreen):
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         if aspects is not None and "sweep" not in aspects:
             return
-        self._load(state.host)
+        effective = [r.text() for r in state.effective]
+        log = getattr(console_app(self).sessions[state.host], "log_diagnosis", None)
+        if log is not None:  # `plateau --log FILE`: the file's diagnosis, not the run store's
+            self._show_log(log, effective)
+            return
+        self._load(state.host, effective)
+
+    def _show_log(self, log: LogDiagnosis, effective: list[str]) -> None:
+        from console.diagnose.log_diagnosis import log_diagnosis_lines
+
+        note = log_diagnosis_lines(log)[0]
+        lacked = [f"{cause}: {'; '.join(items)}" for cause, items in log.lacking.items()
+                  if items and any(c.id == cause for c in log.diagnosis.causes)]
+        if lacked:
+            note += "\nlacked: " + "\nlacked: ".join(lacked)
+        self._show(log.diagnosis, None, note, log.effective or effective)
 
     @work(thread=True, exclusive=True, group="why", exit_on_error=False)
-    def _load(self, host: str) -> None:
+    def _load(self, host: str, effective: list[str]) -> None:
         app = console_app(self)
         diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
-        self.app.call_from_thread(self._show, diagnosis, run, note)
+        self.app.call_from_thread(self._show, diagnosis, run, note, effective)
 
-    def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str) -> None:
+    def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str,
+              effective: list[str] | None = None) -> None:
         self.diagnosis, self.run = diagnosis, run
-        self.query_one("#why-view", WhyView).show(diagnosis, note)
+        self.query_one("#why-view", WhyView).show(diagnosis, note, effective or [])
 
     def action_report_run(self) -> None:
         run_id = getattr(getattr(self.run, "summary", None), "id", None)
