@@ -9,7 +9,7 @@ the console's first frame needs none of them (issue 19 item 5).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import httpx
 
     from console.bench.models import SweepEvent
+    from console.diagnose.sources import EvidenceSources
     from console.gpu.models import GpuHeader, GpuSample
     from console.jobs.ab_models import ABProgress, ABRequest, ABResult
     from console.jobs.server import GpuMemoryProbe
@@ -104,6 +105,14 @@ async def follow_log(
             yield batch
     finally:
         await follower.close()
+
+
+def log_head(transport: Transport, path: str) -> Callable[[], Awaitable[list[str]]]:
+    """A one-shot read of the head of the log at `path` (the startup lines a sweep's
+    diagnosis reads; console.diagnose.sources)."""
+    from console.diagnose.sources import RemoteLog
+
+    return RemoteLog(transport, path).read_new
 
 
 def stats_aggregator() -> StatsAggregator:
@@ -272,14 +281,15 @@ def metrics_enabled(record: LaunchRecord | None) -> bool:
     return record is not None and "--enable-metrics" in record.argv
 
 
-async def scrape_metrics(client: httpx.AsyncClient) -> MetricsSnapshot:
-    """GET /metrics through the lifecycle's client; a console.logs MetricsSnapshot."""
+async def scrape_metrics(client: httpx.AsyncClient) -> tuple[str, MetricsSnapshot]:
+    """GET /metrics through the lifecycle's client: the page (a sweep's evidence reads it)
+    and its console.logs MetricsSnapshot."""
     from console.logs.metrics import parse_metrics
 
     response = await client.get("/metrics")
     if response.status_code != 200:
         raise RuntimeError(f"/metrics answered HTTP {response.status_code}")
-    return parse_metrics(response.text)
+    return response.text, parse_metrics(response.text)
 
 
 # -- sweeps ---------------------------------------------------------------------------------
@@ -321,8 +331,10 @@ async def run_sweep(
     profile: str | None,
     emit: Emit,
     store_path: Path | None = None,
+    evidence: EvidenceSources | None = None,
 ) -> None:
-    """console.jobs' sweep of the preset against the host's server of `profile`."""
+    """console.jobs' sweep of the preset against the host's server of `profile`; its
+    evidence from `evidence` (the session's tees), else from standalone observers."""
     if profile is None or profile not in config.profiles:
         raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
     # The sweep and A/B machinery (engines, load workers, SSH targets) is imported when a job
@@ -337,7 +349,7 @@ async def run_sweep(
             await sweep_jobs.sweep(
                 target, config.sweep(preset), store=store,
                 label=sweep_jobs.run_label(target, preset),
-                on_event=sweep_event_sink(host.name, emit),
+                on_event=sweep_event_sink(host.name, emit), evidence=evidence,
             )
     finally:
         store.close()
