@@ -9,12 +9,13 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
+from textual.binding import BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -126,7 +127,7 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
-    BINDINGS: ClassVar = app_bindings()
+    BINDINGS: ClassVar[list[BindingType]] = [*app_bindings()]
     COMMANDS = App.COMMANDS | {PaletteProvider}
     MODES: ClassVar = {
         "dashboard": _mode_screen(DashboardScreen),
@@ -527,6 +528,7 @@ class PlateauApp(App[int]):
             if session.state.host_key is not key:  # connected meanwhile, or a newer key
                 self.call_later(self.ask_host_key, name)
                 return
+            work: Coroutine[Any, Any, bool | None]
             if accept:
                 self.post_message(CommandSent(name, "accept-host-key", key.fingerprint))
                 work = session.accept_host_key(key.fingerprint)
@@ -758,7 +760,7 @@ class PlateauApp(App[int]):
         if name in SCREENS:
             self.switch_mode(name)
 
-    def action_toggle(self, panel: str) -> None:
+    async def action_toggle(self, panel: str) -> None:  # DOMNode.action_toggle is async
         screen = self.get_screen_dashboard()
         if screen is None:
             return

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 def _take_events(buffer: bytes) -> tuple[list[bytes], bytes]:
     """Complete SSE events' `data:` payloads in `buffer`, and the incomplete rest."""
-    payloads = []
+    payloads: list[bytes] = []
     while True:
         cut = buffer.find(b"\n\n")
         if cut < 0:

@@ -78,7 +78,8 @@ async def _tail(log_tail: LogTail | None) -> list[str]:
         return [f"(could not read the log: {type(exc).__name__}: {exc})"]
 
 
-async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> dict | None:
+async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()
+                            ) -> dict[str, Any] | None:
     """GET /server_info (falling back to the deprecated /get_server_info), secrets redacted
     (SGLang reports `api_key` and the launch command verbatim)."""
     async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:

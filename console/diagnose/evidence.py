@@ -8,7 +8,7 @@ match ours, and SGLang prints whole seconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from console.bench.models import StepResult
@@ -295,7 +295,8 @@ def topology_of(header: Any) -> Topology:
     """NVLink or not, from the agent's header (console.gpu.models.GpuHeader or a dict)."""
     if header is None:
         return Topology()
-    get = header.get if isinstance(header, Mapping) else lambda k: getattr(header, k, None)
+    get: Callable[[str], Any] = (header.get if isinstance(header, Mapping)
+                                 else lambda k: getattr(header, k, None))
     gpus = get("gpus") or []
     first = gpus[0] if gpus else None
     name = (first.get("name") if isinstance(first, Mapping) else getattr(first, "name", None))

@@ -409,7 +409,8 @@ class SshTransport(ProcessOps):
         if result.exit_status != 0:
             detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
-        return bytes(result.stdout or b"")
+        out = result.stdout or b""
+        return out if isinstance(out, bytes) else out.encode("utf-8", "surrogateescape")
 
     async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         command = self._command(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
