@@ -27,6 +27,7 @@ from console.bench.models import (
     RunSink,
     StepFailed,
     StepFinished,
+    StepObserver,
     StepPhase,
     StepResult,
     StepStarted,
@@ -112,7 +113,7 @@ async def run_sweep(
     run_id: int | None = None,
     repeat_base: int = 0,
     finish: bool = True,
-    recorder: Any = None,
+    recorder: StepObserver | None = None,
 ) -> SweepFinished:
     """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
 

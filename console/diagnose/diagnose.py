@@ -9,7 +9,7 @@ works long after the server is gone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepResult
@@ -67,7 +67,14 @@ def _repeats(steps: Sequence[StepResult]) -> dict[int, list[float]]:
     return by_level
 
 
-def diagnose_stored(store: Any, run_id: int | None, steps: Sequence[StepResult]) -> Diagnosis:
+class EvidenceReader(Protocol):
+    """Where a run's evidence is stored (console.store's RunStore)."""
+
+    def load_evidence(self, run_id: int) -> RunEvidence | None: ...
+
+
+def diagnose_stored(store: EvidenceReader | None, run_id: int | None,
+                    steps: Sequence[StepResult]) -> Diagnosis:
     """The diagnosis from the evidence stored with run `run_id` (the client's record alone when
     nothing was stored)."""
     evidence = store.load_evidence(run_id) if store is not None and run_id is not None else None
