@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from console.config_models import UiConfig
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats
@@ -44,8 +45,11 @@ def bar(fraction: float, width: int, ascii_only: bool) -> str:
 # -- GPU panel ------------------------------------------------------------------------------
 
 
-def gpu_widget(ascii_only: bool, id: str = "gpu-view") -> GpuPanel:
-    return GpuPanel(id=id, ascii_only=ascii_only)
+def gpu_widget(ui: UiConfig, id: str = "gpu-view") -> GpuPanel:
+    """The GPU panel, its util/memory/power bars coloured at the operator's load levels
+    (`ui.gpu_load_mid` / `ui.gpu_load_high`, the levels the help panel shows)."""
+    return GpuPanel(id=id, ascii_only=ui.ascii,
+                    load_thresholds=(ui.gpu_load_mid, ui.gpu_load_high))
 
 
 def show_gpus(

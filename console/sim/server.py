@@ -66,7 +66,7 @@ def _error(message: str, status: int = 400) -> web.Response:
 
 
 @web.middleware
-async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
+async def access_log(request: web.Request, handler: Handler) -> web.StreamResponse:
     state = request.app[STATE]
     if state.metrics is not None:
         state.metrics.http_request(request.path, request.method)
