@@ -20,28 +20,6 @@ from widgets.sweep_chart import SweepChart
 if TYPE_CHECKING:  # a sweep's steps: the run models come with the first sweep
     from console.bench.models import StepResult
 
-# -- bars and sparklines (ASCII fallback) ---------------------------------------------------
-
-_BLOCKS = " ▁▂▃▄▅▆▇█"
-_ASCII_LEVELS = " .:-=+*#%"
-
-
-def sparkline(values: Sequence[float], width: int, ascii_only: bool) -> str:
-    if not values or width <= 0:
-        return ""
-    values = list(values)[-width:]
-    top = max(values) or 1.0
-    chars = _ASCII_LEVELS if ascii_only else _BLOCKS
-    return "".join(chars[min(len(chars) - 1, round(v / top * (len(chars) - 1)))] for v in values)
-
-
-def bar(fraction: float, width: int, ascii_only: bool) -> str:
-    fraction = max(0.0, min(1.0, fraction))
-    filled = round(fraction * width)
-    full, empty = ("#", ".") if ascii_only else ("█", "░")
-    return full * filled + empty * (width - filled)
-
-
 # -- GPU panel ------------------------------------------------------------------------------
 
 

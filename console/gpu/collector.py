@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -227,12 +227,15 @@ class GpuCollector:
     """Async iterator of `GpuHeader` (first) then `GpuSample`s from a host's agent.
 
     Raises `GpuAgentError` when the agent reports a fatal error (one clear message, e.g. no
-    NVIDIA driver) or exits without one. Warnings and garbage lines are counted, not raised.
+    NVIDIA driver) or exits without one. Warnings and garbage lines are counted, not raised;
+    each warning also goes to `on_warning` (the console shows it in its event log).
     """
 
-    def __init__(self, transport: Transport, options: AgentOptions | None = None) -> None:
+    def __init__(self, transport: Transport, options: AgentOptions | None = None,
+                 on_warning: Callable[[str], None] | None = None) -> None:
         self.transport = transport
         self.options = options or AgentOptions()
+        self.on_warning = on_warning
         self.header: GpuHeader | None = None
         self.last_sample: GpuSample | None = None
         self.warnings: list[str] = []
@@ -277,6 +280,8 @@ class GpuCollector:
                 raise GpuAgentError(f"{self.transport.host_name}: {event.message}", event.code)
             if isinstance(event, AgentWarning):
                 self.warnings = [*self.warnings[-49:], event.message]
+                if self.on_warning is not None:
+                    self.on_warning(event.message)
                 continue
             if isinstance(event, GpuHeader):
                 self.header = event

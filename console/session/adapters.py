@@ -66,9 +66,11 @@ def current_log_path(host: HostConfig) -> str:
 
 
 async def gpu_events(
-    transport: Transport, host: HostConfig, config: PlateauConfig
+    transport: Transport, host: HostConfig, config: PlateauConfig,
+    on_warning: Callable[[str], None] | None = None,
 ) -> AsyncIterator[GpuHeader | GpuSample]:
-    """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples.
+    """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples; the
+    agent's warnings (e.g. a counter the GPU does not support) go to `on_warning`.
 
     The simulated backend is used for hosts whose config names a sim state file (the demo)."""
     from console.gpu.collector import AgentOptions, GpuCollector
@@ -79,7 +81,7 @@ async def gpu_events(
         python=host.python,
         sim_state=host.sim_state_file,
     )
-    async with GpuCollector(transport, options) as collector:
+    async with GpuCollector(transport, options, on_warning) as collector:
         async for event in collector:
             yield event
 

@@ -94,6 +94,7 @@ class HostSession(EventFeed):
         self.record: LaunchRecord | None = None  # the running server's (status poll)
         self._aggregator: StatsAggregator | None = None
         self._metrics_failing = False
+        self._gpu_warned: set[str] = set()
         self.taps = EvidenceTaps()  # a console sweep's evidence: tees of the loops below
         self._closed = False
         self._loops: list[asyncio.Task[None]] = []
@@ -284,12 +285,21 @@ class HostSession(EventFeed):
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _gpu_loop(self, transport: Transport) -> None:
-        async for event in adapters.gpu_events(transport, self.host, self.config):
+        async for event in adapters.gpu_events(transport, self.host, self.config,
+                                               self._gpu_warning):
             self.taps.gpu(event)
             if isinstance(event, GpuHeader):
                 self.emit(TopologyUpdate(self.host.name, event))
             else:
                 self.emit(GpuUpdate(self.host.name, event, self.state.clock()))
+
+    def _gpu_warning(self, message: str) -> None:
+        """The agent's warnings, each said once (a failing counter warns every sample)."""
+        if message in self._gpu_warned:
+            return
+        if len(self._gpu_warned) < 100:
+            self._gpu_warned.add(message)
+        self._problem("gpu", f"GPU agent: {message}", "warning")
 
     def aggregator(self) -> StatsAggregator:
         """One StatsAggregator per session: fed by the log's batch lines and /metrics."""
