@@ -234,7 +234,7 @@ class PlateauApp(App[int]):
         await self.switch_mode(self.start_screen)
         # The hosts' sessions (connect, GPU agent, log follower, server launch) start once
         # the first frame with the layout is on the terminal, not competing with it for the
-        # CPU: their data fills the frame in (issue 19 item 5).
+        # CPU: their data fills the frame in.
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:

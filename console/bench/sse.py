@@ -3,7 +3,7 @@
 The hot loop stamps each chunk with `perf_counter_ns()` first and only then feeds it to a
 `StreamParser`, so a chunk's own parsing never delays its stamp. The parser keeps only the
 incomplete tail of the current event: no stream text is retained, so a worker's memory per
-request is the record's compact arrays, whatever the output length (issue 19 item 2).
+request is the record's compact arrays, whatever the output length.
 An event's time is the arrival time of the chunk that completed it.
 """
 

@@ -177,7 +177,7 @@ async def load_url(target: Target, spec: SweepPreset) -> AsyncIterator[str]:
     """Where the native engine sends its load: a host reached over SSH gets a forward of its
     own, relayed by a child process (console/host/forward_proc.py), so thousands of streamed
     events a second never queue on this process's event loop (the UI's); otherwise the
-    target's URL (issue 19 item 1)."""
+    target's URL."""
     opener = getattr(target.transport, "load_forward_port", None)
     port = target.host_port
     if spec.engine != "native" or opener is None or not port:

@@ -4,7 +4,7 @@ Each function is the one place the session touches another area's API and turns 
 typed output into session events, so when that API moves only this file changes. Work that
 holds the host (sweeps, A/B, start/stop/restart) is console.jobs', shared with the CLI.
 The other areas are imported by the functions that use them, when the session first does:
-the console's first frame needs none of them (issue 19 item 5).
+the console's first frame needs none of them.
 """
 
 from __future__ import annotations
@@ -340,7 +340,7 @@ async def run_sweep(
     if profile is None or profile not in config.profiles:
         raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
     # The sweep and A/B machinery (engines, load workers, SSH targets) is imported when a job
-    # first runs, not when the console starts (issue 19 item 5).
+    # first runs, not when the console starts.
     from console.jobs import sweep as sweep_jobs
     from console.jobs.target import on_host
     from console.store.db import RunStore
