@@ -14,11 +14,11 @@ from typing import Any
 from console.bench.models import StepResult
 from console.diagnose.models import (
     ClientRecord,
+    GpuFacts,
     GpuPoint,
     MetricsPoint,
     StartupFacts,
     StepEvidence,
-    Topology,
 )
 from console.logs.metrics import parse_metrics
 from console.sglang.batch import (
@@ -291,10 +291,10 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def topology_of(header: Any) -> Topology:
+def topology_of(header: Any) -> GpuFacts:
     """NVLink or not, from the agent's header (console.gpu.models.GpuHeader or a dict)."""
     if header is None:
-        return Topology()
+        return GpuFacts()
     get: Callable[[str], Any] = (header.get if isinstance(header, Mapping)
                                  else lambda k: getattr(header, k, None))
     gpus = get("gpus") or []
@@ -305,6 +305,6 @@ def topology_of(header: Any) -> Topology:
     nvlink: bool | None = None
     if links:
         nvlink = any(str(cell or "").startswith("NV") for row in links for cell in row)
-    return Topology(gpu_name=name, num_gpus=len(gpus) or None, nvlink=nvlink,
+    return GpuFacts(gpu_name=name, num_gpus=len(gpus) or None, nvlink=nvlink,
                     source=str((topo.get("source") if isinstance(topo, Mapping)
                                 else getattr(topo, "source", "")) or ""))

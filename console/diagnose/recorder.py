@@ -27,7 +27,7 @@ from console.diagnose.evidence import (
     step_evidence,
     topology_of,
 )
-from console.diagnose.models import GpuPoint, MetricsPoint, RunEvidence, StepEvidence, Topology
+from console.diagnose.models import GpuFacts, GpuPoint, MetricsPoint, RunEvidence, StepEvidence
 from console.diagnose.sources import EvidenceSources, MetricsSource, SampleSource
 
 
@@ -58,7 +58,7 @@ class EvidenceRecorder:
         self.steps: list[StepEvidence] = []
         self.metrics: list[MetricsPoint] = []
         self.gpu: list[GpuPoint] = []
-        self.topology = Topology()
+        self.topology = GpuFacts()
         self.startup_lines: list[str] = []
         self.server_info: dict[str, Any] | None = None
         self.sources: set[str] = {"client"}
