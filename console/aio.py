@@ -4,7 +4,7 @@
 completing (cpython gh-86296, fixed in 3.12 by building it on `asyncio.timeout`): the caller
 gets the result and keeps running although it was cancelled. A follower loop waiting on an
 event that is set as often as lines arrive hit exactly that, and `cancel(); await task` then
-hung forever (the startup follower of a restart, the `server start` hang of issue 12).
+hung forever (the startup follower of a restart, a `server start` that once hung).
 `asyncio.timeout` counts cancellations (`uncancel`) and always lets the outer one through.
 """
 

@@ -16,7 +16,7 @@ from console.text import sanitize_lines
 # (and names the handler). `plateau [HOST]` (no subcommand) is "console". Imported on demand:
 # a run imports only its own command's module (and what that needs), so `plateau logscan`
 # does not pay for Textual, asyncssh or the load generator, nor `plateau demo` for the sweep
-# and A/B machinery (issue 19 item 5).
+# and A/B machinery.
 COMMANDS: dict[str, str] = {
     "console": "console_cmd",
     "demo": "demo",

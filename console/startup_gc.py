@@ -2,9 +2,9 @@
 
 Start-up allocates some 10^5 long-lived objects (modules, classes, pydantic and dataclass
 machinery, widgets) and frees few: every collection that allocation triggers scans them and
-finds nothing, about a tenth of the CPU `plateau demo` spends before its first frame (issue 19
-item 5). The app resumes collection after its first refresh, with what exists then frozen out
-of the collector's sight (it lives for the whole run).
+finds nothing, about a tenth of the CPU `plateau demo` spends before its first frame. The app
+resumes collection after its first refresh, with what exists then frozen out of the
+collector's sight (it lives for the whole run).
 """
 
 from __future__ import annotations

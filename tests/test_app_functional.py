@@ -185,3 +185,24 @@ async def test_help_lists_ids_keys_and_thresholds(app_factory: Any) -> None:
         text = str(app.screen.query_one(HelpPanel).render())
         assert "f5" in text and "restart" in text
         assert "mid 40-85%" in text
+
+
+async def test_gpu_bars_use_the_configured_load_levels(app_factory: Any) -> None:
+    """`ui.gpu_load_mid` / `ui.gpu_load_high` colour the util, memory and power bars (the
+    levels the help panel shows): a 45% util bar is mid at 40, low at the default 50."""
+    from widgets.gpu_panel import GpuPanel
+    from widgets.gpu_render import level
+
+    app = app_factory(gpu_load_mid=40.0, gpu_load_high=70.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        panel = app.screen.query_one(GpuPanel)
+        assert {k: panel.thresholds[k] for k in ("util", "mem", "power")} == {
+            "util": (40.0, 70.0), "mem": (40.0, 70.0), "power": (40.0, 70.0)}
+        assert level("util", 45.0, panel.thresholds) == "mid"
+    default = app_factory()
+    async with default.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        panel = default.screen.query_one(GpuPanel)
+        assert panel.thresholds["util"] == (50.0, 85.0)
+        assert level("util", 45.0, panel.thresholds) == "low"

@@ -25,7 +25,8 @@ from console.bench.sweep import run_sweep
 from console.config_models import SweepPreset
 from console.diagnose.diagnose import diagnose
 from console.diagnose.models import Cause, Diagnosis, Suggestion
-from console.diagnose.recorder import EvidenceRecorder, LocalLog
+from console.diagnose.recorder import EvidenceRecorder
+from console.diagnose.sources import EvidenceSources, LocalLog, ScrapedMetrics
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.host.local import LocalTransport
 from console.store.db import RunStore
@@ -96,9 +97,9 @@ async def _sweep(sim: SimProcess, case: Case, db: Path) -> Run:
         collector = GpuCollector(transport, AgentOptions(
             backend="sim", interval=0.25, python=sys.executable, sim_state=str(sim.state_file)))
     with RunStore(db) as store:
-        recorder = EvidenceRecorder(sim.base_url, log=LocalLog(sim.log_path),
-                                    gpu_collector=collector, flags=case.flags, env=case.env,
-                                    store=store)
+        sources = EvidenceSources(log=LocalLog(sim.log_path), gpu=collector,
+                                  metrics=ScrapedMetrics(sim.base_url))
+        recorder = EvidenceRecorder(sources, flags=case.flags, env=case.env, store=store)
         outcome = await run_sweep(spec, sim.base_url, engine=NativeEngine(
             max_workers=case.workers), store=store, recorder=recorder)
         assert outcome.run_id is not None

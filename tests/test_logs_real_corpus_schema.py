@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from console.diagnose.rules import CAUSE_IDS
+
 REAL = Path(__file__).parent / "data" / "logs" / "real"
 LOGS = sorted(REAL.glob("*.log"))
 
@@ -45,19 +47,6 @@ SCHEMA_KEYS = {
     "reader_notes",
 }
 PARALLELISM_KEYS = {"tp", "dp", "ep", "pp", "nodes", "dp_attention", "pd", "speculative"}
-CAUSE_IDS = {
-    "cuda-graph-ceiling",
-    "eager-decode",
-    "running-cap",
-    "kv-cache-full",
-    "prefill-interference",
-    "tp-allreduce-pcie",
-    "power-cap",
-    "thermal",
-    "moe-untuned",
-    "client-bound",
-    "too-few-prompts",
-}
 EVENT_KINDS = {
     "oom",
     "traceback",
@@ -97,7 +86,7 @@ def test_sidecar_has_every_schema_key(log: Path) -> None:
     assert truth["prefix_shape"] in PREFIX_SHAPES
     assert truth["server_args_form"] in {"dict", "dataclass", None}
     assert truth["capture_wording"] in {"old", "new", None}
-    assert set(truth["plateau_causes"]) <= CAUSE_IDS
+    assert set(truth["plateau_causes"]) <= set(CAUSE_IDS)
     assert not (truth["abstain"] and truth["plateau_causes"]), "abstain with causes named"
     for event in truth["events"]:
         assert event["kind"] in EVENT_KINDS

@@ -26,7 +26,7 @@ class EventLike(Protocol):
 _LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
-class EventLogTable(DataTable[str]):
+class EventLogTable(DataTable[str | Text]):
     DEFAULT_CSS = """
     EventLogTable { height: 1fr; }
     EventLogTable > .datatable--header { text-style: bold; }

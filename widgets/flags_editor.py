@@ -12,7 +12,7 @@ list). Switching the MoE runner and restarting is `f`, `t`, `ctrl+r`, `y`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,7 +99,7 @@ class FlagInput(Input):
     ]
 
 
-def _number_ok(value_type: str):
+def _number_ok(value_type: str) -> Callable[[str], bool]:
     def check(text: str) -> bool:
         if not text.strip():
             return True

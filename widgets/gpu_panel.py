@@ -488,8 +488,6 @@ class GpuPanel(Widget, can_focus=True):
                 row.show(r)
         self._refresh_summary()
 
-    update_samples = update_sample  # the name the brief uses
-
     def _remount(self, indices: list[int]) -> None:
         container = self.query_one("#gpu-rows", VerticalScroll)
         for row in self.rows.values():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions
+from collections.abc import Iterator
+
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RichCast
 from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
@@ -24,7 +26,8 @@ _ROWS = (
 class _AsciiBars(SparklineBars):  # type: ignore[type-arg]
     BARS = "_.-:=+*#"
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+    def __rich_console__(self, console: Console, options: ConsoleOptions
+                         ) -> Iterator[ConsoleRenderable | RichCast | str | Segment]:
         # Rows under the top of a tall sparkline are a hard-coded full block, and a sparkline
         # without data a hard-coded row of "▁".
         for segment in super().__rich_console__(console, options):

@@ -9,12 +9,13 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ScreenStackError
+from textual.binding import BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -133,7 +134,7 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
-    BINDINGS: ClassVar = app_bindings()
+    BINDINGS: ClassVar[list[BindingType]] = [*app_bindings()]
     COMMANDS = App.COMMANDS | {PaletteProvider}
     MODES: ClassVar = {
         "dashboard": _mode_screen(DashboardScreen),
@@ -241,7 +242,7 @@ class PlateauApp(App[int]):
         await self.switch_mode(self.start_screen)
         # The hosts' sessions (connect, GPU agent, log follower, server launch) start once
         # the first frame with the layout is on the terminal, not competing with it for the
-        # CPU: their data fills the frame in (issue 19 item 5).
+        # CPU: their data fills the frame in.
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
@@ -545,6 +546,7 @@ class PlateauApp(App[int]):
             if session.state.host_key is not key:  # connected meanwhile, or a newer key
                 self.call_later(self.ask_host_key, name)
                 return
+            work: Coroutine[Any, Any, bool | None]
             if accept:
                 self.post_message(CommandSent(name, "accept-host-key", key.fingerprint))
                 work = session.accept_host_key(key.fingerprint)
@@ -797,7 +799,7 @@ class PlateauApp(App[int]):
         if name in SCREENS:
             self.switch_mode(name)
 
-    def action_toggle(self, panel: str) -> None:
+    async def action_toggle(self, panel: str) -> None:  # DOMNode.action_toggle is async
         screen = self.get_screen_dashboard()
         if screen is None:
             return

@@ -58,7 +58,7 @@ class PlateauFooter(Footer):
 
         Textual's Footer shows nothing until the screen reports its bindings, and then asks
         for a recompose after the next refresh: the first frame would have no keys, the keys
-        a second frame later (tens of ms at start-up, issue 19 item 5). The app's keys are
+        a second frame later (tens of ms at start-up). The app's keys are
         known when the footer is first composed; the bindings' report recomposes if what the
         focused widget adds changes the plan."""
         if not self.is_attached:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from console.config_models import UiConfig
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats
@@ -19,33 +20,14 @@ from widgets.sweep_chart import SweepChart
 if TYPE_CHECKING:  # a sweep's steps: the run models come with the first sweep
     from console.bench.models import StepResult
 
-# -- bars and sparklines (ASCII fallback) ---------------------------------------------------
-
-_BLOCKS = " ▁▂▃▄▅▆▇█"
-_ASCII_LEVELS = " .:-=+*#%"
-
-
-def sparkline(values: Sequence[float], width: int, ascii_only: bool) -> str:
-    if not values or width <= 0:
-        return ""
-    values = list(values)[-width:]
-    top = max(values) or 1.0
-    chars = _ASCII_LEVELS if ascii_only else _BLOCKS
-    return "".join(chars[min(len(chars) - 1, round(v / top * (len(chars) - 1)))] for v in values)
-
-
-def bar(fraction: float, width: int, ascii_only: bool) -> str:
-    fraction = max(0.0, min(1.0, fraction))
-    filled = round(fraction * width)
-    full, empty = ("#", ".") if ascii_only else ("█", "░")
-    return full * filled + empty * (width - filled)
-
-
 # -- GPU panel ------------------------------------------------------------------------------
 
 
-def gpu_widget(ascii_only: bool, id: str = "gpu-view") -> GpuPanel:
-    return GpuPanel(id=id, ascii_only=ascii_only)
+def gpu_widget(ui: UiConfig, id: str = "gpu-view") -> GpuPanel:
+    """The GPU panel, its util/memory/power bars coloured at the operator's load levels
+    (`ui.gpu_load_mid` / `ui.gpu_load_high`, the levels the help panel shows)."""
+    return GpuPanel(id=id, ascii_only=ui.ascii,
+                    load_thresholds=(ui.gpu_load_mid, ui.gpu_load_high))
 
 
 def show_gpus(

@@ -99,7 +99,13 @@ def theme_from_mapping(data: dict[str, object], where: str) -> Theme:
     checked = {
         str(key): _colour(value, f"{where}: variables.{key}") for key, value in variables.items()
     }
-    return Theme(name=name, dark=dark, variables=checked, **colours)
+    get = colours.get
+    return Theme(
+        name=name, dark=dark, variables=checked, primary=colours["primary"],
+        secondary=get("secondary"), accent=get("accent"), foreground=get("foreground"),
+        background=get("background"), surface=get("surface"), panel=get("panel"),
+        boost=get("boost"), success=get("success"), warning=get("warning"), error=get("error"),
+    )
 
 
 def _colour(value: object, where: str) -> str:

@@ -2,8 +2,8 @@
 
 aiohttp hands a streamed chunk over through its StreamReader: a future resolved in
 `data_received`, a task switch, an async generator step, per chunk per stream. At 1024
-streams in one process that queue of wakeups is the client's error (issue 19 item 4: the
-Rust client beat it at C >= 256). Here a connection is an `asyncio.Protocol`: `data_received`
+streams in one process that queue of wakeups is the client's error (a Rust client
+beat it at C >= 256). Here a connection is an `asyncio.Protocol`: `data_received`
 takes `perf_counter_ns()` first, undoes the chunked transfer coding and hands the payload to
 the request's SSE parser (console.bench.sse) in the same callback; the request's coroutine
 wakes once, when the response ends. Requests are pre-built bytes written with one

@@ -19,7 +19,7 @@ NS_PER_MS = 1_000_000
 
 class Chunks:
     """(arrival ns, tokens in that chunk) pairs held as two int64 arrays: 16 bytes a chunk,
-    against ~120 for a list of tuples, and never any stream text (issue 19 item 2).
+    against ~120 for a list of tuples, and never any stream text.
     Reads like a list of pairs, so the metrics code does not care which it gets."""
 
     __slots__ = ("times", "tokens")

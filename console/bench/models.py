@@ -6,6 +6,7 @@ Every throughput field says what it counts: `output_tok_s` (generated tokens onl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -185,6 +186,19 @@ class RunMeta(BaseModel):
     spec: dict[str, Any] = {}
     engine: str = "native"
     label: str = ""
+
+
+class StepObserver(Protocol):
+    """Watches a sweep step by step (console.diagnose's EvidenceRecorder, which collects each
+    step's diagnosis evidence): bench calls it and never needs to know what it keeps."""
+
+    async def start(self, run_id: int | None, server_info: Mapping[str, Any] | None) -> None: ...
+
+    async def step_started(self, index: int) -> None: ...
+
+    async def step_finished(self, result: StepResult) -> object: ...
+
+    async def close(self) -> None: ...
 
 
 class RunSink(Protocol):

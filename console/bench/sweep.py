@@ -27,6 +27,7 @@ from console.bench.models import (
     RunSink,
     StepFailed,
     StepFinished,
+    StepObserver,
     StepPhase,
     StepResult,
     StepStarted,
@@ -78,7 +79,8 @@ async def _tail(log_tail: LogTail | None) -> list[str]:
         return [f"(could not read the log: {type(exc).__name__}: {exc})"]
 
 
-async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> dict | None:
+async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = ()
+                            ) -> dict[str, Any] | None:
     """GET /server_info (falling back to the deprecated /get_server_info), secrets redacted
     (SGLang reports `api_key` and the launch command verbatim)."""
     async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
@@ -111,7 +113,7 @@ async def run_sweep(
     run_id: int | None = None,
     repeat_base: int = 0,
     finish: bool = True,
-    recorder: Any = None,
+    recorder: StepObserver | None = None,
 ) -> SweepFinished:
     """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
 

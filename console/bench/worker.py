@@ -228,7 +228,7 @@ def worker_main(conn: Any) -> None:
     """Process entry: receive Jobs on `conn`, send back lists of record tuples.
     One session lives across jobs, so warmup leaves keep-alive connections open."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
 
         uvloop.install()
     except ImportError:

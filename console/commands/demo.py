@@ -49,7 +49,7 @@ async def _demo(args: argparse.Namespace) -> int:
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
     # The server and the temp run dir die with this process, however it ends (SIGKILL, the
     # terminal closing): a host-side guard holds a pipe from us. Spawned first, awaited only
-    # before the session starts the server: its start-up overlaps ours (issue 19 item 5).
+    # before the session starts the server: its start-up overlaps ours.
     # Its transport keeps the guard's program in the run dir (as the session's does).
     host = config.host(DEMO_HOST)
     temporary = args.run_dir is None and not args.keep_server

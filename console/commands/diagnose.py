@@ -74,7 +74,8 @@ def _handle(args: argparse.Namespace) -> int:
             raise UsageError(f"no run {run_id} in {store.path}") from None
         evidence = store.load_evidence(run_id)
     stored = evidence is not None
-    diagnosis = diagnose(run.steps, evidence if stored else RunEvidence(sources=["client"]))
+    diagnosis = diagnose(run.steps, evidence if evidence is not None
+                         else RunEvidence(sources=["client"]))
     if args.json:
         payload = {"run_id": run_id, "evidence_stored": stored,
                    "diagnosis": diagnosis_json(diagnosis)}

@@ -9,27 +9,14 @@ works long after the server is gone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepResult
 from console.diagnose.effects import CLEAR_EFFECT, noise_share
 from console.diagnose.models import Cause, Diagnosis, KneeInfo, RunEvidence, StepEvidence
-from console.diagnose.rules import RULES, Context
-
-CHECKED = {
-    "cuda-graph-ceiling": "Decode lines: #running-req vs the captured CUDA-graph batch sizes",
-    "eager-decode": "Decode lines / flags: decode CUDA graphs in use",
-    "running-cap": "Decode lines: #running-req against max_running_requests, #queue-req",
-    "kv-cache-full": "token usage, 'KV cache pool is full' lines",
-    "prefill-interference": "Prefill lines during decode, client ITL mean vs p50",
-    "tp-allreduce-pcie": "topology (NVLink), TP size, NCCL env, custom all-reduce, step time",
-    "power-cap": "GPU telemetry: SW power cap reason with the SM clock drop",
-    "thermal": "GPU telemetry: thermal slowdown reasons with the SM clock drop",
-    "moe-untuned": "startup log: 'Using default MoE kernel config' warning, step time",
-    "client-bound": "client: worker CPU, achieved vs target concurrency",
-    "too-few-prompts": "client: prompts per concurrency, achieved concurrency",
-}
+from console.diagnose.registry import RULES, Context
+from console.diagnose.rules import CAUSE_IDS
 
 
 def _knee_info(steps: Sequence[StepResult]) -> KneeInfo:
@@ -62,13 +49,14 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
     ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence)
     noise = noise_share(_repeats(steps))
-    found = [cause for rule in RULES.values() if (cause := rule(evidence, ctx)) is not None]
-    order = list(RULES)
+    rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
+    found = [cause for rule in rules if (cause := rule(evidence, ctx)) is not None]
+    order = list(CAUSE_IDS)
     found.sort(key=lambda c: (-c.confidence, order.index(c.id)))
     causes = [c for c in found if c.confidence >= max(CLEAR_EFFECT, noise)]
     candidates = [c for c in found if noise <= c.confidence < CLEAR_EFFECT]
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
-                     checked=[CHECKED[k] for k in RULES], sources=list(evidence.sources))
+                     checked=[r.checked for r in rules], sources=list(evidence.sources))
 
 
 def _repeats(steps: Sequence[StepResult]) -> dict[int, list[float]]:
@@ -79,7 +67,14 @@ def _repeats(steps: Sequence[StepResult]) -> dict[int, list[float]]:
     return by_level
 
 
-def diagnose_stored(store: Any, run_id: int | None, steps: Sequence[StepResult]) -> Diagnosis:
+class EvidenceReader(Protocol):
+    """Where a run's evidence is stored (console.store's RunStore)."""
+
+    def load_evidence(self, run_id: int) -> RunEvidence | None: ...
+
+
+def diagnose_stored(store: EvidenceReader | None, run_id: int | None,
+                    steps: Sequence[StepResult]) -> Diagnosis:
     """The diagnosis from the evidence stored with run `run_id` (the client's record alone when
     nothing was stored)."""
     evidence = store.load_evidence(run_id) if store is not None and run_id is not None else None

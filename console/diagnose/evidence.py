@@ -8,17 +8,17 @@ match ours, and SGLang prints whole seconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from console.bench.models import StepResult
 from console.diagnose.models import (
     ClientRecord,
+    GpuFacts,
     GpuPoint,
     MetricsPoint,
     StartupFacts,
     StepEvidence,
-    Topology,
 )
 from console.logs.metrics import parse_metrics
 from console.sglang.batch import (
@@ -336,11 +336,12 @@ def _internal_running(sa: Mapping[str, Any]) -> int | None:
     return None
 
 
-def topology_of(header: Any) -> Topology:
+def topology_of(header: Any) -> GpuFacts:
     """NVLink or not, from the agent's header (console.gpu.models.GpuHeader or a dict)."""
     if header is None:
-        return Topology()
-    get = header.get if isinstance(header, Mapping) else lambda k: getattr(header, k, None)
+        return GpuFacts()
+    get: Callable[[str], Any] = (header.get if isinstance(header, Mapping)
+                                 else lambda k: getattr(header, k, None))
     gpus = get("gpus") or []
     first = gpus[0] if gpus else None
     name = (first.get("name") if isinstance(first, Mapping) else getattr(first, "name", None))
@@ -349,7 +350,7 @@ def topology_of(header: Any) -> Topology:
     nvlink: bool | None = None
     if links:
         nvlink = any(str(cell or "").startswith("NV") for row in links for cell in row)
-    return Topology(gpu_name=name, num_gpus=len(gpus) or None, nvlink=nvlink,
+    return GpuFacts(gpu_name=name, num_gpus=len(gpus) or None, nvlink=nvlink,
                     source=str((topo.get("source") if isinstance(topo, Mapping)
                                 else getattr(topo, "source", "")) or ""),
                     driver_version=_text(get("driver_version")),

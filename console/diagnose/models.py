@@ -134,7 +134,9 @@ class StartupFacts(Frozen):
     num_layers: int | None = None  # the model's hidden layers, when the server said
 
 
-class Topology(Frozen):
+class GpuFacts(Frozen):
+    """What the diagnosis knows of the GPUs (console.gpu.models.Topology is the full matrix)."""
+
     gpu_name: str | None = None
     num_gpus: int | None = None
     nvlink: bool | None = None  # None: unknown (no agent header)
@@ -150,7 +152,7 @@ class RunEvidence(Frozen):
     startup: StartupFacts = StartupFacts()
     flags: dict[str, Any] = {}
     env: dict[str, str] = {}
-    topology: Topology = Topology()
+    topology: GpuFacts = GpuFacts()
     sources: list[str] = []  # what was collected: "log", "metrics", "gpu", "client"
 
 

@@ -1,6 +1,8 @@
 """One rule per cause id: each reads the run's evidence and returns a Cause or None.
 
-Cause ids are stable (scripts and the console key on them). The mechanisms and their sources
+Each rule is registered with `@rule(id, checked=...)` (console/diagnose/registry.py), which
+is the one place its id and what it checks are written. Cause ids are stable (scripts and the
+console key on them). The mechanisms and their sources
 are in shared/reference/plateau-causes.md. A rule's confidence is the share of the step's
 throughput its mechanism explains, computed from the mechanism's own evidence (step times
 from the Decode lines, clocks from the GPU telemetry, the client's record), and its suggestion
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from console.diagnose.effects import (
@@ -32,18 +33,13 @@ from console.diagnose.models import (
     DecodePoint,
     EvidenceItem,
     GpuPoint,
-    KneeInfo,
     RunEvidence,
     StepEvidence,
     Suggestion,
 )
+from console.diagnose.registry import RULES, Context, rule
 from console.sglang.flags import graph_max_bs_flag
 
-CAUSE_IDS = (
-    "cuda-graph-ceiling", "eager-decode", "running-cap", "kv-cache-full",
-    "prefill-interference", "tp-allreduce-pcie", "power-cap", "thermal", "moe-untuned",
-    "client-bound", "too-few-prompts",
-)
 FULL_USAGE = 0.95  # token usage that counts as a full KV pool
 # With decode CUDA graphs off there is no graph step to compare with: the launch-bound share
 # of the batch-independent step time is taken as this (an estimate, said as one): Python
@@ -64,21 +60,6 @@ NCCL_HOP_S = 3.4e-6
 HOST_MEMORY_FACTOR = 22.0
 ALLREDUCE_PER_LAYER = 2
 DEFAULT_LAYERS = 61  # when the model's layer count is not known (DeepSeek-V3 class)
-
-
-@dataclass(frozen=True)
-class Context:
-    knee: KneeInfo
-    late: list[StepEvidence]  # the knee's step and every step above it
-    all: list[StepEvidence]
-
-    @property
-    def graph_fit(self) -> Fit | None:
-        return fit(self.all, graph=True)
-
-    @property
-    def any_fit(self) -> Fit | None:
-        return fit(self.all, graph=None)
 
 
 def _clock(t: float) -> str:
@@ -160,6 +141,8 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
                        "graph_fit": graph is not None, "concurrency": step.concurrency}
 
 
+@rule("cuda-graph-ceiling",
+      checked="Decode lines: #running-req vs the captured CUDA-graph batch sizes")
 def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     ceiling = graph_ceiling(ev)
     if ceiling is None or ev.startup.decode_graph_disabled:
@@ -207,6 +190,8 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
                    "(sglang#33483, PR #21005)"))
 
 
+@rule("eager-decode",
+      checked="Decode lines / flags: decode CUDA graphs in use")
 def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     points = [p for s in ctx.all for p in s.decode]
     ceiling = graph_ceiling(ev)
@@ -257,6 +242,8 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
 # ------------------------------------------------------------------------------ scheduler
 
 
+@rule("running-cap",
+      checked="Decode lines: #running-req against max_running_requests, #queue-req")
 def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     cap = ev.startup.max_running_requests
     if not cap:
@@ -305,6 +292,8 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
                                            f"concurrency past {cap}; #queue-req drains"))
 
 
+@rule("kv-cache-full",
+      checked="token usage, 'KV cache pool is full' lines")
 def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     model = ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
@@ -382,6 +371,8 @@ def _stall(step: StepEvidence, chunk: int) -> tuple[float, dict[str, Any]] | Non
                      "itl_p99_ms": client.itl_p99_ms, "tpot_mean_ms": client.tpot_mean_ms}
 
 
+@rule("prefill-interference",
+      checked="Prefill lines during decode, client ITL mean vs p50")
 def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
     chunk = ev.startup.chunked_prefill_size or 8192
     found = [(r[0], step, r[1]) for step in ctx.late
@@ -461,6 +452,8 @@ def _paths(ev: RunEvidence, tp: int) -> tuple[str, str, Suggestion]:
                                 expect="half the ranks per all-reduce; two replicas")
 
 
+@rule("tp-allreduce-pcie",
+      checked="topology (NVLink), TP size, NCCL env, custom all-reduce, step time")
 def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
     tp = ev.startup.tp_size or int(ev.flags.get("tp-size", 1) or 1)
     if tp <= 2:
@@ -549,6 +542,8 @@ def _clock_effect(ctx: Context, reason: str) -> tuple[float, StepEvidence, Any] 
     return _best(found)
 
 
+@rule("power-cap",
+      checked="GPU telemetry: SW power cap reason with the SM clock drop")
 def power_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     best = _clock_effect(ctx, "power")
     if best is None:
@@ -577,6 +572,8 @@ def power_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
                            expect=f"{said}: compute terms faster"))
 
 
+@rule("thermal",
+      checked="GPU telemetry: thermal slowdown reasons with the SM clock drop")
 def thermal(ev: RunEvidence, ctx: Context) -> Cause | None:
     best = _clock_effect(ctx, "thermal")
     if best is None:
@@ -599,6 +596,8 @@ def thermal(ev: RunEvidence, ctx: Context) -> Cause | None:
                                     expect=f"{said}: clocks stay at their maximum under load"))
 
 
+@rule("moe-untuned",
+      checked="startup log: 'Using default MoE kernel config' warning, step time")
 def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
     warning = ev.startup.moe_untuned_warning
     seen = any("moe-default-config" in s.warnings for s in ctx.all)
@@ -640,6 +639,8 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
 # ------------------------------------------------------------------------------ client
 
 
+@rule("client-bound",
+      checked="client: worker CPU, achieved vs target concurrency")
 def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
@@ -696,6 +697,8 @@ def _ramp_drain(c: ClientRecord) -> float:
     return min(0.99, max(outside, ramp))
 
 
+@rule("too-few-prompts",
+      checked="client: prompts per concurrency, achieved concurrency")
 def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.all:
@@ -730,16 +733,4 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
                                   "number becomes a steady-state one"))
 
 
-RULES: dict[str, Callable[[RunEvidence, Context], Cause | None]] = {
-    "cuda-graph-ceiling": cuda_graph_ceiling,
-    "eager-decode": eager_decode,
-    "running-cap": running_cap,
-    "kv-cache-full": kv_cache_full,
-    "prefill-interference": prefill_interference,
-    "tp-allreduce-pcie": tp_allreduce_pcie,
-    "power-cap": power_cap,
-    "thermal": thermal,
-    "moe-untuned": moe_untuned,
-    "client-bound": client_bound,
-    "too-few-prompts": too_few_prompts,
-}
+CAUSE_IDS = tuple(RULES)  # every cause id, in the order the rules run

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -137,15 +137,23 @@ def parse_header(data: dict[str, Any]) -> GpuHeader:
     return GpuHeader.model_validate(data)
 
 
+def _table(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def build_topology(topo: dict[str, Any]) -> Topology:
     """Structured NVML/sim matrices when present; else parsed from `nvidia-smi topo -m`."""
-    smi = topo.get("smi") if isinstance(topo.get("smi"), dict) else {}
-    topo_m = smi.get("topo_m") if isinstance(smi.get("topo_m"), str) else None
-    p2p_text = smi.get("p2p_read") if isinstance(smi.get("p2p_read"), str) else None
+    smi = _table(topo.get("smi"))
+    topo_m = _text(smi.get("topo_m"))
+    p2p_text = _text(smi.get("p2p_read"))
     parsed = parse_matrix(topo_m) if topo_m else None
     links = topo.get("links")
     gpus = topo.get("gpus")
-    p2p = topo.get("p2p") if isinstance(topo.get("p2p"), dict) else {}
+    p2p = _table(topo.get("p2p"))
     cpu = topo.get("cpu_affinity")
     numa = topo.get("numa_affinity")
     if not isinstance(links, list) and parsed is not None:
@@ -154,9 +162,10 @@ def build_topology(topo: dict[str, Any]) -> Topology:
         cpu, numa = parsed.cpu_affinity, parsed.numa_affinity
     if "read" not in p2p and p2p_text:
         p2p = {**p2p, "read": parse_matrix(p2p_text).cells}
-    source = topo.get("source")
-    if source not in ("nvml", "smi", "sim"):
-        source = "smi" if parsed is not None else "none"
+    named = topo.get("source")
+    fallback: Literal["smi", "none"] = "smi" if parsed is not None else "none"
+    source: Literal["nvml", "smi", "sim", "none"] = (
+        named if named in ("nvml", "smi", "sim") else fallback)
     disagreements: list[str] = []
     if isinstance(links, list) and parsed is not None and parsed.cells:
         links, disagreements = cross_check(links, parsed.cells, parsed.gpus)
@@ -218,12 +227,15 @@ class GpuCollector:
     """Async iterator of `GpuHeader` (first) then `GpuSample`s from a host's agent.
 
     Raises `GpuAgentError` when the agent reports a fatal error (one clear message, e.g. no
-    NVIDIA driver) or exits without one. Warnings and garbage lines are counted, not raised.
+    NVIDIA driver) or exits without one. Warnings and garbage lines are counted, not raised;
+    each warning also goes to `on_warning` (the console shows it in its event log).
     """
 
-    def __init__(self, transport: Transport, options: AgentOptions | None = None) -> None:
+    def __init__(self, transport: Transport, options: AgentOptions | None = None,
+                 on_warning: Callable[[str], None] | None = None) -> None:
         self.transport = transport
         self.options = options or AgentOptions()
+        self.on_warning = on_warning
         self.header: GpuHeader | None = None
         self.last_sample: GpuSample | None = None
         self.warnings: list[str] = []
@@ -268,6 +280,8 @@ class GpuCollector:
                 raise GpuAgentError(f"{self.transport.host_name}: {event.message}", event.code)
             if isinstance(event, AgentWarning):
                 self.warnings = [*self.warnings[-49:], event.message]
+                if self.on_warning is not None:
+                    self.on_warning(event.message)
                 continue
             if isinstance(event, GpuHeader):
                 self.header = event

@@ -58,7 +58,7 @@ def _dict_or_none(value: Any) -> dict[str, Any] | None:
 
 class _Model(BaseModel):
     # Validators are built on first use (the first sample), not at import: the console's
-    # first frame shows no GPU data yet and need not pay for them (issue 19 item 5).
+    # first frame shows no GPU data yet and need not pay for them.
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 

@@ -39,10 +39,10 @@ def parse_matrix(text: str) -> ParsedMatrix:
             continue
         if not line.strip() or line.strip().startswith("Legend"):
             break
-        cells = line.split("\t")
-        label = cells[0].strip()
+        fields = line.split("\t")
+        label = fields[0].strip()
         if _DEVICE.match(label):
-            rows[label] = [c.strip() for c in cells[1:]]
+            rows[label] = [c.strip() for c in fields[1:]]
             order.append(label)
     if header is None:
         return ParsedMatrix(gpus=[], cells=[])

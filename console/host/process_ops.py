@@ -16,9 +16,12 @@ class ProcessOps:
     """Mixin: needs `host_name`, `run(argv, timeout=...)` and `home_dir()`; call
     `_init_programs(run_dir)` from `__init__`."""
 
-    host_name: str
     _program_root: str | None
     _programs: dict[str, str]
+
+    @property
+    def host_name(self) -> str:
+        raise NotImplementedError  # each transport names its host
 
     def _init_programs(self, run_dir: str | None) -> None:
         self._program_root = None if run_dir is None else (run_dir.rstrip("/") or "/")

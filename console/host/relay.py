@@ -1,4 +1,4 @@
-"""A port forward's relay as two protocols wired to each other (issue 19 item 1).
+"""A port forward's relay as two protocols wired to each other.
 
 Each accepted local socket gets a direct-tcpip channel; bytes go from one side's
 `data_received` straight into the other side's `write`, with no coroutine, reader or drain in

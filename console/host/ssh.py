@@ -367,7 +367,7 @@ class SshTransport(ProcessOps):
                 options["tunnel"] = previous
             try:
                 previous, _ = await asyncssh.create_connection(
-                    lambda c=hop_client: c, address, **options  # type: ignore[misc]
+                    lambda c=hop_client: c, address, **options  # type: ignore[misc, arg-type]
                 )
             except asyncssh.HostKeyNotVerifiable as exc:
                 problem = hop_client.problem
@@ -473,7 +473,9 @@ class SshTransport(ProcessOps):
         if result.exit_status != 0:
             detail = sanitize(_text(result.stderr).strip())
             raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
-        return scripts.after_mark_bytes(bytes(result.stdout or b""))
+        out = result.stdout or b""
+        data = out if isinstance(out, bytes) else out.encode("utf-8", "surrogateescape")
+        return scripts.after_mark_bytes(data)
 
     async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         command = self._command(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))

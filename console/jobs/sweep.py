@@ -22,7 +22,8 @@ from console.bench.engines import Engine, NativeEngine
 from console.bench.models import SweepEvent, SweepFinished
 from console.bench.sweep import run_sweep
 from console.config_models import SweepPreset
-from console.diagnose.recorder import EvidenceRecorder, RemoteLog
+from console.diagnose.recorder import EvidenceRecorder
+from console.diagnose.sources import EvidenceSources, RemoteLog, ScrapedMetrics
 from console.errors import PlateauError
 from console.host.local import LocalTransport
 from console.host.transport import Transport
@@ -140,14 +141,22 @@ async def sweep(
     run_id: int | None = None,
     repeat_base: int = 0,
     finish: bool = True,
+    evidence: EvidenceSources | None = None,
 ) -> SweepFinished:
     """Run `spec` against `target`, holding the host's lease; each step is stored as it ends,
     with its diagnosis evidence (`store.load_evidence(run_id)`). `run_id`, `repeat_base` and
-    `finish` append to an existing run (an A/B side's repeats; console.bench.sweep)."""
+    `finish` append to an existing run (an A/B side's repeats; console.bench.sweep).
+    `evidence`: where that evidence comes from (the console passes tees of its session's own
+    observers); None: standalone observers of the target (`standalone_sources`)."""
     async with _holding(target, f"sweep {label}", wait, on_wait), \
             load_url(target, spec) as url:
         engine = await make_engine(spec, target, options)
-        recorder = await evidence_recorder(target, store, api_key_headers(target, options))
+        headers = api_key_headers(target, options)
+        if evidence is None:
+            evidence = await standalone_sources(target, headers)
+        recorder = EvidenceRecorder(
+            evidence, flags=target.meta.flags,
+            env=dict(target.profile.env) if target.profile else {}, store=store)
         return await run_sweep(
             spec,
             url,
@@ -168,7 +177,7 @@ async def load_url(target: Target, spec: SweepPreset) -> AsyncIterator[str]:
     """Where the native engine sends its load: a host reached over SSH gets a forward of its
     own, relayed by a child process (console/host/forward_proc.py), so thousands of streamed
     events a second never queue on this process's event loop (the UI's); otherwise the
-    target's URL (issue 19 item 1)."""
+    target's URL."""
     opener = getattr(target.transport, "load_forward_port", None)
     port = target.host_port
     if spec.engine != "native" or opener is None or not port:
@@ -181,11 +190,12 @@ async def load_url(target: Target, spec: SweepPreset) -> AsyncIterator[str]:
         await forward.close()
 
 
-async def evidence_recorder(
-    target: Target, store: RunStore | None, headers: Sequence[tuple[str, str]] = ()
-) -> EvidenceRecorder:
-    """What the diagnosis will see: the server's log and the GPU agent on its host (when the
-    target has a host), `/metrics` (when enabled), the profile's flags and environment."""
+async def standalone_sources(
+    target: Target, headers: Sequence[tuple[str, str]] = ()
+) -> EvidenceSources:
+    """What the diagnosis will see when nothing else observes the host (the CLI): the
+    server's log and a GPU agent on its host (when the target has a host), and `/metrics`
+    (when enabled)."""
     log = None
     collector = None
     if target.transport is not None and target.host is not None:
@@ -200,7 +210,5 @@ async def evidence_recorder(
         collector = GpuCollector(target.transport, AgentOptions(
             backend="sim" if host.sim_state_file else "auto", interval=1.0,
             python=host.python, sim_state=host.sim_state_file))
-    return EvidenceRecorder(
-        target.base_url, log=log, gpu_collector=collector, headers=headers,
-        flags=target.meta.flags, env=dict(target.profile.env) if target.profile else {},
-        store=store)
+    return EvidenceSources(log=log, gpu=collector,
+                           metrics=ScrapedMetrics(target.base_url, headers))

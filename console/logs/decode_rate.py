@@ -8,7 +8,7 @@ almost nothing: the "91k tok/s" spike). Either way that line is not a rate.
 
 The first Decode line we see is a rate: its window began before the log (or the excerpt)
 did, but SGLang divided real tokens by real time; a log cut from a busy server often has its
-peak there (issue 23). Only a detected idle spell makes a line not a rate.
+peak there. Only a detected idle spell makes a line not a rate.
 
 An idle spell, read from the log alone: a gap of IDLE_GAP_S or more between two batch lines
 that ends in a `Prefill batch` admitting work to an empty server (`#running-req: 0`), or any

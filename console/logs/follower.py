@@ -239,14 +239,14 @@ class LogFollower:
                 self._push_event(event)
             return False
         if tag == "F":
-            file_id, offset, payload = rest.split(" ", 2)
+            file_id, at, payload = rest.split(" ", 2)
             real = json.loads(payload)
             resumed = self.position is not None and self.position.file_id == file_id
-            self.position = FollowPosition(real, file_id, int(offset))
+            self.position = FollowPosition(real, file_id, int(at))
             self.assembler.source = real
             self.connects += 1
             kind = "resumed" if resumed else "started"
-            self._notice(kind, f"{real} at byte {offset}", path=real, offset=int(offset))
+            self._notice(kind, f"{real} at byte {at}", path=real, offset=int(at))
             return True
         if tag == "N":
             kind, _, payload = rest.partition(" ")

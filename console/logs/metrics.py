@@ -39,6 +39,16 @@ class MetricsSnapshot:
     `sglang:num_requests_total`); histogram `_sum`/`_count` included."""
 
 
+def _finite_or_inf(value: float) -> float:
+    """A sample's value as a float; an integer past float's range (a hostile or broken
+    exporter) is +-inf, which console/hostnum.py keeps out of arithmetic, not an
+    OverflowError out of the scrape."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def parse_metrics(text: str) -> MetricsSnapshot:
     """Parse a Prometheus text exposition (either name prefix, metrics_names.py); raises
     ValueError on malformed input."""
@@ -52,7 +62,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
             name = sample.name
             if not is_sglang(name) or name.endswith(("_bucket", "_created")):
                 continue
-            value = float(sample.value)
+            value = _finite_or_inf(sample.value)
             if math.isnan(value):
                 continue
             groups = per_group[name]

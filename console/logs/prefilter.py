@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 _END = ""
+Trie = dict[str, "Trie"]  # one level per character; _END marks a literal's end
 _MIN_ANCHOR = 4
 # Characters of log text from most to least common (English letter order, then the digits and
 # punctuation of `key=value, path/x.py` text). Anything not listed counts as rare.
@@ -33,7 +34,7 @@ def anchor(literal: str) -> str:
 
 def trie_pattern(literals: Iterable[str]) -> str:
     """A regex source matching exactly where any of `literals` occurs (case-sensitive)."""
-    trie: dict[str, dict] = {}
+    trie: Trie = {}
     for literal in set(literals):
         if not literal:
             raise ValueError("empty literal")
@@ -44,7 +45,7 @@ def trie_pattern(literals: Iterable[str]) -> str:
     return _render(trie)
 
 
-def _render(node: dict[str, dict]) -> str:
+def _render(node: Trie) -> str:
     if _END in node:
         return ""  # a shorter literal already matched: longer ones add nothing
     branches = [re.escape(char) + _render(child) for char, child in sorted(node.items())]

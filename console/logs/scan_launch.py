@@ -3,7 +3,7 @@
 Startup lines are read by console/sglang/startup.py and server_args.py (every release's
 wording); this module keeps the per-launch state. Weight loading is per TP rank: the phase is
 the slowest rank's (SGLang's own `elapsed=` when printed), and KV allocation starts after the
-LAST rank finished loading, so a slow rank is never counted as KV allocation (issue 23).
+LAST rank finished loading, so a slow rank is never counted as KV allocation.
 """
 
 from __future__ import annotations

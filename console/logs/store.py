@@ -22,11 +22,12 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from console.logs.models import LogEvent, Severity, new_event
 from console.logs.own_requests import is_console_probe
 
-Packed = tuple  # LogEvent's fields in order, severity as a plain int (see _pack)
+Packed = tuple[Any, ...]  # LogEvent's fields in order, severity as a plain int (see _pack)
 _SEVERITY = {int(s): s for s in Severity}
 
 
@@ -243,7 +244,8 @@ class LogStore:
         if not 0 <= visible_index < self.visible_count:
             raise IndexError(visible_index)
         position = self.row_id(visible_index) - self._rows_base
-        return self._rows[position][2][self._row_line[position]]
+        text: str = self._rows[position][2][self._row_line[position]]
+        return text
 
     def visible_index_of(self, row_id: int) -> int | None:
         """Where an absolute row id is in the current view (None if hidden or dropped)."""

@@ -9,7 +9,7 @@ run dir's launch record proves Plateau started and removes the run dir.
 
 The guard must be guarding before the server is launched, not before anything else: `plateau
 demo` spawns it first thing and waits for it (`OwnerGuard.ready`) only where its session
-launches the server, so the guard's start-up overlaps the console's (issue 19 item 5).
+launches the server, so the guard's start-up overlaps the console's.
 """
 
 from __future__ import annotations

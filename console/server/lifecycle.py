@@ -651,7 +651,8 @@ class ServerLifecycle:
                 host=profile.host,
                 profile=name,
                 argv=redact_argv(shown_argv),
-                env_names=sorted(profile.env) + ([profile.api_key_env] if key else []),
+                env_names=sorted(profile.env) + (
+                    [profile.api_key_env] if key and profile.api_key_env else []),
                 log_path=log_path,
                 gpu_baseline_mib=baseline,
                 launch_id=launch_id,

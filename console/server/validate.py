@@ -77,10 +77,12 @@ class ProfileInvalid(UsageError):
 class _Collector:
     issues: list[Issue] = field(default_factory=list)
 
-    def error(self, code: str, message: str, flag: str | None = None, hint: str | None = None):
+    def error(self, code: str, message: str, flag: str | None = None,
+              hint: str | None = None) -> None:
         self.issues.append(Issue("error", code, message, flag, hint))
 
-    def warn(self, code: str, message: str, flag: str | None = None, hint: str | None = None):
+    def warn(self, code: str, message: str, flag: str | None = None,
+             hint: str | None = None) -> None:
         self.issues.append(Issue("warning", code, message, flag, hint))
 
 

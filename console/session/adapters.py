@@ -4,12 +4,12 @@ Each function is the one place the session touches another area's API and turns 
 typed output into session events, so when that API moves only this file changes. Work that
 holds the host (sweeps, A/B, start/stop/restart) is console.jobs', shared with the CLI.
 The other areas are imported by the functions that use them, when the session first does:
-the console's first frame needs none of them (issue 19 item 5).
+the console's first frame needs none of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import httpx
 
     from console.bench.models import SweepEvent
+    from console.diagnose.sources import EvidenceSources
     from console.gpu.models import GpuHeader, GpuSample
     from console.jobs.ab_models import ABProgress, ABRequest, ABResult
     from console.jobs.server import GpuMemoryProbe
@@ -65,9 +66,11 @@ def current_log_path(host: HostConfig) -> str:
 
 
 async def gpu_events(
-    transport: Transport, host: HostConfig, config: PlateauConfig
+    transport: Transport, host: HostConfig, config: PlateauConfig,
+    on_warning: Callable[[str], None] | None = None,
 ) -> AsyncIterator[GpuHeader | GpuSample]:
-    """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples.
+    """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples; the
+    agent's warnings (e.g. a counter the GPU does not support) go to `on_warning`.
 
     The simulated backend is used for hosts whose config names a sim state file (the demo)."""
     from console.gpu.collector import AgentOptions, GpuCollector
@@ -78,7 +81,7 @@ async def gpu_events(
         python=host.python,
         sim_state=host.sim_state_file,
     )
-    async with GpuCollector(transport, options) as collector:
+    async with GpuCollector(transport, options, on_warning) as collector:
         async for event in collector:
             yield event
 
@@ -104,6 +107,14 @@ async def follow_log(
             yield batch
     finally:
         await follower.close()
+
+
+def log_head(transport: Transport, path: str) -> Callable[[], Awaitable[list[str]]]:
+    """A one-shot read of the head of the log at `path` (the startup lines a sweep's
+    diagnosis reads; console.diagnose.sources)."""
+    from console.diagnose.sources import RemoteLog
+
+    return RemoteLog(transport, path).read_new
 
 
 def stats_aggregator() -> StatsAggregator:
@@ -272,14 +283,15 @@ def metrics_enabled(record: LaunchRecord | None) -> bool:
     return record is not None and "--enable-metrics" in record.argv
 
 
-async def scrape_metrics(client: httpx.AsyncClient) -> MetricsSnapshot:
-    """GET /metrics through the lifecycle's client; a console.logs MetricsSnapshot."""
+async def scrape_metrics(client: httpx.AsyncClient) -> tuple[str, MetricsSnapshot]:
+    """GET /metrics through the lifecycle's client: the page (a sweep's evidence reads it)
+    and its console.logs MetricsSnapshot."""
     from console.logs.metrics import parse_metrics
 
     response = await client.get("/metrics")
     if response.status_code != 200:
         raise RuntimeError(f"/metrics answered HTTP {response.status_code}")
-    return parse_metrics(response.text)
+    return response.text, parse_metrics(response.text)
 
 
 # -- sweeps ---------------------------------------------------------------------------------
@@ -321,12 +333,14 @@ async def run_sweep(
     profile: str | None,
     emit: Emit,
     store_path: Path | None = None,
+    evidence: EvidenceSources | None = None,
 ) -> None:
-    """console.jobs' sweep of the preset against the host's server of `profile`."""
+    """console.jobs' sweep of the preset against the host's server of `profile`; its
+    evidence from `evidence` (the session's tees), else from standalone observers."""
     if profile is None or profile not in config.profiles:
         raise ValueError(f"no server profile to sweep against (host profile: {profile!r})")
     # The sweep and A/B machinery (engines, load workers, SSH targets) is imported when a job
-    # first runs, not when the console starts (issue 19 item 5).
+    # first runs, not when the console starts.
     from console.jobs import sweep as sweep_jobs
     from console.jobs.target import on_host
     from console.store.db import RunStore
@@ -337,7 +351,7 @@ async def run_sweep(
             await sweep_jobs.sweep(
                 target, config.sweep(preset), store=store,
                 label=sweep_jobs.run_label(target, preset),
-                on_event=sweep_event_sink(host.name, emit),
+                on_event=sweep_event_sink(host.name, emit), evidence=evidence,
             )
     finally:
         store.close()

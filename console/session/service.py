@@ -34,6 +34,7 @@ from console.session.events import (
     SweepDone,
     TopologyUpdate,
 )
+from console.session.evidence_taps import EvidenceTaps
 from console.session.feed import EventFeed
 from console.session.state import Clock, HostState, utc_now
 
@@ -93,6 +94,8 @@ class HostSession(EventFeed):
         self.record: LaunchRecord | None = None  # the running server's (status poll)
         self._aggregator: StatsAggregator | None = None
         self._metrics_failing = False
+        self._gpu_warned: set[str] = set()
+        self.taps = EvidenceTaps()  # a console sweep's evidence: tees of the loops below
         self._closed = False
         self._loops: list[asyncio.Task[None]] = []
         self._dropped: list[Transport] = []  # transports given up on (host key refused)
@@ -282,11 +285,21 @@ class HostSession(EventFeed):
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _gpu_loop(self, transport: Transport) -> None:
-        async for event in adapters.gpu_events(transport, self.host, self.config):
+        async for event in adapters.gpu_events(transport, self.host, self.config,
+                                               self._gpu_warning):
+            self.taps.gpu(event)
             if isinstance(event, GpuHeader):
                 self.emit(TopologyUpdate(self.host.name, event))
             else:
                 self.emit(GpuUpdate(self.host.name, event, self.state.clock()))
+
+    def _gpu_warning(self, message: str) -> None:
+        """The agent's warnings, each said once (a failing counter warns every sample)."""
+        if message in self._gpu_warned:
+            return
+        if len(self._gpu_warned) < 100:
+            self._gpu_warned.add(message)
+        self._problem("gpu", f"GPU agent: {message}", "warning")
 
     def aggregator(self) -> StatsAggregator:
         """One StatsAggregator per session: fed by the log's batch lines and /metrics."""
@@ -304,6 +317,7 @@ class HostSession(EventFeed):
                 detail = f": {notice.detail}" if notice.detail else ""
                 self._problem("log", f"log {notice.kind}{detail}", level)
             if batch.events:
+                self.taps.log(batch.events)
                 self.emit(LogBatch(self.host.name, tuple(batch.events)))
                 aggregator.add_events(batch.events)
             # Stats at most twice a second: the strip's sparklines need no more.
@@ -392,7 +406,7 @@ class HostSession(EventFeed):
                         if self.state.server_state != "ready" or self.restart_running:
                             break
                         await self._scrape(client)
-                        await asyncio.sleep(METRICS_PERIOD_S)
+                        await asyncio.sleep(self.taps.metrics_period(METRICS_PERIOD_S))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the forward itself failed
@@ -401,7 +415,7 @@ class HostSession(EventFeed):
 
     async def _scrape(self, client: httpx.AsyncClient) -> None:
         try:
-            snapshot = await adapters.scrape_metrics(client)
+            text, snapshot = await adapters.scrape_metrics(client)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -410,6 +424,7 @@ class HostSession(EventFeed):
         if self._metrics_failing:
             self._metrics_failing = False
             self._problem("metrics", "/metrics scrape works again", "info")
+        self.taps.metrics(text)
         aggregator = self.aggregator()
         aggregator.add_metrics(snapshot)
         self.emit(ServerStats(self.host.name, aggregator.snapshot()))
@@ -487,9 +502,11 @@ class HostSession(EventFeed):
     async def _sweep(self, transport: Transport, preset: str) -> None:
         profile = self.state.profile or self.host.profile
         try:
-            await adapters.run_sweep(
-                transport, self.host, self.config, preset, profile, self.emit, self.store_path
-            )
+            async with self.taps.attach(self._log_head(transport)) as evidence:
+                await adapters.run_sweep(
+                    transport, self.host, self.config, preset, profile, self.emit,
+                    self.store_path, evidence=evidence,
+                )
         except asyncio.CancelledError:
             if self.state.sweep.running:
                 self.emit(SweepDone(self.host.name, self.state.sweep.run_id or "-", False,
@@ -501,6 +518,12 @@ class HostSession(EventFeed):
                                     _describe(exc)))
             else:  # it never started (host busy, engine unavailable): say why
                 self._problem("sweep", f"sweep not started: {_describe(exc)}")
+
+    def _log_head(self, transport: Transport) -> Callable[[], Awaitable[list[str]]]:
+        """One read of the running server's log head (its startup lines)."""
+        record = self.record
+        path = record.log_path if record is not None and record.log_path else None
+        return adapters.log_head(transport, path or adapters.current_log_path(self.host))
 
     async def cancel_sweep(self) -> None:
         """Cancel the running sweep, or the running A/B (its restart cleans up after itself)."""

@@ -47,7 +47,8 @@ def main() -> None:
     rows = parse_appendix_a(text)
     # The docs/sglang.md §1.3 order for the sampling set, so help output is stable.
     for row in rows:
-        if row["names"][0] == "--sampling-backend":
+        names = row["names"]
+        if isinstance(names, list) and names[0] == "--sampling-backend":
             row["choices"] = ["flashinfer", "pytorch", "ascend", "intel_xpu"]
     OUT.write_text(json.dumps(rows, indent=0) + "\n")
     print(f"{len(rows)} options -> {OUT}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The simulator's own lateness in ideal-timing mode: when a token's bytes were written vs due.
 
-Not an SGLang behaviour: a self-check of the simulator (issue 19 item 3). In ideal mode token k
+Not an SGLang behaviour: a self-check of the simulator. In ideal mode token k
 of a request is due at `created + TTFT + k * ITL` (console.sim.engine.IdealEngine); whatever
 the sim adds on top of that (a late timer, a long batch of writes, a busy event loop) is error
 a benchmark client would otherwise be blamed for. Each written chunk records the lateness of

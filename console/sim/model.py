@@ -223,7 +223,7 @@ class Profile:
     @property
     def _compute_scale(self) -> float:
         # Tensor parallelism splits compute, not perfectly.
-        return 1.0 / (self.tp**0.9)
+        return 1.0 / math.pow(self.tp, 0.9)
 
     def weight_stream_seconds(self) -> float:
         efficiency = MOE_BANDWIDTH_EFFICIENCY.get(self.moe_runner_backend, 0.6)

@@ -19,6 +19,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from console.sim import protocol as P
 from console.sim import shapes
@@ -65,7 +66,7 @@ def _error(message: str, status: int = 400) -> web.Response:
 
 
 @web.middleware
-async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
+async def access_log(request: web.Request, handler: Handler) -> web.StreamResponse:
     state = request.app[STATE]
     if state.metrics is not None:
         state.metrics.http_request(request.path, request.method)
@@ -97,7 +98,7 @@ def _bearer_ok(header: str | None, expected: str) -> bool:
 
 
 @web.middleware
-async def api_key_auth(request: web.Request, handler: Any) -> web.StreamResponse:
+async def api_key_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     sa = request.app[STATE].cfg.server_args
     api_key, admin_key = sa.get("api_key"), sa.get("admin_api_key")
     path = request.path

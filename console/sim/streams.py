@@ -1,7 +1,7 @@
 """Streaming `/generate` responses, written by the engine's wakeup instead of one task per stream.
 
 Each stream's bytes are the same as before (docs/sglang.md §3.7: cumulative text unless
---incremental-streaming-output); what changed is who writes them (issue 19 item 3). A parked
+--incremental-streaming-output); what changed is who writes them. A parked
 handler used to be woken once per token: a future, a loop callback and a resumed coroutine
 chain per stream per token, 1024 of them in a row when a lock-step batch fell due. Now the
 engine, in the same wakeup that produced the tokens, calls `NativeStream.push`, which builds

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.bench.models import StepResult
 from console.errors import StoreError
@@ -21,6 +21,9 @@ from console.redact import stored_server_info
 from console.store.models import RunMeta, RunRecord, RunStatus, RunSummary
 from console.store.paths import default_db_path
 from console.text import redact_secrets
+
+if TYPE_CHECKING:  # the diagnosis loads with the first run that has evidence
+    from console.diagnose.models import RunEvidence, StepEvidence
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -323,12 +326,12 @@ class RunStore:
             return None
         return row["id"], row["run_a"], row["run_b"], json.loads(row["verdict"] or "{}")
 
-    def save_run_evidence(self, run_id: int, facts: Any) -> None:
+    def save_run_evidence(self, run_id: int, facts: RunEvidence) -> None:
         """The run-level diagnosis facts (a console.diagnose RunEvidence; steps excluded)."""
         self._save_evidence(run_id, RUN_FACTS_IDX,
                             facts.model_copy(update={"steps": []}).model_dump_json())
 
-    def save_step_evidence(self, run_id: int, step: Any) -> None:
+    def save_step_evidence(self, run_id: int, step: StepEvidence) -> None:
         """One step's diagnosis evidence (a console.diagnose StepEvidence), committed now."""
         self._save_evidence(run_id, int(step.index), step.model_dump_json())
 
@@ -339,7 +342,7 @@ class RunStore:
                 (run_id, idx, redact_secrets(data)),
             )
 
-    def load_evidence(self, run_id: int) -> Any:
+    def load_evidence(self, run_id: int) -> RunEvidence | None:
         """The run's stored evidence as a RunEvidence, or None when none was stored."""
         from console.diagnose.models import RunEvidence, StepEvidence
 

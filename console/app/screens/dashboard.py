@@ -172,7 +172,7 @@ class DashboardScreen(Screen[None]):
         with Horizontal(id="top-row"):
             with Panel(id="gpus", classes="panel") as gpus:
                 gpus.border_title = "GPUs"
-                yield panels.gpu_widget(ui.ascii)
+                yield panels.gpu_widget(ui)
             with Panel(id="server", classes="panel") as server:
                 server.border_title = "Server"
                 yield panels.server_widget(ui.ascii)
@@ -338,7 +338,7 @@ class DashboardScreen(Screen[None]):
         app = console_app(self)
         old = self._views["gpus"]
         self._gpu_views = getattr(self, "_gpu_views", 0) + 1
-        new = panels.gpu_widget(app.config.ui.ascii, id=f"gpu-view-{self._gpu_views}")
+        new = panels.gpu_widget(app.config.ui, id=f"gpu-view-{self._gpu_views}")
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new

@@ -1,0 +1,72 @@
+"""A console sweep observes the host through the session's own observers: during the sweep
+the host runs exactly one GPU agent and one log follower (counted on the host, over a real
+sshd), and the run's stored evidence is what those observers delivered (the log's startup
+and batch lines, the agent's samples and topology, the session's /metrics scrapes)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.config_models import HostConfig
+from console.store.db import RunStore
+from tests.support.app_fixtures import wait_until
+
+pytestmark = pytest.mark.sshd
+
+# Long enough that the sweep's evidence sources are running while the host is counted.
+SLOW_SWEEP = {"concurrency": [1, 2, 4], "input_len": 16, "output_len": 48,
+              "prompts_per_concurrency": 3, "flush_cache": False}
+
+
+def _host_programs(root: Path) -> tuple[int, int]:
+    """(GPU agents, log followers) observing this test's host: the interpreters running an
+    installed program (console/host/process_ops.py) whose arguments name files under `root`
+    (the `sh -c ... setsid` wrapper that starts each one is not counted)."""
+    ps = subprocess.run(["ps", "-eww", "-o", "args="], capture_output=True, text=True,
+                        check=True)
+    programs = [args[1] for line in ps.stdout.splitlines()
+                if str(root) in line and len(args := line.split()) > 1]
+    return (sum("/plateau-gpu-agent-" in p for p in programs),
+            sum("/plateau-follow-" in p for p in programs))
+
+
+async def test_a_console_sweep_runs_one_agent_and_one_follower(
+    live_console: Any, sshd: Any
+) -> None:
+    host = HostConfig(
+        name="one-observer", address="127.0.0.1", port=sshd.port, user=sshd.user,
+        identity_files=[str(sshd.client_key)], known_hosts_file=str(sshd.known_hosts),
+        python=sys.executable,
+    )
+    live = live_console(host, sweeps={"default": SLOW_SWEEP})
+    app, session, state = live.app, live.session, live.session.state
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
+        await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
+        await wait_until(pilot, lambda: state.server_stats is not None
+                         and state.server_stats.source == "metrics", "a /metrics scrape", 30)
+        await session.start_sweep("default")
+        await wait_until(pilot, lambda: state.sweep.running and state.sweep.points,
+                         "the sweep's first step", 60)
+        seen: set[tuple[int, int]] = set()
+        while state.sweep.running:
+            seen.add(await asyncio.to_thread(_host_programs, live.root))
+            await pilot.pause(0.1)
+        assert seen == {(1, 1)}, seen
+        assert state.sweep.last_ok, state.sweep.detail
+    with RunStore(live.root / "runs.db") as store:
+        (run,) = store.list_runs()
+        evidence = store.load_evidence(run.id)
+    assert evidence is not None
+    assert set(evidence.sources) == {"client", "gpu", "log", "metrics"}
+    assert evidence.startup.capture_bs  # the log's head, read once at the sweep's start
+    assert evidence.topology.num_gpus  # the topology the session's agent sent at its start
+    steps = evidence.steps
+    assert len(steps) == 3 and all(s.decode_rows and s.gpu for s in steps)
+    assert sum(len(s.metrics) for s in steps) > 0
