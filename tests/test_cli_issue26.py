@@ -43,7 +43,7 @@ def test_a_bad_concurrency_list_is_one_line(capsys: Capture) -> None:
     assert "argument --concurrency: expected numbers like 1,2,4: '4,x'" in err
 
 
-@pytest.mark.parametrize("argv,hint", [(["tune", "--help"], ""), (["nosuch"], ""),
+@pytest.mark.parametrize("argv,hint", [(["zzz", "--help"], ""), (["nosuch"], ""),
                                        (["swep"], " (did you mean sweep?)"),
                                        (["bx"], " (did you mean box?)")])
 def test_an_unknown_word_is_an_unknown_command_or_host(

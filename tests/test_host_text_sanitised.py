@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,13 @@ from tests.support.sshd import SshUser
 
 ESC, BEL, CSI8 = "\x1b", "\x07", "\x9b"
 HOSTILE = f"{ESC}]0;pwned{BEL}{ESC}[2J{ESC}[31mred{CSI8}1m{BEL}\u202eevil"
+
+
+def _dead_pid() -> int:
+    """A pid that no process has now (a record with a pid beyond pid_max is no record)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 def _terminal_bytes(text: str) -> list[str]:
@@ -42,7 +50,7 @@ def test_server_status_prints_no_escape_from_a_crafted_record(
     os.chown(run_dir, owner.st_uid, owner.st_gid)
     record = {
         # a live pid (this test) makes the record count as running; its port answers nothing
-        "pid": os.getpid() if running else 999_999_999, "pgid": os.getpid(), "port": 9,
+        "pid": os.getpid() if running else _dead_pid(), "pgid": os.getpid(), "port": 9,
         "host": "127.0.0.1", "profile": f"p{HOSTILE}", "argv": ["python", HOSTILE],
         "env_names": [HOSTILE], "log_path": f"/tmp/{HOSTILE}.log",
         "sglang_version": HOSTILE, "state": "ready", "origin": "adopted",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from console.bench.models import Distribution, StepMetrics, StepResult
-from console.diagnose.models import GpuPoint, RunEvidence, StartupFacts, StepEvidence, Topology
+from console.diagnose.models import GpuFacts, GpuPoint, RunEvidence, StartupFacts, StepEvidence
 from console.store.db import RunStore
 from console.store.models import RunMeta
 
@@ -75,7 +75,7 @@ def store_run(store: RunStore, *, profile: str = "cutlass-moe", version: str = "
         startup=StartupFacts(tp_size=8, capture_bs=[1, 2, 4, 8, 16, 32, 48, 64],
                              sglang_version=version, moe_untuned_warning=MOE_LINE),
         flags=dict(flags), env=env or {"NCCL_DEBUG": "WARN"}, sources=["client", "gpu", "log"],
-        topology=Topology(gpu_name="NVIDIA H200", num_gpus=8, nvlink=True, source="nvml",
+        topology=GpuFacts(gpu_name="NVIDIA H200", num_gpus=8, nvlink=True, source="nvml",
                           driver_version="570.124.06", cuda_version="12.8")))
     store.finish_run(run_id, "finished")
     return run_id
