@@ -60,7 +60,8 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     knee = _knee_info(steps)
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
-    ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence)
+    ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence,
+                  lines=evidence.split_from_log)
     noise = noise_share(_repeats(steps))
     found = [cause for rule in RULES.values() if (cause := rule(evidence, ctx)) is not None]
     order = list(RULES)
