@@ -33,8 +33,13 @@ def _truth(slug: str) -> dict:  # type: ignore[type-arg]
     return json.loads((REAL / f"{slug}.truth.json").read_text())
 
 
+def _named(result):  # type: ignore[no-untyped-def]
+    """Causes, then candidates (a mechanism the lines show whose measured effect is small)."""
+    return result.diagnosis.causes + result.diagnosis.candidates
+
+
 def _cause(result, cause_id: str):  # type: ignore[no-untyped-def]
-    return next(c for c in result.diagnosis.causes if c.id == cause_id)
+    return next(c for c in _named(result) if c.id == cause_id)
 
 
 def test_graph_ceiling_from_a_log_that_never_prints_its_capture_sizes() -> None:
@@ -42,9 +47,15 @@ def test_graph_ceiling_from_a_log_that_never_prints_its_capture_sizes() -> None:
     # lines although no capture line was kept.
     slug = "pr13023-graph-false-above-ceiling"
     assert "cuda-graph-ceiling" in _truth(slug)["plateau_causes"]
+    # The log's own step times (#running-req / gen throughput) put the eager lines only ~5%
+    # above the graph lines' fit at the same batch: named first, as a candidate, the effect
+    # said as an estimate from the log alone.
     result = _diagnose(slug)
-    assert result.diagnosis.causes[0].id == "cuda-graph-ceiling"
-    first = _cause(result, "cuda-graph-ceiling").evidence[0]
+    assert _named(result)[0].id == "cuda-graph-ceiling"
+    ceiling = _cause(result, "cuda-graph-ceiling")
+    assert 0.0 < ceiling.confidence < 0.15
+    assert "estimate from the log alone" in ceiling.evidence[1].text
+    first = ceiling.evidence[0]
     assert first.values["ceiling"] == 28 and first.values["eager_share"] == 1.0
     assert first.values["concurrency"] == 64  # the 33..64-held level: the 46 and 36 lines
     assert any("28..35" in note for note in result.inferred)
@@ -57,7 +68,8 @@ def test_eager_decode_from_a_log(slug: str) -> None:
     assert "eager-decode" in _truth(slug)["plateau_causes"]
     result = _diagnose(slug)
     assert [c.id for c in result.diagnosis.causes] == ["eager-decode"]
-    lines = _cause(result, "eager-decode").evidence[-1]
+    lines = next(e for e in _cause(result, "eager-decode").evidence
+                 if e.source == "Decode lines")
     assert lines.values["eager_share"] == 1.0
     assert lines.values["lines"] == _truth(slug)["decode_cuda_graph_false_lines"]
 
@@ -151,7 +163,7 @@ def test_a_log_plus_three_bench_serving_runs(tmp_path: Path) -> None:
     by_c = {e.concurrency: e for e in result.split.evidence}
     assert sorted(r[0] for r in by_c[64].decode_rows) == [36, 46]
     assert by_c[64].client is not None and by_c[64].client.target == 64
-    first = result.diagnosis.causes[0]
+    first = _named(result)[0]
     assert first.id == "cuda-graph-ceiling"
     assert first.evidence[0].values["concurrency"] == 64
     assert result.lacking["client-bound"] == ["bench_serving records no client CPU or loop lag"]
@@ -181,7 +193,9 @@ def test_sweep_json_windows_find_the_hosts_clock(tmp_path: Path) -> None:
     assert result.split.how == "windows" and result.split.offset_s == 3 * 3600
     counts = {e.concurrency: len(e.decode_rows) for e in result.split.evidence}
     assert counts == {64: 2, 32: 3, 16: 3}
-    assert result.diagnosis.causes[0].id == "cuda-graph-ceiling"
+    # 40 prompts per step, no achieved concurrency or steady state in the file: the ramp and
+    # drain share is not measured, so too-few-prompts does not outrank what the lines show.
+    assert _named(result)[0].id == "cuda-graph-ceiling"
 
 
 # -- the command -------------------------------------------------------------------------------

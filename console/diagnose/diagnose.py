@@ -47,7 +47,8 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     knee = _knee_info(steps)
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
-    ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence)
+    ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence,
+                  lines=evidence.split_from_log)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
     found = [cause for rule in rules if (cause := rule(evidence, ctx)) is not None]

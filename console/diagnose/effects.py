@@ -89,6 +89,26 @@ def fit(steps: Sequence[StepEvidence], graph: bool | None, *, client: bool = Tru
         seconds = decode_step_s(step) if client else step_seconds(step.decode)
         if seconds is not None:
             pairs.append((batch_of(step.decode), seconds))
+    return _least_squares(pairs)
+
+
+def fit_lines(steps: Sequence[StepEvidence], graph: bool | None) -> Fit | None:
+    """Decode step time against batch over single Decode lines (`graph` True: lines that
+    replayed a CUDA graph; False: eager ones; None: all), for steps split from a log file:
+    there the steps are groupings of lines, not measured runs, so every line is a point
+    (#running-req, #running-req / gen throughput), the median per batch size. An estimate: a
+    line's #running-req is the batch when it was printed, its throughput the mean over the
+    logging interval (--decode-log-interval steps)."""
+    by_batch: dict[int, list[float]] = {}
+    for step in steps:
+        for p in step.decode:
+            if (graph is None or p.cuda_graph is graph) and (t := line_seconds(p)) is not None:
+                by_batch.setdefault(p.running, []).append(t)
+    # The median per batch size: a line after an idle gap spans the gap (step_seconds).
+    return _least_squares([(float(b), median(ts)) for b, ts in sorted(by_batch.items())])
+
+
+def _least_squares(pairs: list[tuple[float, float]]) -> Fit | None:
     if not pairs:
         return None
     xs = [x for x, _ in pairs]

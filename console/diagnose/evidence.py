@@ -171,7 +171,9 @@ def client_record(step: StepResult) -> ClientRecord | None:
         target=step.concurrency,
         num_prompts=m.completed + m.errors + m.incomplete,
         completed=m.completed,
-        measured_concurrency=m.measured_concurrency,
+        # 0.0 is StepMetrics' default when the file did not carry it (a sweep JSON's
+        # metrics may not): a step that completed requests never held zero streams.
+        measured_concurrency=m.measured_concurrency or None,
         client_cpu_max=m.client_cpu_max,
         client_warning=m.client_warning,
         itl_p50_ms=m.itl_ms.p50,

@@ -429,5 +429,5 @@ def log_evidence(read: LogRead, split: Split) -> tuple[RunEvidence, Inferred]:
     inferred = inferred_facts(read, facts)
     sources = ["log"] + (["client"] if any(e.client for e in split.evidence) else [])
     evidence = RunEvidence(steps=split.evidence, startup=with_inferred(facts, inferred),
-                           sources=sources)
+                           sources=sources, split_from_log=True)
     return evidence, inferred

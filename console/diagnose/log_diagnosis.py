@@ -95,7 +95,9 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
     evidence, inferred = log_evidence(read, split)
     diagnosis = diagnose(split.steps, evidence)
     blocked = blocking(evidence)
-    update: dict[str, Any] = {"causes": [c for c in diagnosis.causes if c.id not in blocked]}
+    update: dict[str, Any] = {
+        "causes": [c for c in diagnosis.causes if c.id not in blocked],
+        "candidates": [c for c in diagnosis.candidates if c.id not in blocked]}
     if split.knee is not None:
         update["knee"] = split.knee
     diagnosis = diagnosis.model_copy(update=update)

@@ -154,6 +154,9 @@ class RunEvidence(Frozen):
     env: dict[str, str] = {}
     topology: GpuFacts = GpuFacts()
     sources: list[str] = []  # what was collected: "log", "metrics", "gpu", "client"
+    # The steps were split from a log file (console/diagnose/from_log.py), not measured:
+    # step time against batch is fitted on the Decode lines themselves.
+    split_from_log: bool = False
 
 
 class EvidenceItem(Frozen):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.diagnose.effects import Fit, fit
+from console.diagnose.effects import Fit, fit, fit_lines
 from console.diagnose.models import Cause, KneeInfo, RunEvidence, StepEvidence
 
 
@@ -25,14 +25,28 @@ class Context:
     knee: KneeInfo
     late: list[StepEvidence]  # the knee's step and every step above it
     all: list[StepEvidence]
+    lines: bool = False  # steps split from a log file: fit on its Decode lines (fit_lines)
+
+    def fit(self, graph: bool | None) -> Fit | None:
+        return fit_lines(self.all, graph) if self.lines else fit(self.all, graph=graph)
 
     @property
     def graph_fit(self) -> Fit | None:
-        return fit(self.all, graph=True)
+        return self.fit(True)
 
     @property
     def any_fit(self) -> Fit | None:
-        return fit(self.all, graph=None)
+        return self.fit(None)
+
+    @property
+    def late_decode(self) -> list[StepEvidence]:
+        """The late steps that hold Decode lines; when none does (a log's top level may hold
+        only Prefill lines), the highest concurrency that does."""
+        late = [s for s in self.late if s.decode_rows]
+        if late:
+            return late
+        held = [s for s in self.all if s.decode_rows]
+        return [max(held, key=lambda s: (s.concurrency, s.index))] if held else []
 
 
 RuleFn = Callable[[RunEvidence, Context], Cause | None]

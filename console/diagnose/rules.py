@@ -118,7 +118,7 @@ def graph_ceiling(ev: RunEvidence) -> int | None:
     return facts.cuda_graph_max_bs_decode
 
 
-def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
+def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines: bool = False
                   ) -> tuple[float, dict[str, Any]] | None:
     """Explained share of eager steps above the ceiling: (eager time - graph time at the
     same batch) x the share of eager lines, over the step's mean decode time."""
@@ -128,7 +128,10 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
     lines = len(step.decode)
     eager_share = len(eager) / lines
     # The step's typical decode round is an eager one when most lines are eager.
-    t_eager = decode_step_s(step) if eager_share >= 0.5 else decode_step_s(step, eager)
+    # Against a fit on a log's lines, the eager lines' own time (like with like, not the
+    # client's ITL from a run the lines were only matched to).
+    t_eager = (decode_step_s(step, eager) if by_lines or eager_share < 0.5
+               else decode_step_s(step))
     if t_eager is None:
         return None
     running = batch_of(eager)
@@ -141,6 +144,13 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None
                        "graph_fit": graph is not None, "concurrency": step.concurrency}
 
 
+def _fit_said(ctx: Context, kind: str) -> str:
+    if ctx.lines:
+        return (f"an estimate from the log alone: step time vs batch fitted on its {kind} "
+                "Decode lines, each #running-req / gen throughput")
+    return f"step time vs batch fitted on the {kind} levels"
+
+
 @rule("cuda-graph-ceiling",
       checked="Decode lines: #running-req vs the captured CUDA-graph batch sizes")
 def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
@@ -149,7 +159,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         return None
     graph = ctx.graph_fit
     found = [(r[0], step, r[1]) for step in ctx.late
-             if (r := _graph_excess(step, ceiling, graph)) is not None]
+             if (r := _graph_excess(step, ceiling, graph, ctx.lines)) is not None]
     best = _best(found)
     if best is None:
         return None
@@ -164,7 +174,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         _effect(step, explained,
                 f"eager step {seen['eager_step_ms']:.0f} ms vs {seen['graph_step_ms']:.0f} ms "
                 f"in a graph at the same batch ("
-                + ("step time vs batch fitted on the graph lines" if seen["graph_fit"]
+                + (_fit_said(ctx, "graph") if seen["graph_fit"]
                    else "no graph line to fit: assumed half") + ")",
                 eager_step_ms=seen["eager_step_ms"], graph_step_ms=seen["graph_step_ms"])]
     if ev.startup.capture_bs:
@@ -199,13 +209,16 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     eager_share = _eager_share(inside)
     if not ev.startup.decode_graph_disabled and (len(inside) < 2 or eager_share < 0.9):
         return None
-    eager = fit(ctx.all, graph=False)
+    eager = ctx.fit(False)
     found: list[tuple[float, StepEvidence, Any]] = []
-    for step in ctx.late:
+    for step in ctx.late_decode:
         seconds = decode_step_s(step)
         if seconds is None or eager is None:
             continue
-        found.append((share(EAGER_FIXED_SHARE * eager.intercept, seconds), step, seconds))
+        # The batch-independent time cannot exceed the step itself (a fit on few, noisy
+        # points can put its intercept above it).
+        fixed = min(eager.intercept, seconds)
+        found.append((share(EAGER_FIXED_SHARE * fixed, seconds), step, (seconds, fixed)))
     evidence = []
     if ev.startup.decode_graph_disabled:
         evidence.append(EvidenceItem(source="profile flags / server_info",
@@ -225,12 +238,13 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     if best is None or eager is None:
         return Cause(id="eager-decode", title="decode runs without CUDA graphs",
                      confidence=0.0, evidence=evidence, suggest=Suggestion(flags=flags))
-    explained, step, seconds = best
+    explained, step, (seconds, fixed) = best
     evidence.append(_effect(
-        step, explained, f"decode step {_ms(seconds)}, of which {_ms(eager.intercept)} does "
+        step, explained, f"decode step {_ms(seconds)}, of which {_ms(fixed)} does "
                          f"not grow with the batch; {EAGER_FIXED_SHARE:.0%} of that taken as "
-                         "launch-bound (no graph step to compare with)",
-        step_ms=round(seconds * 1000, 1), fixed_ms=round(eager.intercept * 1000, 1)))
+                         "launch-bound (no graph step to compare with"
+                         + ("; an estimate from the log's lines" if ctx.lines else "") + ")",
+        step_ms=round(seconds * 1000, 1), fixed_ms=round(fixed * 1000, 1)))
     gain, said = _predict(explained, step.concurrency, "every decode step replayed a graph")
     return Cause(id="eager-decode", title="decode runs without CUDA graphs",
                  confidence=round(explained, 3), evidence=evidence,
@@ -691,8 +705,10 @@ def _ramp_drain(c: ClientRecord) -> float:
     least the first wave's wait for its prefills (TTFT p50 over the step)."""
     if c.step_s and c.steady_window_s is not None:
         outside = 1.0 - min(1.0, c.steady_window_s / c.step_s)
+    elif c.measured_concurrency is not None:
+        outside = max(0.0, 1.0 - c.measured_concurrency / c.target)
     else:
-        outside = max(0.0, 1.0 - (c.measured_concurrency or 0.0) / c.target)
+        outside = 0.0  # not measured (a sweep JSON without it): not read as zero achieved
     ramp = (c.ttft_p50_ms or 0.0) / 1000.0 / c.step_s if c.step_s else 0.0
     return min(0.99, max(outside, ramp))
 
