@@ -99,13 +99,26 @@ def fit_lines(steps: Sequence[StepEvidence], graph: bool | None) -> Fit | None:
     (#running-req, #running-req / gen throughput), the median per batch size. An estimate: a
     line's #running-req is the batch when it was printed, its throughput the mean over the
     logging interval (--decode-log-interval steps)."""
-    by_batch: dict[int, list[float]] = {}
+    return line_fits(steps)[graph]
+
+
+def line_fits(steps: Sequence[StepEvidence]) -> dict[bool | None, Fit | None]:
+    """`fit_lines` for graph True, False and None at once: one pass over the lines (a 1M-line
+    log holds half a million Decode lines)."""
+    by_batch: dict[bool | None, dict[int, list[float]]] = {True: {}, False: {}, None: {}}
+    everything = by_batch[None]
     for step in steps:
         for p in step.decode:
-            if (graph is None or p.cuda_graph is graph) and (t := line_seconds(p)) is not None:
-                by_batch.setdefault(p.running, []).append(t)
+            rate = p.gen_throughput
+            if not rate or p.running <= 0:
+                continue
+            seconds = p.running / rate
+            everything.setdefault(p.running, []).append(seconds)
+            if p.cuda_graph is not None:
+                by_batch[p.cuda_graph].setdefault(p.running, []).append(seconds)
     # The median per batch size: a line after an idle gap spans the gap (step_seconds).
-    return _least_squares([(float(b), median(ts)) for b, ts in sorted(by_batch.items())])
+    return {kind: _least_squares([(float(b), median(ts)) for b, ts in sorted(table.items())])
+            for kind, table in by_batch.items()}
 
 
 def _least_squares(pairs: list[tuple[float, float]]) -> Fit | None:

@@ -12,9 +12,9 @@ function in console/diagnose/rules.py plus its row in the README's table (a test
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from console.diagnose.effects import Fit, fit, fit_lines
+from console.diagnose.effects import Fit, fit, line_fits
 from console.diagnose.models import Cause, KneeInfo, RunEvidence, StepEvidence
 
 
@@ -26,9 +26,17 @@ class Context:
     late: list[StepEvidence]  # the knee's step and every step above it
     all: list[StepEvidence]
     lines: bool = False  # steps split from a log file: fit on its Decode lines (fit_lines)
+    # Fits asked for by several rules, computed once (a long log's fit takes about a second).
+    _fits: dict[bool | None, Fit | None] = field(default_factory=dict, compare=False,
+                                                 repr=False)
 
     def fit(self, graph: bool | None) -> Fit | None:
-        return fit_lines(self.all, graph) if self.lines else fit(self.all, graph=graph)
+        if graph not in self._fits:
+            if self.lines:
+                self._fits.update(line_fits(self.all))
+            else:
+                self._fits[graph] = fit(self.all, graph=graph)
+        return self._fits[graph]
 
     @property
     def graph_fit(self) -> Fit | None:
