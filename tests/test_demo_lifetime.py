@@ -24,7 +24,7 @@ from console.host.local import LocalTransport
 from console.server.guard import OwnerGuard
 from console.session.events import Problem
 from console.session.service import HostSession
-from tests.support.cli_hosts import cli_env, plateau_argv
+from tests.support.cli_hosts import cli_env, plateau_argv, wait_for
 
 
 def _sims_under(directory: Path) -> list[int]:
@@ -42,14 +42,6 @@ def _sims_under(directory: Path) -> list[int]:
     return found
 
 
-def _poll(predicate, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.1)
-
-
 def _killed_owner_takes_the_sim_and_temp_dir(tmp_path: Path, argv: tuple[str, ...],
                                              sig: int) -> None:
     """Start `plateau ARGV` on the demo, wait for its server to be ready, send `sig`: the
@@ -60,15 +52,15 @@ def _killed_owner_takes_the_sim_and_temp_dir(tmp_path: Path, argv: tuple[str, ..
     owner = subprocess.Popen(plateau_argv(*argv), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _poll(lambda: bool(_sims_under(temp)) and any(
+        wait_for(lambda: bool(_sims_under(temp)) and any(
             (d / "server.json").exists() and '"ready"' in (d / "server.json").read_text()
             for d in temp.glob("plateau-demo-*")), "the demo server", 120)
         run_dirs = list(temp.glob("plateau-demo-*"))
         assert run_dirs and _sims_under(temp)
         os.kill(owner.pid, sig)  # SIGKILL: no cleanup of its own can run
         owner.wait(30)
-        _poll(lambda: not _sims_under(temp), "the simulated server to go", 60)
-        _poll(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
+        wait_for(lambda: not _sims_under(temp), "the simulated server to go", 60)
+        wait_for(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
     finally:
         if owner.poll() is None:
             os.killpg(owner.pid, signal.SIGKILL)
@@ -130,14 +122,14 @@ def test_sigkill_of_plateau_demo_takes_the_sim_and_temp_dir(tmp_path: Path) -> N
     os.close(terminal)
     threading.Thread(target=_drain, args=(master,), daemon=True).start()
     try:
-        _poll(lambda: bool(_sims_under(temp)) and any(
+        wait_for(lambda: bool(_sims_under(temp)) and any(
             (d / "server.json").exists() and '"ready"' in (d / "server.json").read_text()
             for d in temp.glob("plateau-demo-*")), "the demo server", 120)
         run_dirs = list(temp.glob("plateau-demo-*"))
         os.kill(owner.pid, signal.SIGKILL)
         owner.wait(10)
-        _poll(lambda: not _sims_under(temp), "the simulated server to go", 60)
-        _poll(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
+        wait_for(lambda: not _sims_under(temp), "the simulated server to go", 60)
+        wait_for(lambda: not any(d.exists() for d in run_dirs), "the temp run dir to go", 30)
         assert not list(temp.glob("plateau-local-*"))  # nothing else of ours left in TMPDIR
     finally:
         if owner.poll() is None:

@@ -12,24 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_hosts import sim_processes, spawn_plateau, write_sshd_config
+from tests.support.cli_hosts import (
+    finish,
+    sim_processes,
+    spawn_plateau,
+    wait_for,
+    write_sshd_config,
+)
 from tests.support.server_fixtures import free_port
 from tests.support.sshd import Sshd
 
 pytestmark = pytest.mark.sshd
-
-
-def _wait_for(predicate, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
-def _finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
-    out, err = process.communicate(timeout=timeout)
-    return process.returncode, out + err
 
 
 def _kill(process: subprocess.Popen[str]) -> None:
@@ -53,28 +46,28 @@ def test_concurrent_starts_leave_exactly_one_server(box, tmp_path: Path) -> None
     config, state = box
     starts = [spawn_plateau(tmp_path, "--config", str(config), "server", "start", "box")
               for _ in range(2)]
-    results = [_finish(p) for p in starts]
+    results = [finish(p) for p in starts]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 1], results
     assert len(sim_processes(state)) == 1  # issue 12 figure: servers running must be 1
     refusals = [text for code, text in results if code == 1]
     assert all("busy" in t or "already running" in t for t in refusals), refusals
     stop = spawn_plateau(tmp_path, "--config", str(config), "server", "stop", "box")
-    assert _finish(stop)[0] == 0
+    assert finish(stop)[0] == 0
     assert sim_processes(state) == []
 
 
 @pytest.mark.slow
 def test_restart_during_a_sweep_is_refused_naming_the_holder(box, tmp_path: Path) -> None:
     config, state = box
-    assert _finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
+    assert finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
                                  "box"))[0] == 0
     sweep = spawn_plateau(tmp_path, "--config", str(config), "sweep", "box", "--preset",
                           "long", "--no-flush")
     lease = tmp_path / "run" / "lease"
     try:
-        _wait_for(lambda: lease.exists() and "sweep" in lease.read_text(), "the sweep's lease")
-        code, text = _finish(spawn_plateau(tmp_path, "--config", str(config), "server",
+        wait_for(lambda: lease.exists() and "sweep" in lease.read_text(), "the sweep's lease")
+        code, text = finish(spawn_plateau(tmp_path, "--config", str(config), "server",
                                            "restart", "box"))
         assert code == 1, text
         assert "busy" in text and "sweep sim" in text and f"pid {sweep.pid}" in text, text
@@ -88,6 +81,6 @@ def test_restart_during_a_sweep_is_refused_naming_the_holder(box, tmp_path: Path
         assert waiter.poll() is None and sim_processes(state) == server
     finally:
         _kill(sweep)  # the holder dies: the host-side lock goes with it
-    code, text = _finish(waiter)
+    code, text = finish(waiter)
     assert code == 0, text
     assert sim_processes(state) == []

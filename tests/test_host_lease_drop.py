@@ -13,30 +13,22 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli_hosts import sim_processes, spawn_plateau, write_sshd_config
+from tests.support.cli_hosts import (
+    finish,
+    sim_processes,
+    spawn_plateau,
+    wait_for,
+    write_sshd_config,
+)
 from tests.support.server_fixtures import free_port
 from tests.support.sshd import Sshd
 
 pytestmark = pytest.mark.sshd
-
-
-def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
-def _finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
-    out, err = process.communicate(timeout=timeout)
-    return process.returncode, out + err
 
 
 def _kill(process: subprocess.Popen[str]) -> None:
@@ -83,10 +75,10 @@ def _drop_while_stopped(sshd: Sshd, holder: subprocess.Popen[str]) -> None:
 
 def _refused_as_reconnecting(tmp_path: Path, config: Path, state: Path, run_dir: Path,
                              purpose: str) -> None:
-    _wait_for(lambda: bool(_record(run_dir).get("reconnecting_since")),
+    wait_for(lambda: bool(_record(run_dir).get("reconnecting_since")),
               "the host to notice the holder's connection is gone")
     servers = sim_processes(state)
-    code, text = _finish(spawn_plateau(tmp_path, "--config", str(config), "server",
+    code, text = finish(spawn_plateau(tmp_path, "--config", str(config), "server",
                                        "restart", "box"))
     assert code == 1, text
     assert "busy" in text and purpose in text and "reconnecting" in text, text
@@ -100,13 +92,13 @@ def test_drop_mid_start_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Pat
     run_dir = tmp_path / "run"
     start = spawn_plateau(tmp_path, "--config", str(config), "server", "start", "box")
     try:
-        _wait_for(_held_for(run_dir, "start sim"), "the start's lease")
+        wait_for(_held_for(run_dir, "start sim"), "the start's lease")
         # launched and recorded: the drop comes while it follows the startup
-        _wait_for(lambda: (run_dir / "server.json").exists(), "the launch record")
+        wait_for(lambda: (run_dir / "server.json").exists(), "the launch record")
         _drop_while_stopped(sshd, start)
         _refused_as_reconnecting(tmp_path, config, state, run_dir, "start sim")
         os.killpg(start.pid, signal.SIGCONT)
-        code, text = _finish(start)
+        code, text = finish(start)
         assert code == 0, text  # it reconnected, took its lease back and finished the start
         assert "lost the host lease" not in text, text
         assert _record(run_dir).get("reattached_at"), _record(run_dir)
@@ -115,25 +107,37 @@ def test_drop_mid_start_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Pat
         _kill(start)
 
 
+def _sweep_then_drop(sshd: Sshd, tmp_path: Path, config: Path,
+                     run_dir: Path) -> subprocess.Popen[str]:
+    """Start the server, start a long sweep, and once it holds the lease stop it and drop
+    its connections (the sweep process is returned, SIGSTOPped)."""
+    assert finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
+                                "box"))[0] == 0
+    sweep = spawn_plateau(tmp_path, "--config", str(config), "sweep", "box", "--preset",
+                          "long", "--no-flush")
+    try:
+        wait_for(_held_for(run_dir, "sweep sim"), "the sweep's lease")
+        _drop_while_stopped(sshd, sweep)
+    except BaseException:
+        _kill(sweep)
+        raise
+    return sweep
+
+
 def test_drop_mid_sweep_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Path,
                                                        cleanup_sims) -> None:
     config, state = _box(sshd, tmp_path, grace=120.0)
     cleanup_sims(state)
     run_dir = tmp_path / "run"
-    assert _finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
-                                 "box"))[0] == 0
-    sweep = spawn_plateau(tmp_path, "--config", str(config), "sweep", "box", "--preset",
-                          "long", "--no-flush")
+    sweep = _sweep_then_drop(sshd, tmp_path, config, run_dir)
     try:
-        _wait_for(_held_for(run_dir, "sweep sim"), "the sweep's lease")
-        _drop_while_stopped(sshd, sweep)
         _refused_as_reconnecting(tmp_path, config, state, run_dir, "sweep sim")
         os.killpg(sweep.pid, signal.SIGCONT)
-        _wait_for(lambda: bool(_record(run_dir).get("reattached_at")),
+        wait_for(lambda: bool(_record(run_dir).get("reattached_at")),
                   "the sweep to take its lease back")
         assert not _record(run_dir).get("reconnecting_since")
         assert sweep.poll() is None  # still sweeping, still holding
-        code, text = _finish(spawn_plateau(tmp_path, "--config", str(config), "server",
+        code, text = finish(spawn_plateau(tmp_path, "--config", str(config), "server",
                                            "restart", "box"))
         assert code == 1 and "busy" in text and "sweep sim" in text, text
         assert "reconnecting" not in text, text
@@ -147,20 +151,15 @@ def test_a_holder_away_past_the_grace_loses_the_lease_and_says_so(
     config, state = _box(sshd, tmp_path, grace=2.0)
     cleanup_sims(state)
     run_dir = tmp_path / "run"
-    assert _finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
-                                 "box"))[0] == 0
-    sweep = spawn_plateau(tmp_path, "--config", str(config), "sweep", "box", "--preset",
-                          "long", "--no-flush")
+    sweep = _sweep_then_drop(sshd, tmp_path, config, run_dir)
     try:
-        _wait_for(_held_for(run_dir, "sweep sim"), "the sweep's lease")
-        _drop_while_stopped(sshd, sweep)
-        _wait_for(lambda: bool(_record(run_dir).get("expired_at")), "the grace to expire")
+        wait_for(lambda: bool(_record(run_dir).get("expired_at")), "the grace to expire")
         # the lease is free: another process takes it (and finds the server running)
-        code, text = _finish(spawn_plateau(tmp_path, "--config", str(config), "server",
+        code, text = finish(spawn_plateau(tmp_path, "--config", str(config), "server",
                                            "start", "box"))
         assert code == 1 and "already running" in text and "busy" not in text, text
         os.killpg(sweep.pid, signal.SIGCONT)
-        code, text = _finish(sweep)
+        code, text = finish(sweep)
         assert code == 1, text
         assert "lost the host lease" in text and "stopped" in text, text
         assert "taken by start sim" in text or "grace of 2 s" in text, text

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.server_fixtures import SIM_LAUNCH
@@ -88,3 +90,18 @@ def sim_processes(state_file: Path) -> list[int]:
         if stat and stat[0] != "Z" and b"console.sim" in argv and str(state_file).encode() in argv:
             found.append(int(entry.name))
     return found
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
+    """Poll `predicate` every 0.1 s until it holds; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+    """A spawned plateau's exit code and its stdout + stderr."""
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out + err
