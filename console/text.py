@@ -86,15 +86,18 @@ _SECRET_ENV = re.compile(
     r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]*(?:API_KEY|_TOKEN|_PASSWORD|_SECRET))=(?!\*\*\*)(\S+)"
 )
 _BEARER = re.compile(r"(\bBearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/=-]+)")
-_SECRET_HINTS = ("api_key", "api-key", "password", "hf_token", "API_KEY", "_TOKEN", "_SECRET",
-                 "Bearer", "api_token", "access_token", "PASSWORD")
+def _may_hold_secret(text: str) -> bool:
+    """A cheap first look (every log line passes here): a substring each pattern needs. An
+    inline `or` chain: several times faster than any() over a tuple or one regex search."""
+    return ("api" in text or "API" in text or "_token" in text or "_TOKEN" in text
+            or "assword" in text or "ASSWORD" in text or "SECRET" in text or "Bearer" in text)
 
 
 def redact_secrets(text: str) -> str:
     """`text` with API keys, tokens and passwords replaced by ***, in every form SGLang (and a
     shell around it) prints them: `api_key='K'`, `'api_key': 'K'`, `"api_key": "K"`,
     `--api-key K`, `--api-key=K`, `SGLANG_API_KEY=K`, `Authorization: Bearer K`."""
-    if not any(hint in text for hint in _SECRET_HINTS):
+    if not _may_hold_secret(text):
         return text
     text = _SECRET_ASSIGNMENT.sub(r"\1='***'", text)
     text = _SECRET_ITEM.sub(r"\1\2\1\3'***'", text)
