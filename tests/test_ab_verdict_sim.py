@@ -26,14 +26,15 @@ from tests.support.ab_sim import (
 
 # Whole A/Bs (restarts and sweeps): minutes on a loaded 2-core machine, not seconds.
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
     # One 3-repeat A/B sees this difference as real nearly always on a quiet machine (8 of 8
     # measured); a machine busy with other work adds its own noise to each launch, and a
-    # 95 % interval from 3 + 3 values is then sometimes wider than the difference. So a
-    # second A/B may settle it: a verdict that misses twice cannot see a 5-6 % difference.
+    # 95 % interval from 3 + 3 values is then sometimes wider than the difference (CI runs this
+    # beside the other A/B test on 2 cores: it missed twice once). So up to three A/Bs: a
+    # verdict that misses three times cannot see a 5-6 % difference.
     sentences = []
-    for attempt in range(2):
+    for attempt in range(3):
         result = await interleaved_ab(tmp_path, f"diff{attempt}", SLOWER, FASTER,
                                       FIVE_PERCENT_SPEC, repeats=3)
         check_measured(result, 3)
@@ -45,7 +46,7 @@ async def test_about_five_percent_better_is_real(tmp_path: Path) -> None:
         if verdict.knee_word == "real":
             assert verdict.points[0].word == "better"
             return
-    raise AssertionError(f"a 5-6 % difference within noise twice: {sentences}")
+    raise AssertionError(f"a 5-6 % difference within noise three times: {sentences}")
 
 
 @pytest.mark.slow
