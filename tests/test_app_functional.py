@@ -9,7 +9,13 @@ from typing import Any
 from textual.message import Message
 
 from console.app.app import PlateauApp
-from console.app.messages import ActiveHostChanged, CommandSent
+from console.app.messages import (
+    ActiveHostChanged,
+    CancelRequested,
+    HostIntent,
+    RestartRequested,
+    SweepRequested,
+)
 from console.app.screens.modals import ConfirmScreen
 from console.app.theming import THEME_DIR
 from console.session.events import Problem
@@ -22,8 +28,9 @@ async def _settle(pilot: Any) -> None:
     await pilot.pause(0.05)
 
 
-def _sent(messages: list[Message]) -> list[tuple[str, str, str | None]]:
-    return [(m.host, m.command, m.argument) for m in messages if isinstance(m, CommandSent)]
+def _sent(messages: list[Message]) -> list[HostIntent]:
+    """The intents the app handled (each hands its work to the host's session)."""
+    return [m for m in messages if isinstance(m, HostIntent)]
 
 
 async def test_sweep_key_and_keymap_remap(app_factory: Any) -> None:
@@ -36,7 +43,9 @@ async def test_sweep_key_and_keymap_remap(app_factory: Any) -> None:
         assert _sent(messages) == []
         await pilot.press("w")
         await _settle(pilot)
-        assert _sent(messages) == [("demo", "sweep", "default")]
+        (sweep,) = _sent(messages)
+        assert isinstance(sweep, SweepRequested) and (sweep.host, sweep.preset) == (
+            "demo", "default")
         assert app.active_session.commands == [("sweep", "default")]
 
 
@@ -51,7 +60,10 @@ async def test_restart_confirms_then_runs(app_factory: Any) -> None:
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
         await _settle(pilot)
-        assert _sent(messages) == [("demo", "restart", "cutlass-moe")]
+        (restart,) = _sent(messages)
+        assert isinstance(restart, RestartRequested)
+        assert (restart.host, restart.profile) == ("demo", "cutlass-moe")
+        assert app.active_session.commands == [("restart", "cutlass-moe")]  # the session did it
 
 
 async def test_restart_disabled_while_sweep_runs(app_factory: Any) -> None:
@@ -68,7 +80,9 @@ async def test_restart_disabled_while_sweep_runs(app_factory: Any) -> None:
         assert _sent(messages) == []
         await pilot.press("x")  # cancel the sweep instead
         await _settle(pilot)
-        assert _sent(messages) == [("demo", "cancel-sweep", None)]
+        (cancel,) = _sent(messages)
+        assert isinstance(cancel, CancelRequested) and cancel.host == "demo"
+        assert app.active_session.commands == [("cancel-sweep", None)]
 
 
 async def test_cancel_hidden_without_sweep(app_factory: Any) -> None:

@@ -11,7 +11,7 @@ import pytest
 from textual.message import Message
 from textual.widgets import Button
 
-from console.app.messages import CommandSent
+from console.app.messages import HostKeyDecided
 from console.app.screens.modals import HostKeyScreen
 from console.app.screenshot import export_text
 from console.config_models import HostConfig
@@ -65,8 +65,8 @@ async def test_unknown_key_asked_and_refused(live_console: Any, sshd: Sshd, tmp_
         assert state.connection == "failed" and live.session.transport is None
         assert state.gpu_sample is None
         assert not known.exists()
-        assert [m.command for m in messages if isinstance(m, CommandSent)] == [
-            "refuse-host-key"]
+        assert [(m.host, m.fingerprint, m.accept) for m in messages
+                if isinstance(m, HostKeyDecided)] == [("app-keys", fingerprint, False)]
         # the palette still offers to review it; asking again shows the same key
         app.ask_host_key("app-keys")
         again = await _asked(pilot)

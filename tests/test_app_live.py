@@ -14,7 +14,7 @@ import pytest
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Select
 
-from console.app.messages import CommandSent
+from console.app.messages import ABRequested, HostIntent, SweepRequested
 from console.app.screens.modals import ABPicker, ConfirmScreen
 from console.app.screens.views import CompareScreen
 from console.app.screenshot import export_text
@@ -30,8 +30,9 @@ from widgets.flags_editor import FlagsEditor
 from widgets.header import PlateauHeader
 
 
-def _sent(messages: list[Message]) -> list[tuple[str, str, str | None]]:
-    return [(m.host, m.command, m.argument) for m in messages if isinstance(m, CommandSent)]
+def _sent(messages: list[Message]) -> list[HostIntent]:
+    """The intents the app handled (each hands its work to the host's session)."""
+    return [m for m in messages if isinstance(m, HostIntent)]
 
 
 def _events(app: Any) -> list[str]:
@@ -81,7 +82,7 @@ async def test_console_over_real_sshd(live_console: Any, sshd: Any, tmp_path: Pa
         await wait_until(pilot, lambda: not state.sweep.running, "the sweep to finish", 60)
         assert state.sweep.last_ok, state.sweep.detail
         assert [p.status for p in state.sweep.points] == ["ok", "ok"]
-        assert _sent(messages) == [("app-ssh", "sweep", "default")]
+        assert [(type(m), m.host) for m in _sent(messages)] == [(SweepRequested, "app-ssh")]
         # the lease is released on the host too (a round trip after the sweep's last event)
         await wait_until(pilot, lambda: adapters.host_busy("app-ssh") is None, "the lease", 20)
     with RunStore(live.root / "runs.db") as store:
@@ -174,8 +175,11 @@ async def test_ab_from_the_app(live_console: Any) -> None:
         await wait_until(pilot, lambda: state.ab is not None and not state.ab.running,
                          "the A/B to finish", 60)
         assert state.ab.stage == "done", _events(app)[-5:]
-        assert _sent(messages) == [
-            ("app-live", "ab", "cutlass-moe vs triton-moe (default, x2)")]
+        (intent,) = _sent(messages)
+        assert isinstance(intent, ABRequested) and intent.host == "app-live"
+        request = intent.request
+        assert (request.a, request.b, request.preset, request.repeats) == (
+            "cutlass-moe", "triton-moe", "default", 2)
         await pilot.pause()
         chart = app.screen.query_one("#sweep-view")
         assert [(r.label, len(r.steps)) for r in chart.runs] == [
@@ -242,7 +246,7 @@ async def test_metrics_failures_are_reported_once(
     when it works again that is said once and the strip gets metrics stats."""
     from console.server.records import LaunchRecord
     from console.session import service
-    from console.session.events import ServerStatus
+    from console.session.events import ServerUpdate
     from console.session.service import HostSession
     from tests.support.app_fixtures import app_config
 
@@ -257,7 +261,7 @@ async def test_metrics_failures_are_reported_once(
         return LaunchRecord(pid=sim.pid, pgid=sim.pid, port=sim.port, profile="x",
                             argv=[*sim.argv, "--enable-metrics"])
 
-    session.emit(ServerStatus(host.name, "ready"))
+    session.emit(ServerUpdate(host.name, "ready"))
     session.record = record(plain)
     loop = asyncio.create_task(session._metrics_loop(local_transport))
     try:

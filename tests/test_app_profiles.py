@@ -10,7 +10,7 @@ import pytest
 from textual.message import Message
 
 from console.app.launch import Launch, build_sessions
-from console.app.messages import CommandSent
+from console.app.messages import HostIntent
 from console.config import load_config_file
 from console.config_models import ServerProfile
 from console.session.profiles import (
@@ -116,7 +116,7 @@ async def test_ab_and_flags_keys_are_guarded(app_factory: Any) -> None:
         assert app.footer_state("ab") == "disabled"
         await pilot.press("a")
         await pilot.pause()
-        assert not [m for m in messages if isinstance(m, CommandSent)]
+        assert not [m for m in messages if isinstance(m, HostIntent)]
         await pilot.press("f")
         await wait_until(pilot, lambda: any("cannot read the flags of cutlass-moe" in r.message
                                             for r in app.app_events), "the flags note", 5)

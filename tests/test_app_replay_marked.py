@@ -12,7 +12,7 @@ import pytest
 from console.app.launch import replay_app
 from console.app.screens.modals import ConfirmScreen
 from console.config_models import HostConfig
-from console.session.events import ConnectionChanged, Problem, ServerStatus
+from console.session.events import ConnectionChanged, Problem, ServerUpdate
 from console.session.recording import RecordedEvent, Recording
 from tests.support.app_fixtures import gpu_header, gpu_sample
 from widgets.header import PlateauHeader
@@ -26,7 +26,7 @@ def _recording() -> Recording:
     host = "box"
     events = [
         RecordedEvent(0.0, ConnectionChanged(host, "connected")),
-        RecordedEvent(1.0, ServerStatus(host, "ready", version="0.5.23", profile="triton-moe")),
+        RecordedEvent(1.0, ServerUpdate(host, "ready", version="0.5.23", profile="triton-moe")),
         RecordedEvent(2.0, TopologyUpdate(host, gpu_header())),
         RecordedEvent(30.0, GpuUpdate(host, gpu_sample())),
         RecordedEvent(3601.0, Problem(host, "log", "a warning from the recording", "warning")),

@@ -27,7 +27,7 @@ from console.bench.models import (
     SweepEvent,
     SweepFinished,
 )
-from console.bench.sweep import failure_reason, run_sweep, server_url
+from console.bench.sweep import failure_reason, run_sweep
 from console.config_models import SweepPreset
 from console.store.db import RunStore
 from console.store.models import RunMeta
@@ -129,9 +129,12 @@ async def test_several_worker_processes_share_a_step(ideal_sim) -> None:
 @pytest.mark.sshd
 async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2]})
-    async with server_url(transport=ssh_transport, port=ideal_sim.port) as url:
-        assert url != ideal_sim.base_url
+    forward = await ssh_transport.forward_port(ideal_sim.port)
+    try:
+        url = f"http://127.0.0.1:{forward.local_port}"
         outcome = await run_sweep(spec, url, engine=NativeEngine())
+    finally:
+        await forward.close()
     (step,) = outcome.steps
     assert step.status == "ok", step.error
     assert step.metrics is not None and step.metrics.completed == 4

@@ -25,7 +25,7 @@ from console.session.events import (
     ConnectionChanged,
     GpuUpdate,
     LogBatch,
-    ServerStats,
+    StatsUpdate,
     SweepDone,
     SweepPointDone,
     TopologyUpdate,
@@ -93,7 +93,7 @@ def test_a_recording_keeps_hostile_numbers_and_is_private(tmp_path: Path) -> Non
         json.loads(line, parse_constant=_refuse)
     recording = read_recording(path)
     assert len(recording.events) == len(events)
-    stats = [r.event.stats for r in recording.events if isinstance(r.event, ServerStats)]
+    stats = [r.event.stats for r in recording.events if isinstance(r.event, StatsUpdate)]
     assert any(s.token_usage is not None and math.isinf(s.token_usage) for s in stats)
 
 
@@ -126,13 +126,13 @@ def test_property_any_host_number_reaches_the_app_without_harm(
     aggregator = StatsAggregator()
     aggregator.add_events(log)
     events: list[Any] = [ConnectionChanged(host, "connected"), TopologyUpdate(host, gpu_header()),
-                         LogBatch(host, tuple(log)), ServerStats(host, aggregator.snapshot())]
+                         LogBatch(host, tuple(log)), StatsUpdate(host, aggregator.snapshot())]
     for value in spelled:
         try:
             aggregator.add_metrics(parse_metrics(hostile_metrics(value)))
         except ValueError:
             continue  # a page Prometheus's parser refuses is a failed scrape, not a number
-        events.append(ServerStats(host, aggregator.snapshot()))
+        events.append(StatsUpdate(host, aggregator.snapshot()))
     for seq, number in enumerate(numbers, start=1):
         gpus = [{"index": i, "name": "GPU", **hostile_gpu_fields(number)} for i in range(8)]
         events.append(GpuUpdate(host, GpuSample.model_validate(

@@ -22,7 +22,7 @@ from console.errors import UsageError
 from console.session.events import ConnectionChanged, Problem
 from console.session.recording import Recorder, read_recording
 from console.session.replay import ReplaySession
-from tests.support.app_fixtures import ab_events, demo_events, wait_until
+from tests.support.app_fixtures import ab_events, demo_events, server_stats, wait_until
 
 SIZE = (140, 44)
 
@@ -88,6 +88,30 @@ async def test_replay_plays_at_the_recorded_pace(tmp_path: Path) -> None:
     await _until(lambda: fast.finished)
     assert fast.state.server_state == "ready"
     await fast.close()
+
+
+async def test_a_recording_with_the_former_event_names_replays(tmp_path: Path) -> None:
+    """Recordings written before the session's ServerStats/ServerStatus events were renamed
+    (StatsUpdate/ServerUpdate) name those types: they still replay, as the new types."""
+    host = HostConfig(name="demo", local=True)
+    path = tmp_path / "old.jsonl"
+    recorder = Recorder(path, [host])
+    for event in demo_events():
+        recorder.write(event)
+    recorder.close()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    former = {"StatsUpdate": "ServerStats", "ServerUpdate": "ServerStatus"}
+    for line in lines[1:]:
+        line["type"] = former.get(line["type"], line["type"])
+    assert {"ServerStats", "ServerStatus"} <= {line.get("type") for line in lines}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    replay = ReplaySession.from_recording(host, read_recording(path).events, speed=0)
+    await replay.start()
+    await _until(lambda: replay.finished)
+    assert replay.state.server_state == "ready" and replay.state.profile == "cutlass-moe"
+    assert replay.state.server_stats is not None
+    assert replay.state.server_stats.gen_throughput == server_stats().gen_throughput
+    await replay.close()
 
 
 async def _until(condition: Callable[[], bool]) -> None:

@@ -1,6 +1,6 @@
-"""A console sweep observes the host through the session's own observers: during the sweep
-the host runs exactly one GPU agent and one log follower (counted on the host, over a real
-sshd), and the run's stored evidence is what those observers delivered (the log's startup
+"""A console sweep (and A/B) observes the host through the session's own observers: while it
+measures, the host runs exactly one GPU agent and one log follower (counted on the host, over
+a real sshd), and the run's stored evidence is what those observers delivered (the log's startup
 and batch lines, the agent's samples and topology, the session's /metrics scrapes)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from console.config_models import HostConfig
+from console.jobs.ab_models import ABRequest
 from console.store.db import RunStore
 from tests.support.app_fixtures import wait_until
 
@@ -70,3 +71,42 @@ async def test_a_console_sweep_runs_one_agent_and_one_follower(
     steps = evidence.steps
     assert len(steps) == 3 and all(s.decode_rows and s.gpu for s in steps)
     assert sum(len(s.metrics) for s in steps) > 0
+
+
+@pytest.mark.slow
+async def test_a_console_ab_runs_one_agent_and_one_follower(live_console: Any, sshd: Any) -> None:
+    """The console's A/B takes its evidence from the session's observers as its sweep does:
+    while either side is measured the host runs one agent and one follower, and each side's
+    stored run has the evidence those observers delivered."""
+    host = HostConfig(
+        name="one-observer-ab", address="127.0.0.1", port=sshd.port, user=sshd.user,
+        identity_files=[str(sshd.client_key)], known_hosts_file=str(sshd.known_hosts),
+        python=sys.executable,
+    )
+    live = live_console(host, sweeps={"default": SLOW_SWEEP})
+    app, session, state = live.app, live.session, live.session.state
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
+        await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
+        await session.start_ab(ABRequest("cutlass-moe", "triton-moe", repeats=1))
+        await wait_until(pilot, lambda: state.ab is not None and state.ab.running, "A/B", 30)
+        seen: dict[str, set[tuple[int, int]]] = {}
+        assert state.ab is not None
+        while state.ab.running:
+            side = state.ab.side
+            if side is not None and state.sweep.running and state.sweep.points:
+                counted = await asyncio.to_thread(_host_programs, live.root)
+                if state.ab.side == side and state.sweep.running:  # still that side's sweep
+                    seen.setdefault(side, set()).add(counted)
+            await pilot.pause(0.1)
+        assert state.ab.stage == "done", state.ab.message
+        assert seen == {"A": {(1, 1)}, "B": {(1, 1)}}, seen
+    with RunStore(live.root / "runs.db") as store:
+        runs = store.list_runs()
+        assert len(runs) == 2
+        for run in runs:
+            evidence = store.load_evidence(run.id)
+            assert evidence is not None
+            assert {"client", "gpu", "log"} <= set(evidence.sources), evidence.sources
+            assert evidence.topology.num_gpus  # the session's agent's topology, teed
+            assert evidence.steps and all(s.decode_rows and s.gpu for s in evidence.steps)

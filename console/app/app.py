@@ -28,8 +28,19 @@ from console.app.bindings import (
     effective_keys,
     unknown_keymap_ids,
 )
-from console.app.contract import ConsoleApp
-from console.app.messages import ActiveHostChanged, CommandSent, HostChanged
+from console.app.contract import ConsoleApp, HostView
+from console.app.messages import (
+    ABRequested,
+    ActiveHostChanged,
+    CancelRequested,
+    HostChanged,
+    HostIntent,
+    HostKeyDecided,
+    RestartRequested,
+    RunMarkToggled,
+    SuggestionABRequested,
+    SweepRequested,
+)
 from console.app.palette import PaletteProvider
 from console.app.screens.dashboard import ABPlan, DashboardScreen, progress_line
 from console.app.theming import (
@@ -43,25 +54,11 @@ from console.config import LoadedConfig
 from console.config_models import ServerProfile
 from console.errors import PlateauError
 from console.host.transport import Transport
+from console.server.refusal import HostFacts, refusal
 from console.session import adapters
-from console.session.events import (
-    ABUpdate,
-    ConnectionChanged,
-    GpuUpdate,
-    HostKeyChanged,
-    HostKeyUnknown,
-    LogBatch,
-    ServerStats,
-    ServerStatus,
-    SessionEvent,
-    SweepDone,
-    SweepPointDone,
-    SweepProgress,
-    TopologyUpdate,
-)
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
-from console.session.state import Clock, EventRecord, HostState, utc_now
+from console.session.state import Clock, EventRecord, HostState, current_profile, utc_now
 from console.sglang.resolved import header_text
 from console.startup_gc import resume_gc
 from widgets.header import HeaderInfo
@@ -70,36 +67,16 @@ from widgets.log_view import LogView
 
 if TYPE_CHECKING:
     from console.app.suggest_ab import CauseAB
+    from console.diagnose.models import Cause
     from console.gpu.processes import GpuProcessRow
     from console.jobs.ab_models import ABRequest
     from widgets.flags_editor import FlagsEditorResult
-
-# What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
-# and then dropped.
-REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
-                            "gpu-processes"})
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
 SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
-
-_ASPECTS: dict[type, tuple[str, ...]] = {
-    GpuUpdate: ("gpus",),
-    LogBatch: ("log",),
-    ServerStats: ("stats",),
-    TopologyUpdate: ("topology",),
-    ConnectionChanged: ("connection",),
-    ServerStatus: ("server",),
-    SweepProgress: ("sweep",),
-    SweepPointDone: ("sweep",),
-    SweepDone: ("sweep",),
-    ABUpdate: ("sweep",),
-    HostKeyUnknown: ("connection", "host-key"),
-    HostKeyChanged: ("connection",),
-}
-
 
 def _mode_screen(make: Callable[[], Screen[Any]]) -> Callable[[], Screen[Any]]:
     """A mode's screen, made when the mode is first shown, counted as styled: Textual re-parses
@@ -268,15 +245,9 @@ class PlateauApp(App[int]):
         await session.start()
         name = session.host.name
         self._session_started(name)
-        events_rev = session.state.revision.get("events", 0)
-        async for event in session.events():
-            aspects = _aspects_of(event)
-            rev = session.state.revision.get("events", 0)
-            if rev != events_rev:
-                events_rev = rev
-                aspects = (*aspects, "events")
-            if aspects:
-                self.post_message(HostChanged(name, aspects))
+        async for change in session.changes():  # HostState.apply's aspects
+            if change.aspects:
+                self.post_message(HostChanged(name, change.aspects))
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -307,7 +278,7 @@ class PlateauApp(App[int]):
             host_count=len(self.host_names),
             connection=state.connection,
             version=state.server_version,
-            profile=state.profile or self.sessions[state.host].host.profile,
+            profile=current_profile(state, self.sessions[state.host].host),
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state, self.ab_plans.get(state.host)),
@@ -317,7 +288,7 @@ class PlateauApp(App[int]):
 
     def _replay_label(self, host: str) -> str:
         """"REPLAY of …" for a recording's session (console.session.replay), else ""."""
-        return str(getattr(self.sessions[host], "replay_label", "") or "")
+        return self.sessions[host].replay_label
 
     def all_events(self) -> list[EventRecord]:
         records = list(self.app_events)
@@ -335,7 +306,7 @@ class PlateauApp(App[int]):
             return
         state = self.sessions[message.host].state
         try:
-            screen: Any = self.screen
+            screen = self.screen
         except ScreenStackError:
             return  # the app is exiting while live sessions still report
         if "events" in message.aspects:
@@ -348,24 +319,29 @@ class PlateauApp(App[int]):
         ):
             self.refresh_bindings()
 
-    def _render_screen(self, screen: Any, host: str, aspects: tuple[str, ...] | None) -> None:
+    def _render_screen(
+        self, screen: Screen[Any], host: str, aspects: tuple[str, ...] | None
+    ) -> None:
         """Show `host`'s news on the current screen (`aspects` None: its whole state)."""
-        if host == self.active_host or getattr(screen, "shows_every_host", False):
-            render = getattr(screen, "render_host", None)
-            # A screen not mounted yet has no widgets to update: its on_mount renders the
-            # whole state once they exist (a loaded machine delivered host events first).
-            if callable(render) and screen.is_mounted:
-                try:
-                    render(self.active_state, aspects)
-                except NoMatches:
-                    # Only a screen being torn down may lack its widgets; else it is a bug.
-                    if screen.is_attached and self.is_running:
-                        raise
+        # A dialog is not a HostView: the screen under it is rendered when it is back. A
+        # screen not mounted yet has no widgets to update: its on_mount renders the whole
+        # state once they exist (a loaded machine delivered host events first).
+        if not isinstance(screen, HostView) or not screen.is_mounted:
+            return
+        if host == self.active_host or screen.shows_every_host:
+            try:
+                screen.render_host(self.active_state, aspects)
+            except NoMatches:
+                # Only a screen being torn down may lack its widgets; else it is a bug.
+                if screen.is_attached and self.is_running:
+                    raise
 
     def _session_started(self, host: str) -> None:
-        """The screen was drawn before the session started: show what its start brought."""
+        """The screen was drawn before the session started: show what its start brought (a
+        replay's script: in the event log, not as notifications; news after it notifies)."""
+        self._notified[host] = self.sessions[host].state.revision.get("events", 0)
         try:
-            screen: Any = self.screen
+            screen = self.screen
         except ScreenStackError:
             return
         self._render_screen(screen, host, None)
@@ -393,43 +369,33 @@ class PlateauApp(App[int]):
 
     def _tick(self) -> None:
         try:
-            screen: Any = self.screen
+            screen = self.screen
         except ScreenStackError:
             return
         # A screen pushed but not mounted yet has no header to refresh; its on_mount renders
         # the state (on a loaded machine the tick won that race: NoMatches: PlateauHeader).
-        refresh = getattr(screen, "refresh_header", None)
-        if callable(refresh) and screen.is_mounted:
-            refresh(self.active_state)
+        if isinstance(screen, HostView) and screen.is_mounted:
+            screen.refresh_header(self.active_state)
 
     # -- availability (footer, palette) ---------------------------------------------------------
 
     def unavailable_reason(self, action_id: str) -> str | None:
-        state = self.active_state
-        if action_id in REPLAY_REFUSED and self._replay_label(state.host):
-            return "this is a replay: it runs nothing on a host"
-        busy_server = state.server_state in ("starting", "stopping")
-        ab_running = state.ab is not None and state.ab.running
-        if action_id in ("restart", "sweep", "ab"):
-            if ab_running:
-                return "an A/B is running"
-            if state.sweep.running:
-                return "a sweep is running"
-            if busy_server:
-                return f"server is {state.server_state}"
-            if state.connection != "connected":
-                return f"host {state.connection}"
-            if action_id == "ab" and len(self.config.profiles) < 2:
-                return "A/B needs two profiles"
-        elif action_id == "flags":
-            if state.connection != "connected":
-                return f"host {state.connection}"
-        elif action_id == "cancel-sweep":
-            if not state.sweep.running and not ab_running:
-                return "no sweep or A/B is running"
-        elif action_id in ("next-host", "prev-host", "hosts") and len(self.host_names) < 2:
-            return "only one host configured"
-        return None
+        """Why the action cannot run on the active host now (console.server.refusal, the
+        policy the session and the host lease use too); None: it can."""
+        return refusal(action_id, self.host_facts(self.active_host))
+
+    def host_facts(self, host: str) -> HostFacts:
+        """What the refusal policy looks at, from `host`'s folded state."""
+        state = self.sessions[host].state
+        return HostFacts(
+            connection=state.connection,
+            server_state=state.server_state,
+            sweep_running=state.sweep.running,
+            ab_running=state.ab is not None and state.ab.running,
+            profiles=len(self.config.profiles),
+            hosts=len(self.host_names),
+            replay=bool(self._replay_label(host)),
+        )
 
     def footer_state(self, action_id: str) -> str:
         """How the footer shows an action now: "enabled", "disabled" (relevant, not now: greyed,
@@ -452,7 +418,7 @@ class PlateauApp(App[int]):
 
     def action_restart(self) -> None:
         session = self.active_session
-        self.request_restart(session, session.state.profile or session.host.profile)
+        self.request_restart(session, current_profile(session.state, session.host))
 
     def request_restart(
         self, session: Session, profile: str | None, command: str | None = None
@@ -467,7 +433,7 @@ class PlateauApp(App[int]):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self._send(session, "restart", profile)
+                self.post_message(RestartRequested(session.host.name, profile))
 
         from console.app.screens.modals import ConfirmScreen
 
@@ -546,43 +512,62 @@ class PlateauApp(App[int]):
             if session.state.host_key is not key:  # connected meanwhile, or a newer key
                 self.call_later(self.ask_host_key, name)
                 return
-            work: Coroutine[Any, Any, bool | None]
-            if accept:
-                self.post_message(CommandSent(name, "accept-host-key", key.fingerprint))
-                work = session.accept_host_key(key.fingerprint)
-            else:
-                self.post_message(CommandSent(name, "refuse-host-key", key.fingerprint))
-                work = session.refuse_host_key()
-            self.run_worker(work, group="commands", exit_on_error=False,
-                            description=f"host key decision on {name}")
+            self.post_message(HostKeyDecided(name, key.fingerprint, bool(accept)))
 
         self.push_screen(HostKeyScreen(key), decided)
 
     def action_sweep(self) -> None:
         if not self._refuse("sweep"):
-            self._send(self.active_session, "sweep", "default")
+            self.post_message(SweepRequested(self.active_host, "default"))
 
     def action_cancel_sweep(self) -> None:
         if not self._refuse("cancel-sweep"):
-            self._send(self.active_session, "cancel-sweep", None)
+            self.post_message(CancelRequested(self.active_host))
 
-    def _send(
-        self, session: Session, command: str, argument: str | None,
-        ab: ABRequest | None = None,
+    # -- intents: each handed to its host's session, in a worker (nothing here waits) -------
+
+    @on(RestartRequested)
+    def _restart_requested(self, intent: RestartRequested) -> None:
+        self._hand_over(intent, "restart", self.sessions[intent.host].restart(intent.profile))
+
+    @on(SweepRequested)
+    def _sweep_requested(self, intent: SweepRequested) -> None:
+        self._hand_over(intent, "sweep", self.sessions[intent.host].start_sweep(intent.preset))
+
+    @on(ABRequested)
+    def _ab_requested(self, intent: ABRequested) -> None:
+        self._hand_over(intent, "A/B", self.sessions[intent.host].start_ab(intent.request))
+
+    @on(CancelRequested)
+    def _cancel_requested(self, intent: CancelRequested) -> None:
+        self._hand_over(intent, "cancel", self.sessions[intent.host].cancel_sweep())
+
+    @on(HostKeyDecided)
+    def _host_key_decided(self, intent: HostKeyDecided) -> None:
+        session = self.sessions[intent.host]
+        work: Coroutine[Any, Any, bool | None] = (
+            session.accept_host_key(intent.fingerprint) if intent.accept
+            else session.refuse_host_key())
+        self._hand_over(intent, "host key decision", work)
+
+    def _hand_over(
+        self, intent: HostIntent, what: str, work: Coroutine[Any, Any, object]
     ) -> None:
-        self.post_message(CommandSent(session.host.name, command, argument))
-        if command == "restart":
-            work = session.restart(argument)
-        elif command == "sweep":
-            work = session.start_sweep(argument or "default")
-        elif command == "ab" and ab is not None:
-            work = session.start_ab(ab)
+        self.run_worker(work, group="commands", exit_on_error=False,
+                        description=f"{what} on {intent.host}")
+
+    @on(RunMarkToggled)
+    def _run_mark_toggled(self, message: RunMarkToggled) -> None:
+        """History's `m`: two marked runs at most, the newest mark kept."""
+        if message.run_id in self.marked_runs:
+            self.marked_runs.remove(message.run_id)
         else:
-            work = session.cancel_sweep()
-        self.run_worker(
-            work, group="commands", exit_on_error=False,
-            description=f"{command} on {session.host.name}",
-        )
+            self.marked_runs[:] = [*self.marked_runs, message.run_id][-2:]
+        self._render_screen(self.screen, self.active_host, ("marks",))
+
+    @on(SuggestionABRequested)
+    def _suggestion_ab_requested(self, message: SuggestionABRequested) -> None:
+        self.open_suggestion_ab(message.cause, message.run_profile, message.plan)
 
     # -- flags editor ---------------------------------------------------------------------------
 
@@ -590,7 +575,7 @@ class PlateauApp(App[int]):
         if self._refuse("flags"):
             return
         session = self.active_session
-        name = session.state.profile or session.host.profile
+        name = current_profile(session.state, session.host)
         if name is None or name not in self.config.profiles:
             self.app_note("flags", f"no known profile to edit on {session.host.name} "
                           f"(running: {name or 'none'})", "warning")
@@ -640,7 +625,7 @@ class PlateauApp(App[int]):
             self.app_note("flags", f"edited flags of {name} discarded")
             return
         if self.add_profile(result.name, result.profile, persist=False):
-            self._send(session, "restart", result.name)
+            self.post_message(RestartRequested(session.host.name, result.name))
 
     async def _save_edited(self, result: FlagsEditorResult) -> None:
         """Save as profile; replacing an existing one asks first."""
@@ -697,7 +682,7 @@ class PlateauApp(App[int]):
             return
         session = self.active_session
         names = list(self.config.profiles)
-        current = session.state.profile or session.host.profile
+        current = current_profile(session.state, session.host)
         a = current if current in names else names[0]
         b = next(n for n in names if n != a)
         self._open_ab_picker(session, a, b)
@@ -723,13 +708,11 @@ class PlateauApp(App[int]):
 
         def picked(choice: ABRequest | None) -> None:
             if choice is not None and not self._refuse("ab"):
-                what = f"{choice.a} vs {choice.b} ({choice.preset}, x{choice.repeats}" + (
-                    ", interleaved)" if choice.interleave else ")")
                 guess = picker.last_estimate
                 if guess is not None:  # the header counts steps and time left against it
                     self.ab_plans[session.host.name] = ABPlan(
                         guess.seconds, guess.steps, session.state.clock())
-                self._send(session, "ab", what, ab=choice)
+                self.post_message(ABRequested(session.host.name, choice))
 
         picker = ABPicker(
                 list(self.config.profiles), presets, a, b,
@@ -744,7 +727,7 @@ class PlateauApp(App[int]):
     # -- Why: a diagnosis suggestion as profile B of an A/B ------------------------------------
 
     def open_suggestion_ab(
-        self, cause: Any, run_profile: str | None, plan: CauseAB | None = None
+        self, cause: Cause, run_profile: str | None, plan: CauseAB | None = None
     ) -> None:
         """B = the run's profile (else the host's) with the cause's suggested flags/env,
         validated as the flags editor validates, then the A/B picker with A and B chosen."""
@@ -759,7 +742,7 @@ class PlateauApp(App[int]):
         if self._refuse("ab"):
             return
         session = self.active_session
-        current = session.state.profile or session.host.profile
+        current = current_profile(session.state, session.host)
         base = run_profile if run_profile in self.config.profiles else current
         if base is None or base not in self.config.profiles:
             self.app_note("why", f"no known profile to change on {session.host.name}", "warning")
@@ -769,7 +752,7 @@ class PlateauApp(App[int]):
                         description=f"A/B of {cause.id} on {session.host.name}")
 
     async def _suggestion_ab(
-        self, session: Session, base: str, cause: Any, plan: CauseAB | None
+        self, session: Session, base: str, cause: Cause, plan: CauseAB | None
     ) -> None:
         from console.server.profile_edit import apply_changes
 
@@ -858,9 +841,9 @@ class PlateauApp(App[int]):
         if name not in self.sessions or name == self.active_host:
             return
         self.active_host = name
-        render = getattr(self.screen, "render_host", None)
-        if callable(render):
-            render(self.active_state, None)
+        screen = self.screen
+        if isinstance(screen, HostView):
+            screen.render_host(self.active_state, None)
         self.refresh_bindings()
         self.post_message(ActiveHostChanged(name))
 
@@ -920,10 +903,6 @@ def change_lines(result: FlagsEditorResult) -> list[str]:
         else:
             out.append(f"~ --{change.flag} {change.before} -> {change.after}")
     return out
-
-
-def _aspects_of(event: SessionEvent) -> tuple[str, ...]:
-    return _ASPECTS.get(type(event), ())
 
 
 def _severity(level: str) -> Any:

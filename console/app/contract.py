@@ -3,7 +3,9 @@ lets them render without importing the app module (which imports them).
 
 Attributes and queries flow down (config, the active host's state, the header line); actions
 go up by id or name (`run_action_id`, `switch_host`, `use_theme`, `ask_host_key`), the same
-ids the key bindings and the palette use. PlateauApp satisfies it (mypy checks that in
+ids the key bindings and the palette use, and a screen's own intents go up as messages
+(console.app.messages: `RunMarkToggled`, `SuggestionABRequested`). A screen that shows a host
+is a `HostView`. PlateauApp satisfies it (mypy checks that in
 console/app/app.py), and `console_app(widget)` gives a widget its app as this contract.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
@@ -20,6 +22,9 @@ from console.config_models import PlateauConfig
 from console.session.protocol import Session
 from console.session.state import EventRecord, HostState
 from widgets.header import HeaderInfo
+
+if TYPE_CHECKING:
+    from console.server.refusal import HostFacts
 
 
 class ConsoleApp(Protocol):
@@ -31,8 +36,8 @@ class ConsoleApp(Protocol):
     active_host: str
     hidden_panels: set[str]
     marked_runs: list[int]
+    """Run ids marked in history for compare (a screen asks with RunMarkToggled)."""
     ab_plans: dict[str, Any]  # host -> console.app.screens.dashboard.ABPlan of its running A/B
-    """Run ids marked in history for compare."""
     plateau_theme_names: list[str]
 
     @property
@@ -48,6 +53,10 @@ class ConsoleApp(Protocol):
         """Why the action cannot run now (None: it can)."""
         ...
 
+    def host_facts(self, host: str) -> HostFacts:
+        """What the refusal policy (console.server.refusal) looks at for `host`."""
+        ...
+
     def run_action_id(self, action_id: str) -> None: ...
 
     def switch_host(self, name: str) -> None: ...
@@ -56,13 +65,20 @@ class ConsoleApp(Protocol):
 
     def ask_host_key(self, name: str) -> None: ...
 
-    def open_suggestion_ab(self, cause: Any, run_profile: str | None,
-                           plan: Any = None) -> None:
-        """A diagnosis cause's suggestion as profile B of an A/B (the Why view's keys), at the
-        levels and with the workload of `plan` (console.app.suggest_ab.CauseAB)."""
-        ...
-
     def batch_update(self) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
+class HostView(Protocol):
+    """A screen that shows a host: the app hands it the news (`render_host`; `aspects` None:
+    the whole state) and the clock's tick (`refresh_header`)."""
+
+    shows_every_host: ClassVar[bool]
+    """Rendered on every host's news, not only the active host's (the event log)."""
+
+    def render_host(self, state: HostState | None, aspects: tuple[str, ...] | None) -> None: ...
+
+    def refresh_header(self, state: HostState | None) -> None: ...
 
 
 class _InApp(Protocol):

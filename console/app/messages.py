@@ -1,9 +1,17 @@
-"""Messages from the session pumps to the app. Coalesced: a run of queued `HostChanged` for the
-same host and aspects collapses to the newest, since the renderer reads the state anyway."""
+"""Messages to the app: from the session pumps (`HostChanged`, coalesced: a run of queued ones
+for the same host and aspects collapses to the newest, since the renderer reads the state
+anyway), and the operator's intents from the keys, dialogs and screens."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from console.app.suggest_ab import CauseAB
+    from console.diagnose.models import Cause
+    from console.jobs.ab_models import ABRequest
 
 
 class HostChanged(Message):
@@ -28,11 +36,70 @@ class ActiveHostChanged(Message):
         self.host = host
 
 
-class CommandSent(Message):
-    """The app sent a command (restart, sweep, ...) to a host's session."""
+# -- intents: what the operator asked for, going up to the app, which hands each to the host's
+# session (one handler each). Posted once the keys' refusal and any confirmation have passed.
 
-    def __init__(self, host: str, command: str, argument: str | None = None) -> None:
+
+class HostIntent(Message):
+    """Something asked of host `host`'s session."""
+
+    def __init__(self, host: str) -> None:
         super().__init__()
         self.host = host
-        self.command = command
-        self.argument = argument
+
+
+class RestartRequested(HostIntent):
+    """Restart the server with `profile` (None: the session's own choice)."""
+
+    def __init__(self, host: str, profile: str | None) -> None:
+        super().__init__(host)
+        self.profile = profile
+
+
+class SweepRequested(HostIntent):
+    def __init__(self, host: str, preset: str = "default") -> None:
+        super().__init__(host)
+        self.preset = preset
+
+
+class ABRequested(HostIntent):
+    """An A/B as the dialog chose it (`request`: a console.jobs.ab_models.ABRequest)."""
+
+    def __init__(self, host: str, request: ABRequest) -> None:
+        super().__init__(host)
+        self.request = request
+
+
+class CancelRequested(HostIntent):
+    """Cancel the host's running sweep or A/B."""
+
+
+class HostKeyDecided(HostIntent):
+    """The operator accepted (`accept`) or refused the unknown key `fingerprint`."""
+
+    def __init__(self, host: str, fingerprint: str, accept: bool) -> None:
+        super().__init__(host)
+        self.fingerprint = fingerprint
+        self.accept = accept
+
+
+# -- a screen's intents about app state (attributes down, messages up) -----------------------
+
+
+class RunMarkToggled(Message):
+    """History's `m`: mark run `run_id` for compare (two at most), or unmark it."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
+class SuggestionABRequested(Message):
+    """The Why view's keys: an A/B with a diagnosis cause's suggestion as profile B, based on
+    `run_profile` (the diagnosed run's), at the levels and workload of `plan`."""
+
+    def __init__(self, cause: Cause, run_profile: str | None, plan: CauseAB) -> None:
+        super().__init__()
+        self.cause = cause
+        self.run_profile = run_profile
+        self.plan = plan

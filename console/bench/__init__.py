@@ -3,8 +3,8 @@ and parser, the sweep runner, knee detection and run comparison.
 
 Public API (what the app wires):
 - `console.bench.sweep.run_sweep(spec, base_url, *, engine, store, meta, on_event, log_tail,
-  cancel_event) -> SweepFinished`; `server_url(url=... | transport=..., port=...)` gives the
-  base URL (direct, or through a Transport port forward).
+  cancel_event) -> SweepFinished` against a base URL (console.jobs.sweep picks it: direct,
+  or a Transport's port forward).
 - Engines: `console.bench.engines.NativeEngine`, `console.bench.bench_serving.BenchServingEngine`.
 - Events (`console.bench.models`): SweepStarted, StepStarted, StepPhase, StepFinished,
   StepFailed, SweepFinished; results are StepResult with StepMetrics.

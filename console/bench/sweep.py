@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -38,7 +38,6 @@ from console.bench.models import (
 from console.bench.server_probe import server_gone
 from console.config_models import SweepPreset
 from console.errors import StoreError
-from console.host.transport import Transport
 from console.redact import stored_server_info
 from console.text import sanitize
 
@@ -288,24 +287,6 @@ async def _with_cancel(
     return None
 
 
-@contextlib.asynccontextmanager
-async def server_url(
-    *, url: str | None = None, transport: Transport | None = None, port: int | None = None
-) -> AsyncIterator[str]:
-    """The server's base URL: `url` as given, or a port forward through `transport` to the
-    host's 127.0.0.1:`port`, closed on exit."""
-    if url:
-        yield url.rstrip("/")
-        return
-    if transport is None or port is None:
-        raise ValueError("need a url, or a transport and a port")
-    forward = await transport.forward_port(port)
-    try:
-        yield f"http://127.0.0.1:{forward.local_port}"
-    finally:
-        await forward.close()
-
-
 __all__ = [
     "StepFailed",
     "StepFinished",
@@ -315,5 +296,4 @@ __all__ = [
     "SweepStarted",
     "fetch_server_info",
     "run_sweep",
-    "server_url",
 ]

@@ -17,7 +17,9 @@ Public API (used by `plateau ab` and the console's A/B dialog through the sessio
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -26,6 +28,7 @@ from console.bench.compare import compare_runs
 from console.bench.models import StepResult, SweepEvent
 from console.bench.verdict import differing_flags, judge
 from console.config_models import ServerProfile, SweepPreset
+from console.diagnose.sources import EvidenceSources
 from console.jobs.ab_models import ABProgress, ABRequest, ABResult, ABStage
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
@@ -55,6 +58,10 @@ class PassResult:
 
 SweepFn = Callable[[str, ServerProfile, LaunchRecord, SidePass], Awaitable[PassResult]]
 """(profile name, profile, launch record, the pass) -> the pass's stored run and steps."""
+
+EvidenceFor = Callable[[LaunchRecord], AbstractAsyncContextManager[EvidenceSources]]
+"""A pass's evidence sources, given the launch record of the server it measures (the console:
+tees of its session's own observers; console.session.evidence_taps)."""
 
 
 def delta_table(result: ABResult) -> list[tuple[str, ...]]:
@@ -181,16 +188,22 @@ def profile_sweep(
     on_sweep_event: Callable[[SweepEvent], None] | None = None,
     label_for: Callable[[str], str] = lambda name: f"A/B {name}",
     options: EngineOptions = DEFAULT_OPTIONS,
+    evidence: EvidenceFor | None = None,
 ) -> SweepFn:
     """The usual SweepFn: console.jobs.sweep against the profile's server on the lifecycle's
     host (port forward, the preset's engine, API key, each step stored), `pass_.repeats`
-    repeats appended to the side's run."""
+    repeats appended to the side's run. Each pass's evidence comes from `evidence` (opened
+    for the pass), else from standalone observers of the host (console.jobs.sweep)."""
 
     async def sweep_one(
         name: str, profile: ServerProfile, record: LaunchRecord, pass_: SidePass
     ) -> PassResult:
         spec = preset.model_copy(update={"repeats": pass_.repeats})
-        async with on_host(lifecycle.transport, lifecycle.host, name, profile) as target:
+        async with contextlib.AsyncExitStack() as stack:
+            sources = None if evidence is None else await stack.enter_async_context(
+                evidence(record))
+            target = await stack.enter_async_context(
+                on_host(lifecycle.transport, lifecycle.host, name, profile))
             finished = await sweep(
                 target,
                 spec,
@@ -201,6 +214,7 @@ def profile_sweep(
                 run_id=pass_.run_id,
                 repeat_base=pass_.repeat_base,
                 finish=pass_.last,
+                evidence=sources,
             )
         return PassResult(finished.run_id, tuple(finished.steps))
 

@@ -38,6 +38,7 @@ from console.config_models import HostConfig
 from console.errors import PlateauError, TransportError
 from console.host.transport import LineStream, Transport
 from console.server.hostscript import python_failed, run_host_script, stream_host_script
+from console.server.refusal import held_by
 from console.text import sanitize
 
 
@@ -54,7 +55,9 @@ class HostBusy(PlateauError):
     """The host's lease is held by someone else."""
 
     def __init__(self, host: str, holder: LeaseHolder, wanted: str, run_dir: str = "") -> None:
-        super().__init__(f"{host} is busy: {holder.describe()}; {wanted} refused "
+        # The words the console's footer and keys use for the same holder (refusal.held_by).
+        super().__init__(f"{host} is busy: {held_by(holder.purpose)}: {holder.describe()}; "
+                         f"{wanted} refused "
                          f"(the lease covers this account's run dir{_in(run_dir)})")
         self.host = host
         self.holder = holder

@@ -18,7 +18,7 @@ from console.host.transport import Transport
 from console.session.events import (
     Problem,
     ServerStateName,
-    ServerStatus,
+    ServerUpdate,
     SessionEvent,
     SweepDone,
     SweepPointDone,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from console.bench.models import SweepEvent
     from console.diagnose.sources import EvidenceSources
     from console.gpu.models import GpuHeader, GpuSample
+    from console.jobs.ab import EvidenceFor
     from console.jobs.ab_models import ABProgress, ABRequest, ABResult
     from console.jobs.server import GpuMemoryProbe
     from console.logs.follower import FollowBatch
@@ -158,13 +159,13 @@ async def server_status(
     config: PlateauConfig,
     discovery: FlagDiscovery | None = None,
     *,
-    previous: ServerStatus | None = None,
+    previous: ServerUpdate | None = None,
     check_health: bool = True,
-) -> tuple[ServerStatus, LaunchRecord | None]:
-    """console.server's status, as (a session ServerStatus event, the launch record or None).
+) -> tuple[ServerUpdate, LaunchRecord | None]:
+    """console.server's status, as (a session ServerUpdate event, the launch record or None).
 
     Without `check_health` only liveness is asked (no HTTP, so no access line in the server's
-    log); a live process then keeps the state of `previous` (the last ServerStatus event)."""
+    log); a live process then keeps the state of `previous` (the last ServerUpdate event)."""
     known_version = previous.version if previous is not None else None
     status = await lifecycle(transport, host, discovery=discovery).status(
         check_health=check_health, known_version=known_version
@@ -177,7 +178,7 @@ async def server_status(
         state = previous.state if previous is not None else "starting"
     else:
         state = _HEALTH_STATE.get(status.health, "starting")
-    event = ServerStatus(
+    event = ServerUpdate(
         host=host.name,
         state=state,
         version=status.version,
@@ -200,20 +201,20 @@ def lifecycle_sink(host: str, emit: Emit, profile: str | None = None) -> lev.Eve
             stopping = event.phase in (lev.Phase.STOP, lev.Phase.VERIFY_STOPPED)
             detail = f"{event.phase.value} {event.message}".strip()
             if event.phase != lev.Phase.VALIDATE:
-                emit(ServerStatus(host, "stopping" if stopping else "starting", detail=detail))
+                emit(ServerUpdate(host, "stopping" if stopping else "starting", detail=detail))
         elif isinstance(event, lev.PhaseProgress) and event.step is not None:
-            emit(ServerStatus(host, "starting", detail=f"{event.step.value}: {event.message}"))
+            emit(ServerUpdate(host, "starting", detail=f"{event.step.value}: {event.message}"))
         elif isinstance(event, lev.CommandShown):
             emit(Problem(host, "server", f"launching: {event.command}", level="info"))
         elif isinstance(event, lev.LifecycleFailed):
             lines = "; ".join(event.log_lines[-3:])
             emit(Problem(host, "server", f"{event.phase.value} failed: {event.reason}"
                          + (f" — {lines}" if lines else "")))
-            emit(ServerStatus(host, "failed", detail=event.reason))
+            emit(ServerUpdate(host, "failed", detail=event.reason))
         elif isinstance(event, lev.LifecycleDone):
             emit(Problem(host, "server", f"{event.action} done: {event.message}", level="info"))
             if event.action in ("start", "restart"):  # don't wait for the next status poll
-                emit(ServerStatus(host, "ready", profile=profile, detail=event.message))
+                emit(ServerUpdate(host, "ready", profile=profile, detail=event.message))
 
     return sink
 
@@ -370,9 +371,11 @@ async def run_ab(
     store_path: Path | None = None,
     gpu_probe: GpuMemoryProbe | None = None,
     discovery: FlagDiscovery | None = None,
+    evidence: EvidenceFor | None = None,
 ) -> ABResult:
     """console.jobs.ab: the request's repeats of A and B (interleaved or not) -> an ABResult
-    with its verdict, each side stored as one run and the pair with its verdict."""
+    with its verdict, each side stored as one run and the pair with its verdict; each pass's
+    evidence from `evidence` (the session's tees), else from standalone observers."""
     from console.jobs.ab import profile_sweep
     from console.jobs.ab import run_ab as run_ab_job
     from console.store.db import RunStore
@@ -397,7 +400,7 @@ async def run_ab(
     try:
         sweep = profile_sweep(
             life, spec, store=store, on_sweep_event=sweep_event_sink(host.name, emit),
-            label_for=lambda name: f"A/B {name} ({preset})",
+            label_for=lambda name: f"A/B {name} ({preset})", evidence=evidence,
         )
         return await run_ab_job(
             life, (a, config.profiles[a]), (b, config.profiles[b]), sweep,

@@ -56,7 +56,7 @@ class LogBatch:
 
 
 @dataclass(frozen=True, slots=True)
-class ServerStats:
+class StatsUpdate:
     """The rolling server stats (console.logs.server_stats.ServerStats snapshot)."""
 
     host: str
@@ -64,7 +64,7 @@ class ServerStats:
 
 
 @dataclass(frozen=True, slots=True)
-class ServerStatus:
+class ServerUpdate:
     host: str
     state: ServerStateName
     version: str | None = None
@@ -163,8 +163,8 @@ SessionEvent = (
     | GpuUpdate
     | TopologyUpdate
     | LogBatch
-    | ServerStats
-    | ServerStatus
+    | StatsUpdate
+    | ServerUpdate
     | SweepProgress
     | SweepPointDone
     | SweepDone

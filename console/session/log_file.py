@@ -16,7 +16,7 @@ from console.diagnose.log_diagnosis import LogDiagnosis, diagnose_log, log_diagn
 from console.errors import UsageError
 from console.logs.assembler import parse_lines
 from console.logs.server_stats import StatsAggregator
-from console.session.events import ConnectionChanged, LogBatch, Problem, ServerStats, SessionEvent
+from console.session.events import ConnectionChanged, LogBatch, Problem, SessionEvent, StatsUpdate
 
 BATCH = 2_000  # events per LogBatch: the log view takes a batch at a time
 
@@ -68,6 +68,6 @@ def read_log_file(host: str, path: str, bench: list[str] | None = None) -> LogFi
         chunk = tuple(parsed[start:start + BATCH])
         events.append(LogBatch(host, chunk, source=path))
         stats.add_events(chunk)
-    events.append(ServerStats(host, stats.snapshot()))
+    events.append(StatsUpdate(host, stats.snapshot()))
     events.append(Problem(host, "log", log_diagnosis_lines(diagnosis)[0], level="info"))
     return LogFile(path, events, diagnosis)

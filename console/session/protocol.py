@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from console.config_models import HostConfig, ServerProfile
 from console.session.events import SessionEvent
+from console.session.feed import Change
 from console.session.state import HostState
 
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
@@ -19,12 +20,21 @@ class Session(Protocol):
     host: HostConfig
     state: HostState
 
+    @property
+    def replay_label(self) -> str:
+        """What the header says of a recording or a log file; "" for a live host."""
+        ...
+
     async def start(self) -> None:
         """Begin connecting and collecting in the background; returns at once."""
         ...
 
     def events(self) -> AsyncIterator[SessionEvent]:
         """Events in order, each already folded into `state`. One consumer."""
+        ...
+
+    def changes(self) -> AsyncIterator[Change]:
+        """`events()` with the aspects of `state` each changed (what the app redraws)."""
         ...
 
     async def restart(self, profile: str | None = None) -> None: ...

@@ -38,11 +38,15 @@ VERSION = 1
 EVENT_TYPES: dict[str, type[SessionEvent]] = {
     cls.__name__: cls
     for cls in (
-        ev.ConnectionChanged, ev.GpuUpdate, ev.TopologyUpdate, ev.LogBatch, ev.ServerStats,
-        ev.ServerStatus, ev.SweepProgress, ev.SweepPointDone, ev.SweepDone, ev.ABUpdate,
+        ev.ConnectionChanged, ev.GpuUpdate, ev.TopologyUpdate, ev.LogBatch, ev.StatsUpdate,
+        ev.ServerUpdate, ev.SweepProgress, ev.SweepPointDone, ev.SweepDone, ev.ABUpdate,
         ev.HostKeyUnknown, ev.HostKeyChanged, ev.Problem,
     )
 }
+FORMER_NAMES: dict[str, str] = {"ServerStats": "StatsUpdate", "ServerStatus": "ServerUpdate"}
+"""Event types renamed since recordings were first written (they clashed with
+console.logs.server_stats.ServerStats and console.server.lifecycle.ServerStatus, which mean
+other things): an old recording's line of the former name reads as the new type."""
 
 
 @cache
@@ -209,6 +213,7 @@ def _event(path: Path, number: int, line: str) -> RecordedEvent:
     try:
         data = json.loads(line)
         name = data["type"]
+        name = FORMER_NAMES.get(name, name) if isinstance(name, str) else name
         if name not in EVENT_TYPES:
             raise ValueError(f"unknown event type {name!r}")
         event = _adapter(name).validate_python(_sanitized(data["event"]))

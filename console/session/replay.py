@@ -16,7 +16,7 @@ from console.jobs.ab_models import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent
-from console.session.feed import EventFeed
+from console.session.feed import Change, EventFeed
 from console.session.recording import RecordedEvent
 from console.session.state import Clock, HostState, utc_now
 
@@ -45,7 +45,7 @@ class ReplaySession(EventFeed):
     """A log file's diagnosis (`plateau --log FILE`): the Why view shows it rather than the
     run store's."""
     _recorded_now: datetime | None = field(init=False, default=None)
-    _queue: asyncio.Queue[SessionEvent | None] = field(init=False)
+    _queue: asyncio.Queue[Change | None] = field(init=False)
     _player: asyncio.Task[None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:

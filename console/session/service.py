@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -20,6 +21,7 @@ from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
+from console.server.refusal import HostFacts, refusal
 from console.session import adapters
 from console.session.events import (
     ABUpdate,
@@ -29,18 +31,18 @@ from console.session.events import (
     HostKeyUnknown,
     LogBatch,
     Problem,
-    ServerStats,
-    SessionEvent,
+    StatsUpdate,
     SweepDone,
     TopologyUpdate,
 )
 from console.session.evidence_taps import EvidenceTaps
-from console.session.feed import EventFeed
-from console.session.state import Clock, HostState, utc_now
+from console.session.feed import Change, EventFeed
+from console.session.state import Clock, HostState, current_profile, utc_now
 
 if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
     import httpx
 
+    from console.diagnose.sources import EvidenceSources
     from console.jobs.ab_models import ABProgress, ABRequest
     from console.logs.server_stats import StatsAggregator
     from console.server.discovery import FlagDiscovery
@@ -67,6 +69,9 @@ class TransportFactory(Protocol):
 
 
 class HostSession(EventFeed):
+    replay_label = ""
+    """A live host: not a replay (console.session.replay.ReplaySession says what it plays)."""
+
     def __init__(
         self,
         host: HostConfig,
@@ -84,7 +89,7 @@ class HostSession(EventFeed):
         self.state = HostState(host.name, clock=clock)
         self._transport_factory = transport_factory
         self.transport: Transport | None = None
-        self._queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Change | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweep_task: asyncio.Task[None] | None = None
         self._restart_task: asyncio.Task[None] | None = None
@@ -327,7 +332,7 @@ class HostSession(EventFeed):
                 if snapshot.version != stats_version:
                     stats_version = snapshot.version
                     last_stats = now
-                    self.emit(ServerStats(self.host.name, snapshot))
+                    self.emit(StatsUpdate(self.host.name, snapshot))
 
     async def _status_loop(self, transport: Transport) -> None:
         # Self-rescheduling: the next poll is planned after this one ends, so polls never overlap.
@@ -359,7 +364,7 @@ class HostSession(EventFeed):
         """Age the strip's gen rate out when nothing new arrived (no batch lines when idle)."""
         aggregator = self._aggregator
         if aggregator is not None and aggregator.expire():
-            self.emit(ServerStats(self.host.name, aggregator.snapshot()))
+            self.emit(StatsUpdate(self.host.name, aggregator.snapshot()))
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -378,8 +383,32 @@ class HostSession(EventFeed):
     def ab_running(self) -> bool:
         return self._ab_task is not None and not self._ab_task.done()
 
-    def _busy(self) -> str | None:
-        return adapters.host_busy(self.host.name)
+    def facts(self) -> HostFacts:
+        """What the refusal policy (console.server.refusal) looks at, from this session's own
+        tasks: they know of a command just started before its events reach the state."""
+        connection = self.state.connection
+        if self.transport is not None:
+            connection = "connected"
+        elif connection == "connected":  # the transport was dropped (a refused host key)
+            connection = "lost"
+        return HostFacts(
+            connection=connection,
+            server_state=self.state.server_state,
+            sweep_running=self.sweep_running,
+            ab_running=self.ab_running,
+            restart_running=self.restart_running,
+            holder=adapters.host_busy(self.host.name),
+            profiles=len(self.config.profiles),
+        )
+
+    def _refused(self, action: str, source: str, label: str) -> bool:
+        """Refuse `action` when the policy says so, as the console's keys would, in the
+        host's event log (the keys refuse first; this catches a command that raced them)."""
+        why = refusal(action, self.facts())
+        if why is None:
+            return False
+        self._problem(source, f"{label} refused: {why}", "warning")
+        return True
 
     # -- metrics ------------------------------------------------------------------------------
 
@@ -393,7 +422,7 @@ class HostSession(EventFeed):
                 record is None
                 or not adapters.metrics_enabled(record)
                 or self.state.server_state != "ready"
-                or self.restart_running
+                or not self._may_scrape()
             ):
                 await asyncio.sleep(METRICS_PERIOD_S / 2)
                 continue
@@ -403,7 +432,7 @@ class HostSession(EventFeed):
                     while self.record is record or (
                         self.record is not None and self.record.pid == record.pid
                     ):
-                        if self.state.server_state != "ready" or self.restart_running:
+                        if self.state.server_state != "ready" or not self._may_scrape():
                             break
                         await self._scrape(client)
                         await asyncio.sleep(self.taps.metrics_period(METRICS_PERIOD_S))
@@ -412,6 +441,13 @@ class HostSession(EventFeed):
             except Exception as exc:  # the forward itself failed
                 self._metrics_failed(exc)
                 await asyncio.sleep(METRICS_PERIOD_S)
+
+    def _may_scrape(self) -> bool:
+        """Not while a restart runs; during an A/B (whose restarts show in the server state)
+        only while one of its passes takes evidence from the session (`_side_evidence`)."""
+        if self._restart_task is not None and not self._restart_task.done():
+            return False
+        return not self.ab_running or self.taps.attached
 
     async def _scrape(self, client: httpx.AsyncClient) -> None:
         try:
@@ -427,7 +463,7 @@ class HostSession(EventFeed):
         self.taps.metrics(text)
         aggregator = self.aggregator()
         aggregator.add_metrics(snapshot)
-        self.emit(ServerStats(self.host.name, aggregator.snapshot()))
+        self.emit(StatsUpdate(self.host.name, aggregator.snapshot()))
 
     def _metrics_failed(self, exc: BaseException) -> None:
         if self.state.server_state != "ready" or self.restart_running:
@@ -440,24 +476,10 @@ class HostSession(EventFeed):
             )
 
     async def restart(self, profile: str | None = None) -> None:
-        if self.sweep_running:
-            self._problem("server", "restart refused: a sweep is running", "warning")
+        if self._refused("restart", "server", "restart"):
             return
-        if self.ab_running:
-            self._problem("server", "restart refused: an A/B is running", "warning")
-            return
-        busy = self._busy()
-        if busy is not None:
-            self._problem("server", f"restart refused: {self.host.name} is busy ({busy})",
-                          "warning")
-            return
-        if self.restart_running:
-            self._problem("server", "restart refused: a restart is already running", "warning")
-            return
-        if self.transport is None:
-            self._problem("server", "restart refused: not connected", "warning")
-            return
-        chosen = profile or self.host.profile or self.state.profile
+        assert self.transport is not None
+        chosen = profile or current_profile(self.state, self.host)
         if chosen is None:
             self._problem("server", "restart refused: no profile configured for this host")
             return
@@ -483,24 +505,13 @@ class HostSession(EventFeed):
         return [g.mem_used_mib or 0.0 for g in sample.gpus]
 
     async def start_sweep(self, preset: str = "default") -> None:
-        if self.sweep_running:
-            self._problem("sweep", "a sweep is already running", "warning")
+        if self._refused("sweep", "sweep", "sweep"):
             return
-        if self.restart_running:
-            self._problem("sweep", "sweep refused: a restart is running", "warning")
-            return
-        if self.transport is None:
-            self._problem("sweep", "sweep refused: not connected", "warning")
-            return
-        busy = self._busy()
-        if busy is not None:
-            self._problem("sweep", f"sweep refused: {self.host.name} is busy ({busy})",
-                          "warning")
-            return
+        assert self.transport is not None
         self._sweep_task = self._spawn(self._sweep(self.transport, preset), "sweep")
 
     async def _sweep(self, transport: Transport, preset: str) -> None:
-        profile = self.state.profile or self.host.profile
+        profile = current_profile(self.state, self.host)
         try:
             async with self.taps.attach(self._log_head(transport)) as evidence:
                 await adapters.run_sweep(
@@ -518,6 +529,16 @@ class HostSession(EventFeed):
                                     _describe(exc)))
             else:  # it never started (host busy, engine unavailable): say why
                 self._problem("sweep", f"sweep not started: {_describe(exc)}")
+
+    def _side_evidence(
+        self, transport: Transport, record: LaunchRecord
+    ) -> AbstractAsyncContextManager[EvidenceSources]:
+        """An A/B pass's evidence: the same tees as a sweep's, reading the head of the log of
+        the side's server (`record`, just launched). The status poll rests during an A/B, so
+        the record is also the one the /metrics scrape follows from now."""
+        self.record = record
+        path = record.log_path or adapters.current_log_path(self.host)
+        return self.taps.attach(adapters.log_head(transport, path))
 
     def _log_head(self, transport: Transport) -> Callable[[], Awaitable[list[str]]]:
         """One read of the running server's log head (its startup lines)."""
@@ -560,17 +581,7 @@ class HostSession(EventFeed):
         return record
 
     async def start_ab(self, request: ABRequest) -> None:
-        for why, refused in (
-            ("a sweep is running", self.sweep_running),
-            ("a restart or A/B is running", self.restart_running),
-            ("not connected", self.transport is None),
-        ):
-            if refused:
-                self._problem("ab", f"A/B refused: {why}", "warning")
-                return
-        busy = self._busy()
-        if busy is not None:
-            self._problem("ab", f"A/B refused: {self.host.name} is busy ({busy})", "warning")
+        if self._refused("ab", "ab", "A/B"):
             return
         assert self.transport is not None
         self._ab_task = self._spawn(self._ab(self.transport, request), "ab")
@@ -589,6 +600,7 @@ class HostSession(EventFeed):
             result = await adapters.run_ab(
                 transport, self.host, self.config, request, self.emit, progress,
                 self.store_path, self._gpu_memory, self.discovery,
+                evidence=partial(self._side_evidence, transport),
             )
         except asyncio.CancelledError:
             if self.state.sweep.running:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from console.config_models import HostConfig
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.server_stats import ServerStats as StatsSnapshot
@@ -25,9 +26,9 @@ from console.session.events import (
     LogBatch,
     Problem,
     ServerStateName,
-    ServerStats,
-    ServerStatus,
+    ServerUpdate,
     SessionEvent,
+    StatsUpdate,
     SweepDone,
     SweepPointDone,
     SweepProgress,
@@ -45,7 +46,10 @@ CANCELLED = "cancelled"
 """A SweepDone's detail when the operator cancelled it (console/session/service.py, the bench
 sweep's status): said as a cancel, never as a failure."""
 
-Aspect = Literal["connection", "gpus", "topology", "log", "stats", "server", "sweep", "events"]
+Aspect = Literal["connection", "gpus", "topology", "log", "stats", "server", "sweep", "events",
+                 "host-key"]
+"""What a renderer redraws; "host-key": an unknown host key waits for the operator (asked,
+not drawn)."""
 Clock = Callable[[], datetime]
 
 ServerState = ServerStateName
@@ -58,6 +62,12 @@ STARTUP_KEPT = 256  # startup lines kept for requested → effective (a few per 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def current_profile(state: HostState, host: HostConfig) -> str | None:
+    """The host's current profile: the running server's, else the host's configured one (the
+    header, restart, the flags editor, A/B and a sweep's label all mean this)."""
+    return state.profile or host.profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +183,7 @@ class HostState:
                 self._read_startup(event)
                 self.bump("log")
                 return ("log",)
-            case ServerStats():
+            case StatsUpdate():
                 self.server_stats = event.stats
                 self.bump("stats")
                 return ("stats",)
@@ -183,7 +193,7 @@ class HostState:
                 return ("topology",)
             case ConnectionChanged():
                 return self._connection(event)
-            case ServerStatus():
+            case ServerUpdate():
                 return self._server(event)
             case SweepProgress():
                 sweep = self.sweep
@@ -277,6 +287,7 @@ class HostState:
             self.note("host-key", f"unknown host key for {event.address}:{event.port}: "
                       f"{event.key_type} {event.fingerprint}; not connected until you accept "
                       "or refuse it", "warning")
+            return ("connection", "host-key", "events")
         else:
             self.note("host-key", event.message or f"HOST KEY CHANGED for {event.address}:"
                       f"{event.port}: {event.key_type} {event.fingerprint}; refusing to "
@@ -300,7 +311,7 @@ class HostState:
         self.note("connection", f"{event.status}{detail}", level)
         return ("connection", "events")
 
-    def _server(self, event: ServerStatus) -> tuple[Aspect, ...]:
+    def _server(self, event: ServerUpdate) -> tuple[Aspect, ...]:
         changed_state = event.state != self.server_state
         if changed_state and event.state == "starting":  # a new startup says it all again
             self.startup_lines.clear()

@@ -21,7 +21,7 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from console.logs.models import LogEvent, Severity
 from console.logs.server_stats import StatsAggregator
-from console.session.events import GpuUpdate, LogBatch, ServerStats
+from console.session.events import GpuUpdate, LogBatch, StatsUpdate
 from tests.support.app_fixtures import gpu_sample, make_app
 
 LINES_PER_S = 1_000
@@ -56,7 +56,7 @@ async def measure(seconds: float, feed: bool) -> tuple[float, int]:
             aggregator.add_events(events[-5:])
             lines_sent += count
             if now >= next_stats:
-                session.feed(ServerStats("demo", aggregator.snapshot()))
+                session.feed(StatsUpdate("demo", aggregator.snapshot()))
                 next_stats += 0.5
             if now >= next_gpu:
                 gpu_seq += 1

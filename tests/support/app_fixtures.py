@@ -24,9 +24,9 @@ from console.session.events import (
     GpuUpdate,
     LogBatch,
     Problem,
-    ServerStats,
-    ServerStatus,
+    ServerUpdate,
     SessionEvent,
+    StatsUpdate,
     SweepPointDone,
     SweepProgress,
     TopologyUpdate,
@@ -160,13 +160,13 @@ def server_stats() -> Any:
 def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[SessionEvent]:
     events: list[SessionEvent] = [
         ConnectionChanged(host, "connected"),
-        ServerStatus(host, "ready", version="0.5.23", profile="cutlass-moe", since=SERVER_SINCE),
+        ServerUpdate(host, "ready", version="0.5.23", profile="cutlass-moe", since=SERVER_SINCE),
         TopologyUpdate(host, gpu_header()),
         GpuUpdate(host, gpu_sample(), FIXED_NOW),
         LogBatch(host, log_events()),
         Problem(host, "log", "parse error in line 812: unexpected token", "warning", FIXED_NOW),
     ]
-    events.append(ServerStats(host, server_stats()))
+    events.append(StatsUpdate(host, server_stats()))
     run = "run-7"
     points = sweep_points()
     for point in points:

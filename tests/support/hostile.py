@@ -16,9 +16,9 @@ from console.session.events import (
     ConnectionChanged,
     GpuUpdate,
     LogBatch,
-    ServerStats,
-    ServerStatus,
+    ServerUpdate,
     SessionEvent,
+    StatsUpdate,
     TopologyUpdate,
 )
 
@@ -88,17 +88,17 @@ def hostile_events(host: str, header: Any) -> list[SessionEvent]:
 
     events: list[SessionEvent] = [
         ConnectionChanged(host, "connected"),
-        ServerStatus(host, "ready", version="0.5.23\x1b]0;pwned\x07\x9b2J", profile="p"),
+        ServerUpdate(host, "ready", version="0.5.23\x1b]0;pwned\x07\x9b2J", profile="p"),
         TopologyUpdate(host, header),
     ]
     log = parse_lines(hostile_log_lines())
     events.append(LogBatch(host, tuple(log)))
     aggregator = StatsAggregator()
     aggregator.add_events(log)
-    events.append(ServerStats(host, aggregator.snapshot()))
+    events.append(StatsUpdate(host, aggregator.snapshot()))
     for value in ("NaN", "+Inf", "-Inf", "1e400", "-3"):
         aggregator.add_metrics(parse_metrics(hostile_metrics(value)))
-        events.append(ServerStats(host, aggregator.snapshot()))
+        events.append(StatsUpdate(host, aggregator.snapshot()))
     for seq, value in enumerate(
             (float("nan"), float("inf"), -1.0, 1e300, "nan", "1e400", 10**400), start=1):
         gpus = [{"index": i, "name": "GPU", **hostile_gpu_fields(value)} for i in range(8)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -160,6 +160,7 @@ _KEY_OF_LOG_ACTION = {action: key for key, action in LOG_KEYS.items()}
 
 
 class DashboardScreen(Screen[None]):
+    shows_every_host: ClassVar[bool] = False
     BINDINGS = [
         Binding(key, f"log_key('{action}')", show=False, id=f"dashboard-log-{action}")
         for key, action in LOG_KEYS.items()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 from console.app import views_data
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
+from console.app.messages import RunMarkToggled, SuggestionABRequested
 from console.app.screens.run import RunScreen, events_during
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
@@ -38,6 +39,7 @@ class HostScreen(Screen[None]):
     """A screen with the host header on top and the footer below."""
 
     TITLE_TEXT = ""
+    shows_every_host: ClassVar[bool] = False
     # Escape goes back to the dashboard from every full-screen view (issue 26.7); `d` too.
     BINDINGS = [Binding("escape", "app.show('dashboard')", "Back", id="view-back")]
 
@@ -77,7 +79,7 @@ class HostScreen(Screen[None]):
 
 class EventsScreen(HostScreen):
     TITLE_TEXT = "Event log — all hosts (newest last)"
-    shows_every_host = True
+    shows_every_host: ClassVar[bool] = True
     """Every host's news is rendered here, not only the active host's (PlateauApp)."""
 
     def compose_body(self) -> ComposeResult:
@@ -134,7 +136,7 @@ class HistoryScreen(HostScreen):
         yield Static("", id="history-note")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
-        if aspects is not None and "sweep" not in aspects:
+        if aspects is not None and not {"sweep", "marks"} & set(aspects):
             return
         self._load(state.host)
 
@@ -168,15 +170,10 @@ class HistoryScreen(HostScreen):
         self.action_open_run()
 
     def action_mark_run(self) -> None:
-        app = console_app(self)
         run_id = self._selected()
         if run_id is None:
             return
-        if run_id in app.marked_runs:
-            app.marked_runs.remove(run_id)
-        else:
-            app.marked_runs[:] = [*app.marked_runs, run_id][-2:]
-        self._load(app.active_state.host)
+        self.post_message(RunMarkToggled(run_id))  # the app marks it and renders "marks"
 
     def action_report_run(self) -> None:
         """The selected run's HTML report (with its A/B partner when it has one); two marked
@@ -335,8 +332,7 @@ class WhyScreen(HostScreen):
             return
         from console.app.suggest_ab import plan_cause_ab
 
-        app = console_app(self)
         cause = causes[rank - 1]
         plan = plan_cause_ab(cause, self.diagnosis.knee, self.run)
         profile = self.run.summary.meta.profile if self.run is not None else None
-        app.open_suggestion_ab(cause, profile, plan)
+        self.post_message(SuggestionABRequested(cause, profile, plan))
