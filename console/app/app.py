@@ -245,9 +245,18 @@ class PlateauApp(App[int]):
         await session.start()
         name = session.host.name
         self._session_started(name)
+        seen = session.state.revision.get("events", 0)
         async for change in session.changes():  # HostState.apply's aspects
-            if change.aspects:
-                self.post_message(HostChanged(name, change.aspects))
+            aspects = change.aspects
+            if "events" in aspects:
+                # What start() brought (a replay's script) is drawn by _session_started: news
+                # to notify only once the event log has grown past it.
+                rev = session.state.revision.get("events", 0)
+                if rev == seen:
+                    aspects = tuple(a for a in aspects if a != "events")
+                seen = rev
+            if aspects:
+                self.post_message(HostChanged(name, aspects))
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -337,9 +346,7 @@ class PlateauApp(App[int]):
                     raise
 
     def _session_started(self, host: str) -> None:
-        """The screen was drawn before the session started: show what its start brought (a
-        replay's script: in the event log, not as notifications; news after it notifies)."""
-        self._notified[host] = self.sessions[host].state.revision.get("events", 0)
+        """The screen was drawn before the session started: show what its start brought."""
         try:
             screen = self.screen
         except ScreenStackError:
