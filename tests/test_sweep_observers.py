@@ -88,6 +88,7 @@ async def test_a_console_ab_runs_one_agent_and_one_follower(live_console: Any, s
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
         await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
+        await wait_until(pilot, lambda: not session.restart_running, "the launch to end", 30)
         await session.start_ab(ABRequest("cutlass-moe", "triton-moe", repeats=1))
         await wait_until(pilot, lambda: state.ab is not None and state.ab.running, "A/B", 30)
         seen: dict[str, set[tuple[int, int]]] = {}
