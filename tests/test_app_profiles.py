@@ -91,6 +91,25 @@ def test_saved_profiles_join_the_config_at_start(tmp_path: Path) -> None:
     assert "profile 'base' wins" in notes
 
 
+def test_one_profile_set_is_shared_by_the_app_and_every_session(tmp_path: Path) -> None:
+    """A profile the flags editor keeps reaches every host's session through the one set
+    they share: nothing is copied to each, and all see the same config."""
+    from console.app.app import PlateauApp
+
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(CONFIG + '\n[[hosts]]\nname = "box2"\naddress = "b.example"\n')
+    launch = Launch(load_config_file(config_path), store_path=tmp_path / "runs.db")
+    sessions, _active = build_sessions(launch)
+    app = PlateauApp(launch.loaded, sessions, profiles_dir=tmp_path / "profiles.d")
+    assert [s.config for s in sessions] == [app.config] * 2  # nothing added: as loaded
+    kept = _profile(env={})
+    assert app.add_profile("kept", kept, persist=False)
+    assert app.config.profiles["kept"] == kept
+    assert all(s.config is app.config for s in sessions)  # one config with the set, shared
+    assert app.loaded.config is app.config and app.loaded.path == config_path
+    assert set(app.profiles) == {"base", "kept"}
+
+
 def test_no_config_file_loads_nothing(tmp_path: Path, app_factory: Any) -> None:
     from tests.support.app_fixtures import app_config
 

@@ -51,11 +51,12 @@ from console.app.theming import (
     load_themes,
 )
 from console.config import LoadedConfig
-from console.config_models import ServerProfile
+from console.config_models import PlateauConfig, ServerProfile
 from console.errors import PlateauError
 from console.host.transport import Transport
 from console.server.refusal import HostFacts, refusal
 from console.session import adapters
+from console.session.profile_set import ProfileSet
 from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, current_profile, utc_now
@@ -139,8 +140,10 @@ class PlateauApp(App[int]):
         startup_notes: Sequence[str] = (),
     ) -> None:
         super().__init__()
-        self.loaded = loaded
-        self.config = loaded.config
+        self._loaded = loaded
+        self._loaded_view: LoadedConfig | None = None
+        # One profile set for this run, shared with every session (the flags editor adds).
+        self.profiles = ProfileSet(loaded.config.profiles)
         self.clock = clock
         self.store_path = store_path
         self.tick_seconds = tick_seconds
@@ -148,6 +151,8 @@ class PlateauApp(App[int]):
         if not self.sessions:
             raise ValueError("the console needs at least one host session")
         self.host_names = list(self.sessions)
+        for session in self.sessions.values():
+            session.share_profiles(self.profiles)
         self.active_host = active_host if active_host in self.sessions else self.host_names[0]
         if start_screen not in SCREENS:
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
@@ -163,6 +168,21 @@ class PlateauApp(App[int]):
             self.app_note("profiles", note, "warning")
         self._setup_themes(theme or self.config.theme, theme_dirs)
         self._setup_keymap()
+
+    @property
+    def loaded(self) -> LoadedConfig:
+        """The config as loaded, with this run's profile set (the flags editor adds to it)."""
+        base = self._loaded
+        config = self.profiles.applied(base.config)
+        if config is base.config:
+            return base
+        if self._loaded_view is None or self._loaded_view.config is not config:
+            self._loaded_view = LoadedConfig(config, base.path, base.text)
+        return self._loaded_view
+
+    @property
+    def config(self) -> PlateauConfig:
+        return self.profiles.applied(self._loaded.config)
 
     # -- setup --------------------------------------------------------------------------------
 
@@ -658,7 +678,7 @@ class PlateauApp(App[int]):
                                           "port": ServerProfile.model_fields["port"].default})
 
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
-        """Add a profile to every session's list for this run; with `persist`, also write
+        """Add a profile to the run's profile set (every session's); with `persist`, also write
         `<config dir>/profiles.d/<name>.toml` (never secrets)."""
         if persist:
             from console.session.profiles import ProfileSaveError, save_profile
@@ -675,11 +695,7 @@ class PlateauApp(App[int]):
                               "(looks secret; set it in the config file)", "warning")
         else:
             self.app_note("flags", f"profile {name} kept for this run (not saved)")
-        profiles = {**self.config.profiles, name: profile}
-        self.config = self.config.model_copy(update={"profiles": profiles})
-        self.loaded = LoadedConfig(self.config, self.loaded.path, self.loaded.text)
-        for session in self.sessions.values():
-            session.set_profiles(profiles)
+        self.profiles.add(name, profile)  # every session holds this set
         return True
 
     # -- A/B ------------------------------------------------------------------------------------

@@ -28,8 +28,14 @@ if TYPE_CHECKING:
 
 
 class ConsoleApp(Protocol):
-    config: PlateauConfig
-    loaded: LoadedConfig
+    @property
+    def config(self) -> PlateauConfig:
+        """The config, with this run's profile set."""
+        ...
+
+    @property
+    def loaded(self) -> LoadedConfig: ...
+
     store_path: Path | None
     sessions: dict[str, Session]
     host_names: list[str]

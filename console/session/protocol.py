@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
-from console.config_models import HostConfig, ServerProfile
+from console.config_models import HostConfig
 from console.session.events import SessionEvent
 from console.session.feed import Change
+from console.session.profile_set import ProfileSet
 from console.session.state import HostState
 
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
@@ -47,8 +48,8 @@ class Session(Protocol):
 
     async def start_ab(self, request: ABRequest) -> None: ...
 
-    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
-        """The console's profile list changed (saved or kept from the flags editor)."""
+    def share_profiles(self, profiles: ProfileSet) -> None:
+        """Use the console's profile set from now on (the flags editor adds to it)."""
         ...
 
     async def flag_schema(self, profile: str) -> FlagSchema:

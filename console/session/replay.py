@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from console.config_models import HostConfig, ServerProfile
+from console.config_models import HostConfig
 from console.jobs.ab_models import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
 from console.session.events import Problem, SessionEvent
 from console.session.feed import Change, EventFeed
+from console.session.profile_set import ProfileSet
 from console.session.recording import RecordedEvent
 from console.session.state import Clock, HostState, utc_now
 
@@ -31,7 +32,7 @@ class ReplaySession(EventFeed):
     clock: Clock = utc_now
     state: HostState = field(init=False)
     commands: list[tuple[str, str | None]] = field(default_factory=list)
-    profiles: dict[str, ServerProfile] = field(default_factory=dict)
+    profiles: ProfileSet | None = None
     timeline: list[RecordedEvent] = field(default_factory=list)
     """Recorded events with their times: played after `script`, at `speed` x real time."""
     speed: float = 1.0
@@ -133,8 +134,8 @@ class ReplaySession(EventFeed):
     async def refuse_host_key(self) -> None:
         self._command("refuse-host-key", None)
 
-    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
-        self.profiles = dict(profiles)
+    def share_profiles(self, profiles: ProfileSet) -> None:
+        self.profiles = profiles
 
     async def flag_schema(self, profile: str) -> FlagSchema:
         raise RuntimeError("a replay has no host to discover flags on")

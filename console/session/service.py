@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from console.config_models import HostConfig, PlateauConfig, ServerProfile
+from console.config_models import HostConfig, PlateauConfig
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
@@ -37,6 +37,7 @@ from console.session.events import (
 )
 from console.session.evidence_taps import EvidenceTaps
 from console.session.feed import Change, EventFeed
+from console.session.profile_set import ProfileSet
 from console.session.state import Clock, HostState, current_profile, utc_now
 
 if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
@@ -85,7 +86,8 @@ class HostSession(EventFeed):
         flag_cache_dir: Path | None = None,
     ) -> None:
         self.host = host
-        self.config = config
+        self._config = config
+        self._profiles: ProfileSet | None = None
         self.state = HostState(host.name, clock=clock)
         self._transport_factory = transport_factory
         self.transport: Transport | None = None
@@ -556,9 +558,16 @@ class HostSession(EventFeed):
 
     # -- flags, profiles, A/B -----------------------------------------------------------------
 
-    def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
-        """The console's profile list changed (a profile saved from the flags editor)."""
-        self.config = self.config.model_copy(update={"profiles": dict(profiles)})
+    def share_profiles(self, profiles: ProfileSet) -> None:
+        """Use the console's profile set from now on (the flags editor adds to it)."""
+        self._profiles = profiles
+
+    @property
+    def config(self) -> PlateauConfig:
+        """The session's config, with the console's profile set once it shares one."""
+        if self._profiles is None:
+            return self._config
+        return self._profiles.applied(self._config)
 
     async def flag_schema(self, profile: str) -> FlagSchema:
         """The host's discovered flag schema for `profile`'s launch command (cached)."""
