@@ -53,7 +53,6 @@ from console.app.theming import (
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig, ServerProfile
 from console.errors import PlateauError
-from console.host.transport import Transport
 from console.server.refusal import HostFacts, refusal
 from console.session import adapters
 from console.session.profile_set import ProfileSet
@@ -510,8 +509,8 @@ class PlateauApp(App[int]):
         from console.gpu.processes import send_signal
 
         # The host's own connection (HostSession.transport): the signal goes as the operator.
-        transport = getattr(session, "transport", None)
-        if not isinstance(transport, Transport):
+        transport = session.transport
+        if transport is None:
             self.app_note("gpu", f"{session.host.name}: not connected; nothing sent", "warning")
             return
         try:

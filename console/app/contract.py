@@ -59,6 +59,10 @@ class ConsoleApp(Protocol):
         """Why the action cannot run now (None: it can)."""
         ...
 
+    def footer_state(self, action_id: str) -> str:
+        """"enabled", "disabled" (greyed: relevant, not now) or "hidden" (irrelevant now)."""
+        ...
+
     def host_facts(self, host: str) -> HostFacts:
         """What the refusal policy (console.server.refusal) looks at for `host`."""
         ...

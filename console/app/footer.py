@@ -2,8 +2,9 @@
 
 Keys that cannot act now stay greyed (relevant, not now: `r` during a sweep) or are left out
 (irrelevant now: `x` without a sweep, `]` with one host); pressed anyway, each says why (the
-app's `_refuse`). The widths are Textual's FooterKey ones: `key desc` plus padding (3 cells)
-or, compact below 120 columns, plus a 1-cell gap.
+app's `_refuse`), in the words of the one refusal policy (console/server/refusal.py). The
+widths are Textual's FooterKey ones: `key desc` plus padding (3 cells) or, compact below 120
+columns, plus a 1-cell gap.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # not re-exported; Footer yields these
 
 from console.app.bindings import ACTIONS
+from console.app.contract import console_app
 
 # What an operator reaches for first, so a narrow footer drops the rarest keys. `?` always has
 # its room: it lists everything the footer had none for.
@@ -63,9 +65,8 @@ class PlateauFooter(Footer):
         focused widget adds changes the plan."""
         if not self.is_attached:
             return None
-        app: Any = self.app
-        reason = getattr(app, "unavailable_reason", lambda _id: None)
-        state = getattr(app, "footer_state", lambda _id: "enabled")
+        app = self.app
+        console = console_app(self)  # the refusal policy's answers (console.server.refusal)
         active = list(self.screen.active_bindings.values())
         order = {id(a): n for n, a in enumerate(active)}
 
@@ -83,10 +84,10 @@ class PlateauFooter(Footer):
             if not binding.show or binding.action in seen:
                 continue
             seen.add(binding.action)
-            own = item.node is app and binding.id
-            if own and state(binding.id) == "hidden":
+            own = binding.id if item.node is app else None
+            if own and console.footer_state(own) == "hidden":
                 continue
-            why = reason(binding.id) if own else None
+            why = console.unavailable_reason(own) if own else None
             chosen.append((item, app.get_key_display(binding), why))
         cells = [key_cells(d, i.binding.description, compact=self.compact) for i, d, _ in chosen]
         room -= sum(c for (i, _, _), c in zip(chosen, cells, strict=True)

@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from console.config_models import HostConfig
+from console.host.transport import Transport
 from console.session.events import SessionEvent
 from console.session.feed import Change
 from console.session.profile_set import ProfileSet
 from console.session.state import HostState
 
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
+    from console.diagnose.log_diagnosis import LogDiagnosis
     from console.jobs.ab_models import ABRequest
     from console.server.flags import FlagSchema
     from console.server.records import LaunchRecord
@@ -20,6 +22,10 @@ if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console'
 class Session(Protocol):
     host: HostConfig
     state: HostState
+    transport: Transport | None
+    """The host's connection (None: not connected, or a replay)."""
+    log_diagnosis: LogDiagnosis | None
+    """A log file's diagnosis (`plateau --log FILE`): the Why view shows it; else None."""
 
     @property
     def replay_label(self) -> str:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from console.config_models import HostConfig
+from console.host.transport import Transport
 from console.jobs.ab_models import ABRequest
 from console.server.flags import FlagSchema
 from console.server.records import LaunchRecord
@@ -42,6 +43,8 @@ class ReplaySession(EventFeed):
     ones, not this machine's now (issue 26.8); None for scripted sessions (tests)."""
     label: str = ""
     """What the header says in place of REPLAY (a log file: "log FILE")."""
+    transport: Transport | None = None
+    """A replay runs nothing on a host: never connected."""
     log_diagnosis: LogDiagnosis | None = None
     """A log file's diagnosis (`plateau --log FILE`): the Why view shows it rather than the
     run store's."""

@@ -43,6 +43,7 @@ from console.session.state import Clock, HostState, current_profile, utc_now
 if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
     import httpx
 
+    from console.diagnose.log_diagnosis import LogDiagnosis
     from console.diagnose.sources import EvidenceSources
     from console.jobs.ab_models import ABProgress, ABRequest
     from console.logs.server_stats import StatsAggregator
@@ -72,6 +73,8 @@ class TransportFactory(Protocol):
 class HostSession(EventFeed):
     replay_label = ""
     """A live host: not a replay (console.session.replay.ReplaySession says what it plays)."""
+    log_diagnosis: LogDiagnosis | None = None
+    """A live host's Why view diagnoses its stored runs, not a log file."""
 
     def __init__(
         self,

@@ -293,7 +293,7 @@ class WhyScreen(HostScreen):
         if aspects is not None and "sweep" not in aspects:
             return
         effective = [r.text() for r in state.effective]
-        log = getattr(console_app(self).sessions[state.host], "log_diagnosis", None)
+        log = console_app(self).sessions[state.host].log_diagnosis
         if log is not None:  # `plateau --log FILE`: the file's diagnosis, not the run store's
             self._show_log(log, effective)
             return
