@@ -37,15 +37,20 @@ def _host_programs(root: Path) -> tuple[int, int]:
             sum("/plateau-follow-" in p for p in programs))
 
 
-async def test_a_console_sweep_runs_one_agent_and_one_follower(
-    live_console: Any, sshd: Any
-) -> None:
+def _over_ssh(live_console: Any, sshd: Any, name: str) -> Any:
+    """The live console on a simulated host reached over the real sshd, sweeping slowly."""
     host = HostConfig(
-        name="one-observer", address="127.0.0.1", port=sshd.port, user=sshd.user,
+        name=name, address="127.0.0.1", port=sshd.port, user=sshd.user,
         identity_files=[str(sshd.client_key)], known_hosts_file=str(sshd.known_hosts),
         python=sys.executable,
     )
-    live = live_console(host, sweeps={"default": SLOW_SWEEP})
+    return live_console(host, sweeps={"default": SLOW_SWEEP})
+
+
+async def test_a_console_sweep_runs_one_agent_and_one_follower(
+    live_console: Any, sshd: Any
+) -> None:
+    live = _over_ssh(live_console, sshd, "one-observer")
     app, session, state = live.app, live.session, live.session.state
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
@@ -78,12 +83,7 @@ async def test_a_console_ab_runs_one_agent_and_one_follower(live_console: Any, s
     """The console's A/B takes its evidence from the session's observers as its sweep does:
     while either side is measured the host runs one agent and one follower, and each side's
     stored run has the evidence those observers delivered."""
-    host = HostConfig(
-        name="one-observer-ab", address="127.0.0.1", port=sshd.port, user=sshd.user,
-        identity_files=[str(sshd.client_key)], known_hosts_file=str(sshd.known_hosts),
-        python=sys.executable,
-    )
-    live = live_console(host, sweeps={"default": SLOW_SWEEP})
+    live = _over_ssh(live_console, sshd, "one-observer-ab")
     app, session, state = live.app, live.session, live.session.state
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
