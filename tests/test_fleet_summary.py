@@ -3,58 +3,22 @@ samples, server statuses) reduced to a HostSummary with its alerts."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from console.bench.models import StepMetrics, StepResult
 from console.fleet.summary import KV_FULL_USAGE, LastRun, summarize
-from console.gpu.models import GpuSample
-from console.logs.assembler import parse_lines
-from console.logs.server_stats import StatsAggregator
 from console.session.events import (
     ConnectionChanged,
-    GpuUpdate,
-    ServerStats,
     ServerStatus,
     SweepDone,
     SweepPointDone,
     SweepProgress,
 )
 from console.session.state import HostState
-
-T0 = datetime(2026, 2, 19, 5, 25, 0, tzinfo=UTC)
-# SGLang 0.5.23's Decode batch lines (scheduler_metrics_mixin: the decode log line;
-# /work/shared/reference/sglang-0.5.23.md "Decode batch" examples).
-GRAPH_LINE = ("[2026-02-19 05:25:03 TP0] Decode batch, #running-req: 64, #token: 91776, "
-              "token usage: 0.12, cuda graph: True, gen throughput (token/s): 5321.47, "
-              "#queue-req: 0")
-EAGER_FULL_LINE = ("[2026-02-19 05:25:04 TP0] Decode batch, #running-req: 160, #token: "
-                   "901776, token usage: 0.97, cuda graph: False, gen throughput (token/s): "
-                   "4100.50, #queue-req: 37")
-
-
-def _gpu(index: int, **extra: Any) -> dict[str, Any]:
-    return {"index": index, "name": "NVIDIA H200", "util_gpu": 50 + 40 * index,
-            "mem_used_mib": 100_000, "mem_total_mib": 143_771, "power_w": 400 + 100 * index,
-            "power_limit_w": 700, "clock_reasons": [], "xid_count": 0, **extra}
-
-
-def _state(*lines: str, gpus: list[dict[str, Any]] | None = None) -> HostState:
-    state = HostState("h200-a", clock=lambda: T0)
-    state.apply(ConnectionChanged("h200-a", "connected"))
-    state.apply(ServerStatus("h200-a", "ready", version="0.5.23", profile="tp2",
-                             since=T0 - timedelta(seconds=90)))
-    sample = GpuSample.model_validate({"seq": 1, "gpus": gpus or [_gpu(0), _gpu(1)]})
-    state.apply(GpuUpdate("h200-a", sample, T0 - timedelta(seconds=2)))
-    if lines:
-        aggregator = StatsAggregator(clock=lambda: 0.0)
-        aggregator.add_events(parse_lines(lines))
-        state.apply(ServerStats("h200-a", aggregator.snapshot()))
-    return state
-
+from tests.support.fleet_fixtures import EAGER_FULL_LINE, GRAPH_LINE, T0, gpu, host_state
 
 def test_a_healthy_host_summarised() -> None:
-    summary = summarize(_state(GRAPH_LINE), T0)
+    summary = summarize(host_state(GRAPH_LINE), T0)
     assert summary.reachable and summary.unreachable_reason is None
     gpus = summary.gpus
     assert gpus is not None and gpus.count == 2
@@ -71,7 +35,7 @@ def test_a_healthy_host_summarised() -> None:
 
 
 def test_eager_decode_and_full_pool_alert() -> None:
-    summary = summarize(_state(GRAPH_LINE, EAGER_FULL_LINE), T0)
+    summary = summarize(host_state(GRAPH_LINE, EAGER_FULL_LINE), T0)
     assert summary.load is not None and summary.load.cuda_graph is False
     assert summary.load.token_usage is not None and summary.load.token_usage >= KV_FULL_USAGE
     eager, full = summary.alert("eager-decode"), summary.alert("kv-pool-full")
@@ -83,15 +47,15 @@ def test_a_retraction_is_a_full_pool_at_any_usage() -> None:
     retract = ("[2026-02-19 05:25:05 TP0] KV cache pool is full. Retract requests. "
                "#retracted_reqs: 3, #new_tokens_gained: 4096, #new_token_ratio: 0.4000 -> "
                "0.6000")
-    summary = summarize(_state(GRAPH_LINE, retract), T0)
+    summary = summarize(host_state(GRAPH_LINE, retract), T0)
     full = summary.alert("kv-pool-full")
     assert full is not None and "retractions" in full.message
     assert summary.alert("eager-decode") is None
 
 
 def test_throttling_and_xid_alert() -> None:
-    gpus = [_gpu(0, clock_reasons=["sw power cap", "idle"]), _gpu(1, xid_count=2, xid_new=[79])]
-    summary = summarize(_state(gpus=gpus), T0)
+    gpus = [gpu(0, clock_reasons=["sw power cap", "idle"]), gpu(1, xid_count=2, xid_new=[79])]
+    summary = summarize(host_state(gpus=gpus), T0)
     assert summary.gpus is not None and summary.gpus.throttled == (0,)
     assert summary.gpus.gpus[0].throttle_reasons == ("sw power cap",)  # idle costs nothing
     assert summary.gpus.xid_count == 2 and summary.gpus.xid_new == (79,)
@@ -101,7 +65,7 @@ def test_throttling_and_xid_alert() -> None:
 
 
 def test_server_down_and_host_unreachable() -> None:
-    state = _state(GRAPH_LINE)
+    state = host_state(GRAPH_LINE)
     state.apply(ServerStatus("h200-a", "failed", detail="exit 1"))
     down = summarize(state, T0)
     alert = down.alert("server-down")
@@ -127,7 +91,7 @@ def _step(index: int, concurrency: int, tok_s: float) -> StepResult:
 
 
 def test_the_last_sweep_peak_knee_and_cause() -> None:
-    state = _state()
+    state = host_state()
     for i, (c, tok_s) in enumerate([(8, 4000.0), (16, 7600.0), (32, 8000.0), (64, 7800.0)]):
         state.apply(SweepPointDone("h200-a", "7", _step(i, c, tok_s)))
     state.apply(SweepDone("h200-a", "7", True))
@@ -148,7 +112,7 @@ def test_the_last_sweep_peak_knee_and_cause() -> None:
 
 
 def test_a_running_sweep_before_any_finished() -> None:
-    state = _state()
+    state = host_state()
     state.apply(SweepProgress("h200-a", "3", 2, 5, 16, "measure"))
     sweep = summarize(state, T0).sweep
     assert sweep is not None and sweep.running and (sweep.step, sweep.total) == (2, 5)

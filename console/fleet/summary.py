@@ -207,3 +207,16 @@ def _gpu_alerts(gpus: GpuSummary) -> list[Alert]:
         out.append(Alert(id="gpu-xid", level="error",
                          message=f"{gpus.xid_count} XID error(s){new}"))
     return out
+
+
+def host_up(summary: HostSummary, stale_after_s: float) -> tuple[bool, str]:
+    """Whether the host answers now, and why not: connected is not enough, since a host can
+    hang with its connection open; its GPU samples (every gpu_interval_s) must be fresh too."""
+    if not summary.reachable:
+        return False, summary.unreachable_reason or summary.connection
+    gpus = summary.gpus
+    if gpus is None or gpus.age_s is None:
+        return False, "connected, no GPU sample yet"
+    if gpus.age_s > stale_after_s:
+        return False, f"connected, but no GPU sample for {gpus.age_s:.0f} s"
+    return True, ""
