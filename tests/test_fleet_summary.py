@@ -17,6 +17,7 @@ from console.session.events import (
 from console.session.state import HostState
 from tests.support.fleet_fixtures import EAGER_FULL_LINE, GRAPH_LINE, T0, gpu, host_state
 
+
 def test_a_healthy_host_summarised() -> None:
     summary = summarize(host_state(GRAPH_LINE), T0)
     assert summary.reachable and summary.unreachable_reason is None
