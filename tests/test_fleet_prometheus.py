@@ -70,7 +70,7 @@ class Load:
 
     def run(self) -> None:
         body = {"text": "Why does throughput plateau?", "stream": False,
-                "sampling_params": {"max_new_tokens": 256, "ignore_eos": True}}
+                "sampling_params": {"max_new_tokens": 64, "ignore_eos": True}}
         with httpx.Client(timeout=60) as client:
             while not self.stop.is_set():
                 try:
@@ -103,8 +103,10 @@ def exporter(tmp_path: Path) -> Iterator[tuple[int, Lines]]:
             thread.start()
         yield int(serving.group(1)), lines
     finally:
-        if load is not None:
+        if load is not None:  # the requests end first: a server's drain waits for them
             load.stop.set()
+        for thread in loads:
+            thread.join(timeout=60)
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         try:
@@ -112,8 +114,6 @@ def exporter(tmp_path: Path) -> Iterator[tuple[int, Lines]]:
         except subprocess.TimeoutExpired:
             process.kill()
             raise
-        for thread in loads:
-            thread.join(timeout=60)
     assert code == 0, "".join(lines.seen)
     if load is not None:  # the demo's server went with the exporter
         with pytest.raises(httpx.TransportError):
