@@ -11,8 +11,8 @@ from console.logs.assembler import parse_lines
 from console.logs.server_stats import IDLE_AFTER_S, StatsAggregator
 from console.session.events import (
     ConnectionChanged,
-    ServerStats,
-    ServerStatus,
+    ServerUpdate,
+    StatsUpdate,
     SweepDone,
     SweepPointDone,
     SweepProgress,
@@ -46,7 +46,7 @@ def test_eager_decode_and_full_pool_alert() -> None:
     assert eager is not None and "batch 160" in eager.message
     assert full is not None and "0.97" in full.message
     state = host_state(GRAPH_LINE, EAGER_FULL_LINE)
-    state.apply(ServerStatus("h200-a", "stopping"))
+    state.apply(ServerUpdate("h200-a", "stopping"))
     assert summarize(state, T0).alerts == ()  # a stopping server's last batch is history
 
 
@@ -73,7 +73,7 @@ def test_throttling_and_xid_alert() -> None:
 
 def test_server_down_and_host_unreachable() -> None:
     state = host_state(GRAPH_LINE)
-    state.apply(ServerStatus("h200-a", "failed", detail="exit 1"))
+    state.apply(ServerUpdate("h200-a", "failed", detail="exit 1"))
     down = summarize(state, T0)
     alert = down.alert("server-down")
     assert alert is not None and "failed: exit 1" in alert.message
@@ -131,11 +131,11 @@ def test_an_idle_servers_last_batch_raises_nothing() -> None:
     aggregator = StatsAggregator(clock=lambda: clock[0])
     aggregator.add_events(parse_lines([EAGER_FULL_LINE]))
     state = host_state()
-    state.apply(ServerStats("h200-a", aggregator.snapshot()))
+    state.apply(StatsUpdate("h200-a", aggregator.snapshot()))
     assert summarize(state, T0).alert("eager-decode") is not None
     clock[0] = IDLE_AFTER_S + 1  # no Decode line since: SGLang logs none while idle
     assert aggregator.expire()
-    state.apply(ServerStats("h200-a", aggregator.snapshot()))
+    state.apply(StatsUpdate("h200-a", aggregator.snapshot()))
     summary = summarize(state, T0)
     assert summary.load is not None and summary.load.idle and summary.load.gen_tok_s is None
     assert summary.alerts == ()

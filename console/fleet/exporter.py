@@ -24,7 +24,16 @@ from prometheus_client.registry import CollectorRegistry
 from console.fleet.history import HistoryReader, HostHistory
 from console.fleet.metrics import FleetCollector, FleetView, HostView, ObserverCost
 from console.fleet.summary import host_up, summarize
-from console.session.events import GpuUpdate, LogBatch, SessionEvent
+from console.session.events import (
+    ConnectionChanged,
+    GpuUpdate,
+    LogBatch,
+    Problem,
+    ServerUpdate,
+    SessionEvent,
+    StatsUpdate,
+    TopologyUpdate,
+)
 from console.session.state import Clock, HostState, utc_now
 
 HISTORY_PERIOD_S = 10.0
@@ -67,15 +76,15 @@ class _Tally:
         elif isinstance(event, LogBatch):
             self.events["log_event"] += len(event.events)
         else:
-            self.events[_KINDS.get(type(event).__name__, "other")] += 1
+            self.events[_KINDS.get(type(event), "other")] += 1
 
     def cost(self) -> ObserverCost:
         return ObserverCost(dict(self.events), self.agent_cpu_s, self.sample_cost_s)
 
 
-_KINDS = {"ServerStats": "server_stats", "ServerStatus": "server_status",
-          "TopologyUpdate": "topology", "Problem": "problem",
-          "ConnectionChanged": "connection"}
+_KINDS: dict[type, str] = {StatsUpdate: "server_stats", ServerUpdate: "server_status",
+                           TopologyUpdate: "topology", Problem: "problem",
+                           ConnectionChanged: "connection"}
 
 
 class Fleet:

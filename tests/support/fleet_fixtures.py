@@ -9,7 +9,7 @@ from typing import Any
 from console.gpu.models import GpuSample
 from console.logs.assembler import parse_lines
 from console.logs.server_stats import StatsAggregator
-from console.session.events import ConnectionChanged, GpuUpdate, ServerStats, ServerStatus
+from console.session.events import ConnectionChanged, GpuUpdate, ServerUpdate, StatsUpdate
 from console.session.state import HostState
 
 T0 = datetime(2026, 2, 19, 5, 25, 0, tzinfo=UTC)
@@ -35,12 +35,12 @@ def host_state(*lines: str, gpus: list[dict[str, Any]] | None = None, name: str 
     of `lines` (SGLang log lines) as the session's aggregator makes them."""
     state = HostState(name, clock=lambda: T0)
     state.apply(ConnectionChanged(name, "connected"))
-    state.apply(ServerStatus(name, "ready", version="0.5.23", profile="tp2",
+    state.apply(ServerUpdate(name, "ready", version="0.5.23", profile="tp2",
                              since=T0 - timedelta(seconds=90)))
     sample = GpuSample.model_validate({"seq": 1, "gpus": gpus or [gpu(0), gpu(1)]})
     state.apply(GpuUpdate(name, sample, T0 - timedelta(seconds=2)))
     if lines:
         aggregator = StatsAggregator(clock=lambda: 0.0)
         aggregator.add_events(parse_lines(lines))
-        state.apply(ServerStats(name, aggregator.snapshot()))
+        state.apply(StatsUpdate(name, aggregator.snapshot()))
     return state
