@@ -159,7 +159,7 @@ class PlateauApp(App[int]):
         self.hidden_panels: set[str] = set()
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
-        self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
+        self.ab_plans: dict[str, ABPlan] = {}  # host -> the plan of the A/B it runs
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)

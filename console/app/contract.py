@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
@@ -24,6 +24,7 @@ from console.session.state import EventRecord, HostState
 from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
+    from console.app.screens.dashboard import ABPlan
     from console.server.refusal import HostFacts
 
 
@@ -43,7 +44,8 @@ class ConsoleApp(Protocol):
     hidden_panels: set[str]
     marked_runs: list[int]
     """Run ids marked in history for compare (a screen asks with RunMarkToggled)."""
-    ab_plans: dict[str, Any]  # host -> console.app.screens.dashboard.ABPlan of its running A/B
+    ab_plans: dict[str, ABPlan]
+    """host -> the plan (estimated steps and time) of the A/B it runs."""
     plateau_theme_names: list[str]
 
     @property

@@ -24,16 +24,8 @@ from prometheus_client.registry import CollectorRegistry
 from console.fleet.history import HistoryReader, HostHistory
 from console.fleet.metrics import FleetCollector, FleetView, HostView, ObserverCost
 from console.fleet.summary import host_up, summarize
-from console.session.events import (
-    ConnectionChanged,
-    GpuUpdate,
-    LogBatch,
-    Problem,
-    ServerUpdate,
-    SessionEvent,
-    StatsUpdate,
-    TopologyUpdate,
-)
+from console.session import events as ev
+from console.session.events import GpuUpdate, LogBatch, SessionEvent
 from console.session.state import Clock, HostState, utc_now
 
 HISTORY_PERIOD_S = 10.0
@@ -82,9 +74,9 @@ class _Tally:
         return ObserverCost(dict(self.events), self.agent_cpu_s, self.sample_cost_s)
 
 
-_KINDS: dict[type, str] = {StatsUpdate: "server_stats", ServerUpdate: "server_status",
-                           TopologyUpdate: "topology", Problem: "problem",
-                           ConnectionChanged: "connection"}
+_KINDS: dict[type, str] = {ev.StatsUpdate: "server_stats", ev.ServerUpdate: "server_status",
+                           ev.TopologyUpdate: "topology", ev.Problem: "problem",
+                           ev.ConnectionChanged: "connection"}
 
 
 class Fleet:
