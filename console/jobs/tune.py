@@ -10,10 +10,11 @@ pair with an interacting cause); validate it as the flags editor does; A/B it ag
 last good profile, interleaved A B A B with restarts, at the levels where the cause acts and
 with the run's workload (the pass loop is `plateau ab`'s, console.jobs.ab_passes; after a kept
 step the A side is that step's B side, already measured on two launches of the profile now
-good, so only B's launches are new: 2 restarts instead of 3); keep it only when the verdict (console.bench.verdict, Bonferroni over
-the levels) says "better" at the knee with an interval that excludes zero and no level worse,
-else record why and restart the last good profile; re-sweep and re-diagnose the kept profile;
-repeat until no actionable cause is left, the objective is met, or the budget is spent.
+good, so only B's launches are new: 2 restarts instead of 3); keep it only when the verdict
+(console.bench.verdict, Bonferroni over the levels) says "better" at the knee with an
+interval that excludes zero and no level worse, else record why and restart the last good
+profile; re-sweep and re-diagnose the kept profile; repeat until no actionable cause is left,
+the objective is met, or the budget is spent.
 
 Safety: a candidate that does not start, crashes or yields non-finite throughput is recorded
 as failed and the last good profile restarted; the host's lease is held throughout; `stop`

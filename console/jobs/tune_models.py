@@ -162,11 +162,14 @@ class TuneProgress:
     rung: Rung | None = None
 
 
+LADDER_HEADER = ("step", "cause", "change", "verdict (knee)", "outcome", "cum. gain",
+                 "restarts", "min")
+
+
 def ladder_rows(state: TuneState) -> list[tuple[str, ...]]:
     """Rows for a plain table: step, cause, change, verdict at the knee, cumulative gain,
     restarts, minutes."""
-    rows: list[tuple[str, ...]] = [("step", "cause", "change", "verdict (knee)", "outcome",
-                                    "cum. gain", "restarts", "min")]
+    rows: list[tuple[str, ...]] = [LADDER_HEADER]
     for r in state.ladder:
         verdict = (f"{r.delta_pct:+.1f}% \u00b1 {r.half_width_pct:.1f}% at "
                    f"{','.join(map(str, r.levels))}"
