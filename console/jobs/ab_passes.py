@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from console.bench.abplan import Pass
+from console.bench.abplan import Pass, Side
 from console.bench.models import StepResult
-
-Side = Literal["A", "B"]
 
 
 @dataclass(frozen=True)
