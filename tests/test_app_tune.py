@@ -66,6 +66,10 @@ async def _until(pilot: Any, done: Any, limit_s: float = 3600.0) -> None:
         waited += 1.0
 
 
+# A whole tune (about 5 simulated minutes, 6 launches of the in-process simulator): seconds of
+# CPU, more than 5 s on a loaded machine.
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_t_then_enter_tunes_the_demo_and_shows_the_ladder(hermetic: Path) -> None:
     app, benches = _virtual_app(hermetic)
     seen: dict[str, Any] = {}
@@ -129,6 +133,8 @@ def test_t_then_enter_tunes_the_demo_and_shows_the_ladder(hermetic: Path) -> Non
     assert seen["after"] is None  # and let it go
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_x_stops_at_the_next_safe_point_with_the_good_profile_running(hermetic: Path) -> None:
     app, benches = _virtual_app(hermetic)
 
