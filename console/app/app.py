@@ -67,6 +67,7 @@ from widgets.log_view import LogView
 
 if TYPE_CHECKING:
     from console.app.suggest_ab import CauseAB
+    from console.app.tune_control import TuneControl
     from console.diagnose.models import Cause
     from console.gpu.processes import GpuProcessRow
     from console.jobs.ab_models import ABRequest
@@ -76,7 +77,7 @@ TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune")
 
 def _mode_screen(make: Callable[[], Screen[Any]]) -> Callable[[], Screen[Any]]:
     """A mode's screen, made when the mode is first shown, counted as styled: Textual re-parses
@@ -108,6 +109,13 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
     return _mode_screen(make)
 
 
+def _tune_screen() -> Screen[Any]:
+    """The Tune view (console.app.screens.tune), imported when first shown."""
+    from console.app.screens.tune import TuneScreen
+
+    return TuneScreen()
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
@@ -121,6 +129,7 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
+        "tune": _mode_screen(_tune_screen),
     }
 
     def __init__(
@@ -160,6 +169,8 @@ class PlateauApp(App[int]):
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, ABPlan] = {}  # host -> the plan of the A/B it runs
+        self.tunes: dict[str, TuneControl] = {}  # host -> its tune (the Tune view)
+        self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -411,13 +422,15 @@ class PlateauApp(App[int]):
         return refusal(action_id, self.host_facts(self.active_host))
 
     def host_facts(self, host: str) -> HostFacts:
-        """What the refusal policy looks at, from `host`'s folded state."""
+        """What the refusal policy looks at, from `host`'s folded state and its tune."""
         state = self.sessions[host].state
+        tune = self.tunes.get(host)
         return HostFacts(
             connection=state.connection,
             server_state=state.server_state,
             sweep_running=state.sweep.running,
             ab_running=state.ab is not None and state.ab.running,
+            tune_running=tune is not None and tune.running,
             profiles=len(self.config.profiles),
             hosts=len(self.host_names),
             replay=bool(self._replay_label(host)),

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
 from console.config import LoadedConfig
-from console.config_models import PlateauConfig
+from console.config_models import PlateauConfig, ServerProfile
 from console.session.protocol import Session
 from console.session.state import EventRecord, HostState
 from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
     from console.app.screens.dashboard import ABPlan
+    from console.app.tune_control import TuneControl
     from console.server.refusal import HostFacts
 
 
@@ -46,6 +47,10 @@ class ConsoleApp(Protocol):
     """Run ids marked in history for compare (a screen asks with RunMarkToggled)."""
     ab_plans: dict[str, ABPlan]
     """host -> the plan (estimated steps and time) of the A/B it runs."""
+    tunes: dict[str, TuneControl]
+    """host -> its tune (the Tune view)."""
+    tune_bench_for: Any  # (session, store) -> the tune's bench; None: the session's own
+    profiles_dir: Path
     plateau_theme_names: list[str]
 
     @property
@@ -76,6 +81,8 @@ class ConsoleApp(Protocol):
     def use_theme(self, name: str) -> None: ...
 
     def ask_host_key(self, name: str) -> None: ...
+
+    def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool: ...
 
     def batch_update(self) -> AbstractContextManager[None]: ...
 

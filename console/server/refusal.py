@@ -12,14 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 REPLAY = "this is a replay: it runs nothing on a host"
-HOLDS_HOST = frozenset({"restart", "sweep", "ab"})
+HOLDS_HOST = frozenset({"restart", "sweep", "ab", "tune"})
 """Actions that hold the host's lease: one at a time."""
-REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep", "gpu-processes"})
+REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep", "gpu-processes",
+                            "tune"})
 """What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
 and then dropped."""
 _HOLDER_WORDS = {
     "sweep": "a sweep is running",
     "A/B": "an A/B is running",
+    "tune": "a tune is running",
     "restart": "a restart is running",
     "start": "a server start is running",
     "stop": "a server stop is running",
@@ -35,6 +37,8 @@ class HostFacts:
     server_state: str = "unknown"
     sweep_running: bool = False
     ab_running: bool = False
+    tune_running: bool = False
+    """The console's Tune view runs a tune on the host (console.app.tune_control)."""
     restart_running: bool = False
     """A restart of this session's own is under way (its phases may not have arrived yet)."""
     holder: str | None = None
@@ -66,6 +70,8 @@ def refusal(action: str, facts: HostFacts) -> str | None:
 
 def holding(facts: HostFacts) -> str | None:
     """What holds the host now, in the words a refusal uses; None: nothing."""
+    if facts.tune_running:
+        return "a tune is running"
     if facts.ab_running:
         return "an A/B is running"
     if facts.sweep_running:

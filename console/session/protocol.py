@@ -15,8 +15,10 @@ from console.session.state import HostState
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
     from console.diagnose.log_diagnosis import LogDiagnosis
     from console.jobs.ab_models import ABRequest
+    from console.jobs.tune_bench import TuneBench
     from console.server.flags import FlagSchema
     from console.server.records import LaunchRecord
+    from console.store.db import RunStore
 
 
 class Session(Protocol):
@@ -53,6 +55,11 @@ class Session(Protocol):
         ...
 
     async def start_ab(self, request: ABRequest) -> None: ...
+
+    def tune_bench(self, store: RunStore) -> TuneBench:
+        """Where `plateau tune`'s job (run by the console's Tune view) restarts, sweeps and
+        validates on this host; PlateauError when it cannot (not connected, a replay)."""
+        ...
 
     def share_profiles(self, profiles: ProfileSet) -> None:
         """Use the console's profile set from now on (the flags editor adds to it)."""
