@@ -26,6 +26,8 @@ def test_the_policy_names_what_holds_the_host() -> None:
     assert refusal("restart", HostFacts(holder="sweep ideal (tiny)")) == SWEEPING
     assert held_by("sweep ideal (tiny)") == SWEEPING  # a sweep's lease purpose (console.jobs)
     assert held_by("A/B a vs b") == refusal("sweep", HostFacts(ab_running=True))
+    assert held_by("tune cutlass-moe") == refusal("ab", HostFacts(tune_running=True))
+    assert refusal("tune", HostFacts(replay=True)) == "this is a replay: it runs nothing on a host"
     assert refusal("sweep", HostFacts(server_state="starting")) == "server is starting"
     assert refusal("ab", HostFacts(profiles=1)) == "A/B needs two profiles"
     assert refusal("restart", HostFacts(connection="lost")) == "host lost"
