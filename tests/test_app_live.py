@@ -263,18 +263,26 @@ async def test_metrics_failures_are_reported_once(
 
     session.emit(ServerUpdate(host.name, "ready"))
     session.record = record(plain)
+    failed = 0
+    report = session._metrics_failed
+
+    def counted(exc: BaseException) -> None:
+        nonlocal failed
+        failed += 1
+        report(exc)
+
+    session._metrics_failed = counted  # type: ignore[method-assign]
     loop = asyncio.create_task(session._metrics_loop(local_transport))
     try:
-        await asyncio.sleep(1.0)
+        async with asyncio.timeout(60):  # three failed scrapes, however slow the machine
+            while failed < 3:
+                await asyncio.sleep(0.05)
         warnings = [r for r in session.state.events if r.source == "metrics"]
         assert len(warnings) == 1 and "404" in warnings[0].message
         session.record = record(metered)
-        for _ in range(100):
-            stats = session.state.server_stats
-            if stats is not None and stats.source == "metrics":
-                break
-            await asyncio.sleep(0.05)
-        assert session.state.server_stats.source == "metrics"
+        async with asyncio.timeout(60):
+            while (stats := session.state.server_stats) is None or stats.source != "metrics":
+                await asyncio.sleep(0.05)
         notes = [r.message for r in session.state.events if r.source == "metrics"]
         assert len(notes) == 2 and "works again" in notes[1]
     finally:
