@@ -4,14 +4,19 @@ the CLI/config refuse a malformed SLO in one line naming the key."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from console.bench.bench_serving import BenchServingEngine
 from console.bench.engines import NativeEngine
-from console.bench.metrics import NS_PER_MS, step_metrics
+from console.bench.metrics import NS_PER_MS, Chunks, RequestRecord, step_metrics
 from console.bench.models import StepResult
 from console.bench.slo import attainment, parse_slo, slo_knee, step_p99s
 from console.bench.sweep import run_sweep
@@ -20,7 +25,10 @@ from console.cli import main
 from console.config import parse_config_text
 from console.config_models import SloSpec, SweepPreset
 from console.errors import ConfigError
+from console.host.local import LocalTransport
 from console.store.db import RunStore
+from tests.support.sglang_bench import SHIM_PATH
+from tests.support.tokenizer import build_tokenizer
 
 # The simulator with room for two running requests: at concurrency 4 the other two queue for
 # a whole request, so TTFT is bimodal and an SLO between the modes splits the requests.
@@ -69,8 +77,8 @@ async def test_goodput_counts_the_requests_that_met_every_objective(sim_factory)
     engine = NativeEngine()
     try:
         records, window, _ = await engine.pool.run(
-            sim.base_url, Workload(endpoint="generate", input_len=32, output_len=12), 4, prompts=12, seconds=None,
-            timeout_s=60, seed=3)
+            sim.base_url, Workload(endpoint="generate", input_len=32, output_len=12), 4,
+            prompts=12, seconds=None, timeout_s=60, seed=3)
     finally:
         engine.pool.close()
     metrics = step_metrics(records, 4, window=window)
@@ -141,3 +149,81 @@ def test_sweep_json_carries_the_slo_and_goodput(sim_factory, tmp_path: Path,
     for step, level in zip(out["steps"], out["levels"], strict=True):
         assert step["metrics"]["slo"]["good"] == step["metrics"]["completed"] == 8
         assert level["goodput_rps"] == pytest.approx(step["metrics"]["request_per_s"])
+
+
+def _split_between_modes(values: list[float]) -> float:
+    """The middle of the widest gap between sorted values (admitted vs queued TTFTs)."""
+    ordered = sorted(values)
+    gap, low = max((b - a, a) for a, b in itertools.pairwise(ordered))
+    return low + gap / 2
+
+
+def _bench_serving_records(record: dict[str, object]) -> list[RequestRecord]:
+    """bench_serving's per-request output (--output-details: ttfts, itls, output_lens) as
+    Plateau's records, on a clock starting at each request's send."""
+    out = []
+    ttfts, itls, lens = record["ttfts"], record["itls"], record["output_lens"]
+    assert isinstance(ttfts, list) and isinstance(itls, list) and isinstance(lens, list)
+    for ttft, gaps, length in zip(ttfts, itls, lens, strict=True):
+        t = int(ttft * 1e9)
+        chunks = [(t, 1)]
+        for gap in gaps:
+            t += int(gap * 1e9)
+            chunks.append((t, 1))
+        out.append(RequestRecord(start_ns=0, end_ns=t, chunks=Chunks(chunks),
+                                 output_tokens=int(length)))
+    return out
+
+
+@pytest.mark.slow
+async def test_goodput_agrees_with_sglangs_bench_serving(sim_factory, tmp_path: Path) -> None:
+    """Same server, same workload, same SLO: Plateau's native goodput within 2 % of SGLang
+    0.5.23 bench_serving's `--goodput` (its request_goodput), and Plateau's count on
+    bench_serving's own per-request records is exactly bench_serving's."""
+    sim = sim_factory(*QUEUEING)
+    tokenizer = build_tokenizer(tmp_path / "tok")
+    engine = NativeEngine()
+    try:  # calibrate: where the admitted and the queued requests' TTFTs part
+        records, _, _ = await engine.pool.run(
+            sim.base_url, Workload(endpoint="generate", input_len=64, output_len=16), 4,
+            prompts=16, seconds=None, timeout_s=60, seed=9)
+    finally:
+        engine.pool.close()
+    limit = _split_between_modes([(r.ttft_ns or 0) / NS_PER_MS for r in records])
+    slo = SloSpec(ttft_p99_ms=limit, itl_p99_ms=1000.0)
+    spec = SweepPreset(concurrency=[4], input_len=64, output_len=16, num_prompts=16, slo=slo)
+    bench = spec.model_copy(update={"engine": "bench-serving"})
+    pairs = []
+    for _ in range(3):
+        native = await run_sweep(spec, sim.base_url, engine=NativeEngine())
+        theirs = await run_sweep(bench, sim.base_url, engine=BenchServingEngine(
+            LocalTransport("localhost"), host_base_url=sim.base_url,
+            command=[sys.executable, str(SHIM_PATH)], tokenizer=str(tokenizer),
+            workdir=str(tmp_path)))
+        a, b = native.steps[0].metrics, theirs.steps[0].metrics
+        assert a is not None and a.slo is not None and b is not None and b.slo is not None
+        pairs.append((a.slo, b.slo))
+        if abs(a.slo.goodput_rps / b.slo.goodput_rps - 1) <= 0.02:
+            break
+    print("plateau vs bench_serving goodput (req/s, good/sent):",
+          [(round(a.goodput_rps, 4), a.good, a.sent, round(b.goodput_rps, 4), b.good, b.sent)
+           for a, b in pairs])
+    ours, sglang = pairs[-1]
+    assert 0 < sglang.good < sglang.sent  # the SLO split the requests, on their side too
+    assert ours.good == sglang.good and ours.share == pytest.approx(sglang.share)
+    assert ours.goodput_rps == pytest.approx(sglang.goodput_rps, rel=0.02)
+    # The same formula on the same records: bench_serving's per-request details.
+    out = tmp_path / "details.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(SHIM_PATH), "--backend", "sglang", "--dataset-name", "random-ids",
+         "--tokenizer", str(tokenizer), "--base-url", sim.base_url, "--num-prompts", "16",
+         "--random-input-len", "64", "--random-output-len", "16", "--random-range-ratio", "1",
+         "--max-concurrency", "4", "--disable-tqdm", "--output-details", "--output-file",
+         str(out), "--goodput", f"ttft:{limit}", "tpot:1000"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads(out.read_text().splitlines()[-1])
+    mine = attainment(_bench_serving_records(record), slo, float(record["duration"]))
+    assert mine.goodput_rps == pytest.approx(record["request_goodput"], rel=1e-9)
+    assert mine.share == pytest.approx(record["slo_attainment"], rel=1e-9)

@@ -43,7 +43,8 @@ def _spans(result: StepResult) -> list[tuple[str, float, float, float, float]]:
     return spans
 
 
-def _mean_power(samples: Iterable[PowerSample], start: float, end: float) -> tuple[dict[int, float], int]:
+def _mean_power(samples: Iterable[PowerSample], start: float, end: float
+                ) -> tuple[dict[int, float], int]:
     """Per GPU, its mean power over the samples in [start, end]; and how many samples."""
     readings: dict[int, list[float]] = defaultdict(list)
     for t, index, watts in samples:
@@ -108,9 +109,10 @@ def cost_per_million_output(result: StepResult, cost: CostConfig | None) -> Cost
     return Cost(electricity, gpu_time, cost.currency)
 
 
-def energy_change_pct(a: Iterable[StepResult], b: Iterable[StepResult]) -> float | None:
-    """B's J per output token against A's, in % (negative: B spends less), over the levels
-    both measured (each level's mean, then the mean of the per-level changes)."""
+def energy_change_pct(a: Iterable[StepResult], b: Iterable[StepResult],
+                      levels: Iterable[int] | None = None) -> float | None:
+    """B's J per output token against A's, in % (negative: B spends less), over `levels`
+    (default: every level both measured): each level's mean, then the mean of the changes."""
     def per_level(steps: Iterable[StepResult]) -> dict[int, float]:
         grouped: dict[int, list[float]] = defaultdict(list)
         for s in steps:
@@ -119,7 +121,7 @@ def energy_change_pct(a: Iterable[StepResult], b: Iterable[StepResult]) -> float
         return {c: sum(v) / len(v) for c, v in grouped.items()}
 
     ja, jb = per_level(a), per_level(b)
-    common = sorted(set(ja) & set(jb))
+    common = sorted(set(ja) & set(jb) & (set(levels) if levels is not None else set(ja)))
     if not common:
         return None
     changes = [(jb[c] / ja[c] - 1.0) * 100 for c in common if ja[c] > 0]

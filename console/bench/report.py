@@ -122,9 +122,22 @@ def steps_table(steps: Sequence[StepResult], cost: CostConfig | None = None) -> 
 
 
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
+# Shown when either run has them (an SLO was given, GPU power was sampled).
+OPTIONAL_METRICS = ("goodput req/s", "J/out tok")
 
 
-def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRICS) -> str:
+def compare_metrics(comparison: Comparison) -> tuple[str, ...]:
+    """The default columns plus the optional ones some row has a value for."""
+    extra = tuple(
+        name for name in OPTIONAL_METRICS
+        if any(row.get(name).a is not None or row.get(name).b is not None
+               for row in comparison.rows)
+    )
+    return COMPARE_METRICS + extra
+
+
+def compare_table(comparison: Comparison, metrics: Sequence[str] | None = None) -> str:
+    metrics = compare_metrics(comparison) if metrics is None else metrics
     headers = ["conc"]
     for name in metrics:
         headers += [f"A {name}", f"B {name}", "\u0394", "\u0394%"]
@@ -174,7 +187,10 @@ def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
 
 def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]]) -> str:
     """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags."""
-    parts = [f"verdict: {verdict.sentence}", "", verdict_table(verdict)]
+    parts = [f"verdict: {verdict.sentence}"]
+    if verdict.efficiency:
+        parts.append(f"energy: {verdict.efficiency}")
+    parts += ["", verdict_table(verdict)]
     parts += [f"note: {note}" for note in verdict.notes]
     parts += ["", flags_table(differing)]
     return "\n".join(parts)
