@@ -16,8 +16,10 @@ import pytest
 
 from console.bench.bench_serving import BenchServingEngine
 from console.bench.engines import NativeEngine
+from console.bench.knee import find_knee
 from console.bench.metrics import NS_PER_MS, Chunks, RequestRecord, step_metrics
 from console.bench.models import StepResult
+from console.bench.objective import objective_value
 from console.bench.slo import attainment, parse_slo, slo_knee, step_p99s
 from console.bench.sweep import run_sweep
 from console.bench.workload import Workload
@@ -102,7 +104,10 @@ async def test_goodput_counts_the_requests_that_met_every_objective(sim_factory)
     assert result.goodput_rps < metrics.request_per_s
 
 
-async def test_the_slo_knee_is_the_highest_level_whose_p99s_meet_it(sim_factory, bench_db) -> None:
+@pytest.mark.slow
+async def test_the_slo_knee_is_the_highest_level_whose_p99s_meet_it(
+    sim_factory, bench_db, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A real sweep (queueing starts above 2 in flight): thresholds placed between the
     measured p99s move the knee to the level they separate, and the stored steps carry the
     sweep's goodput."""
@@ -131,8 +136,22 @@ async def test_the_slo_knee_is_the_highest_level_whose_p99s_meet_it(sim_factory,
         "meets the SLO at every level (up to 4)")
     low = slo_knee(steps, SloSpec(ttft_p99_ms=min(t1, t2) / 2))
     assert low.kind == "misses" and low.first_miss == 1
+    # What `plateau tune` maximises, and `plateau diagnose --objective goodput`.
+    for step in steps:
+        assert step.metrics is not None and step.metrics.slo is not None
+        assert objective_value(step, "goodput") == step.metrics.slo.goodput_rps
+        assert objective_value(step, "tok-per-joule") is None  # no GPU power sampled
+    rates = {s.concurrency: s.metrics.slo.goodput_rps for s in steps
+             if s.metrics is not None and s.metrics.slo is not None}
+    knee = find_knee(list(rates.items()), metric="goodput req/s")
+    assert main(["diagnose", str(outcome.run_id), "--db", str(bench_db), "--objective",
+                 "goodput"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == f"goodput: {knee.sentence}"
+    assert out[2] == "SLO: meets the SLO at every level (up to 4)"
 
 
+@pytest.mark.slow
 def test_sweep_json_carries_the_slo_and_goodput(sim_factory, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     sim = sim_factory(*QUEUEING)

@@ -10,13 +10,16 @@ then falls back to throughput or skips the point, it never reads a missing value
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
+from console.bench.knee import Knee, find_knee
 from console.bench.models import StepMetrics, StepResult
 
 Objective = Literal["throughput", "goodput", "tok-per-joule"]
 OBJECTIVES: tuple[Objective, ...] = ("throughput", "goodput", "tok-per-joule")
-UNITS = {"throughput": "tok/s", "goodput": "req/s", "tok-per-joule": "tok/J"}
+WORDS = {"throughput": "total tok/s", "goodput": "goodput req/s",
+         "tok-per-joule": "output tok/J"}
 
 
 def objective_value(step: StepResult | StepMetrics, objective: Objective) -> float | None:
@@ -36,3 +39,16 @@ def objective_value(step: StepResult | StepMetrics, objective: Objective) -> flo
     if objective == "tok-per-joule":
         return energy.output_tok_per_j if energy is not None else None
     raise ValueError(f"unknown objective {objective!r} (known: {', '.join(OBJECTIVES)})")
+
+
+def objective_knee(steps: Sequence[StepResult], objective: Objective) -> Knee | None:
+    """Where the objective stops growing with concurrency (console/bench/knee.py's rule on the
+    objective's values); None when no step has a value (no SLO, no power samples)."""
+    points = [(s.concurrency, v) for s in steps
+              if (v := objective_value(s, objective)) is not None]
+    if not points:
+        return None
+    if not any(v > 0 for _, v in points):  # e.g. no request met the SLO at any level
+        return Knee("insufficient", None, None, None, WORDS[objective],
+                    f"{WORDS[objective]} is 0 at every level")
+    return find_knee(points, metric=WORDS[objective])
