@@ -102,14 +102,9 @@ def attainment(records: Sequence[RequestRecord], slo: SloSpec, duration_s: float
             met[key] += 1
         good += len(passed) == len(given)
     sent = len(records)
-    return SloResult(
-        slo_ms=given,
-        sent=sent,
-        good=good,
-        met=met,
-        share=good / sent if sent else 0.0,
-        goodput_rps=good / duration_s if duration_s > 0 else 0.0,
-    )
+    share = good / sent if sent else 0.0
+    rate = good / duration_s if duration_s > 0 else 0.0
+    return SloResult(slo_ms=given, sent=sent, good=good, met=met, share=share, goodput_rps=rate)
 
 
 def goodput_argv(slo: SloSpec | None) -> list[str]:

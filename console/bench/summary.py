@@ -86,27 +86,27 @@ class RunFigures:
         }
 
     def lines(self) -> list[str]:
-        out = []
-        if self.slo is not None and self.knee is not None:
-            out.append(f"SLO ({slo_text(self.slo)}): {self.knee.sentence}")
-            good = [lv for lv in self.levels if lv.goodput_rps is not None]
-            if good:
-                best = max(good, key=lambda lv: lv.goodput_rps or 0.0)
-                out.append(
-                    f"goodput: peaks at {best.goodput_rps:,.2f} req/s at {best.concurrency} "
-                    f"({best.slo_share or 0:.0%} of requests meet the SLO there)"
-                )
+        out = self._slo_lines()
         joules = [lv for lv in self.levels if lv.j_per_output_token is not None]
         if joules:
-            best = min(joules, key=lambda lv: lv.j_per_output_token or 0.0)
-            out.append(
-                f"energy: fewest J per output token at {best.concurrency} "
-                f"({best.j_per_output_token:.3f} J, {best.output_tok_per_j:.2f} tok/J, "
-                f"{best.mean_power_w_per_gpu:,.0f} W per GPU)"
-            )
+            lv = min(joules, key=lambda lv: lv.j_per_output_token or 0.0)
+            out.append(f"energy: fewest J per output token at {lv.concurrency} "
+                       f"({lv.j_per_output_token:.3f} J, {lv.output_tok_per_j:.2f} tok/J, "
+                       f"{lv.mean_power_w_per_gpu:,.0f} W per GPU)")
         if self.pareto:
             front = ", ".join(str(p.concurrency) for p in frontier(self.pareto))
             out.append(f"Pareto (per-user tok/s vs tok/s per GPU): frontier at {front}")
+        return out
+
+    def _slo_lines(self) -> list[str]:
+        if self.slo is None or self.knee is None:
+            return []
+        out = [f"SLO ({slo_text(self.slo)}): {self.knee.sentence}"]
+        good = [lv for lv in self.levels if lv.goodput_rps is not None]
+        if good:
+            lv = max(good, key=lambda lv: lv.goodput_rps or 0.0)
+            out.append(f"goodput: peaks at {lv.goodput_rps:,.2f} req/s at {lv.concurrency} "
+                       f"({lv.slo_share or 0:.0%} of requests meet the SLO there)")
         return out
 
 
