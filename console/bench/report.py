@@ -92,7 +92,7 @@ def _energy_cells(step: StepResult, cost: CostConfig | None) -> list[str]:
     energy = step.energy
     if energy is None:
         return ["-"] * (4 if cost is not None else 3)
-    cells = [number_cell(energy.mean_power_w_per_gpu, 0), number_cell(energy.output_tok_per_j, 2),
+    cells = [number_cell(energy.mean_power_w_per_gpu, 0), number_cell(energy.output_tok_per_j, 3),
              number_cell(energy.j_per_output_token, 3)]
     if cost is not None:
         priced = cost_per_million_output(step, cost)

@@ -91,7 +91,7 @@ class RunFigures:
         if joules:
             lv = min(joules, key=lambda lv: lv.j_per_output_token or 0.0)
             out.append(f"energy: fewest J per output token at {lv.concurrency} "
-                       f"({lv.j_per_output_token:.3f} J, {lv.output_tok_per_j:.2f} tok/J, "
+                       f"({lv.j_per_output_token:.3f} J, {lv.output_tok_per_j:.3f} tok/J, "
                        f"{lv.mean_power_w_per_gpu:,.0f} W per GPU)")
         if self.pareto:
             front = ", ".join(str(p.concurrency) for p in frontier(self.pareto))
