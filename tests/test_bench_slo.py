@@ -210,7 +210,10 @@ async def test_goodput_agrees_with_sglangs_bench_serving(sim_factory, tmp_path: 
         engine.pool.close()
     limit = _split_between_modes([(r.ttft_ns or 0) / NS_PER_MS for r in records])
     slo = SloSpec(ttft_p99_ms=limit, itl_p99_ms=1000.0)
-    spec = SweepPreset(concurrency=[4], input_len=64, output_len=16, num_prompts=16, slo=slo)
+    # 32 requests (~5 s): bench_serving's timed span also holds a /server_info GET after the
+    # last request (serving.py benchmark(), before benchmark_duration), tens of ms that a
+    # short step would turn into a percent of difference in the rate.
+    spec = SweepPreset(concurrency=[4], input_len=64, output_len=16, num_prompts=32, slo=slo)
     bench = spec.model_copy(update={"engine": "bench-serving"})
     pairs = []
     for _ in range(3):
@@ -235,7 +238,7 @@ async def test_goodput_agrees_with_sglangs_bench_serving(sim_factory, tmp_path: 
     out = tmp_path / "details.jsonl"
     proc = subprocess.run(
         [sys.executable, str(SHIM_PATH), "--backend", "sglang", "--dataset-name", "random-ids",
-         "--tokenizer", str(tokenizer), "--base-url", sim.base_url, "--num-prompts", "16",
+         "--tokenizer", str(tokenizer), "--base-url", sim.base_url, "--num-prompts", "32",
          "--random-input-len", "64", "--random-output-len", "16", "--random-range-ratio", "1",
          "--max-concurrency", "4", "--disable-tqdm", "--output-details", "--output-file",
          str(out), "--goodput", f"ttft:{limit}", "tpot:1000"],
