@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from console.bench.compare import Comparison
+from console.bench.fit_table import ColumnGroup, fit_table
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
 
@@ -86,28 +87,30 @@ def steps_table(steps: Sequence[StepResult]) -> str:
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
 
 
-def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRICS) -> str:
-    headers = ["conc"]
+NOISE_MARK = "~"
+NOISE_LEGEND = (f"{NOISE_MARK} within run-to-run noise (the delta is at most twice the larger "
+                "standard deviation of the repeats)")
+
+
+def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRICS,
+                  width: int = 80) -> str:
+    """Per metric A, B, Δ and Δ% under the metric's name, in as many parts as `width` needs
+    (each with the conc column); a delta within the noise is marked, with its legend."""
+    groups = []
+    noisy = False
     for name in metrics:
-        headers += [f"A {name}", f"B {name}", "\u0394", "\u0394%"]
-    headers.append("note")
-    rows = []
-    for row in comparison.rows:
-        cells = [str(row.concurrency)]
-        noisy = []
-        for name in metrics:
+        cells = []
+        for row in comparison.rows:
             d = row.get(name)
-            cells += [
-                number_cell(d.a),
-                number_cell(d.b),
-                "-" if d.delta is None else f"{d.delta:+,.1f}",
-                "-" if d.pct is None else f"{d.pct:+.1f}%",
-            ]
-            if d.within_noise:
-                noisy.append(name)
-        cells.append(f"within noise: {', '.join(noisy)}" if noisy else "")
-        rows.append(cells)
-    return table(headers, rows)
+            noisy = noisy or bool(d.within_noise)
+            mark = NOISE_MARK if d.within_noise else ""
+            cells.append([number_cell(d.a), number_cell(d.b),
+                          "-" if d.delta is None else f"{d.delta:+,.1f}",
+                          "-" if d.pct is None else f"{d.pct:+.1f}%{mark}"])
+        groups.append(ColumnGroup(name, ("A", "B", "\u0394", "\u0394%"), cells))
+    keys = [str(row.concurrency) for row in comparison.rows]
+    text = fit_table("conc", keys, groups, width)
+    return f"{text}\n{_fill(NOISE_LEGEND, width)}" if noisy else text
 
 
 def verdict_table(verdict: Verdict) -> str:
@@ -134,9 +137,20 @@ def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
     return table(("flag", "A", "B"), [list(row) for row in differing])
 
 
-def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]]) -> str:
-    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags."""
-    parts = [f"verdict: {verdict.sentence}", "", verdict_table(verdict)]
-    parts += [f"note: {note}" for note in verdict.notes]
+def _fill(text: str, width: int | None) -> str:
+    """A sentence wrapped between words to `width` (None: one line), continued indented."""
+    if width is None:
+        return text
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]],
+                   width: int | None = None) -> str:
+    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags;
+    the sentences wrapped to `width`."""
+    parts = [_fill(f"verdict: {verdict.sentence}", width), "", verdict_table(verdict)]
+    parts += [_fill(f"note: {note}", width) for note in verdict.notes]
     parts += ["", flags_table(differing)]
     return "\n".join(parts)

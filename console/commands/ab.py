@@ -13,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 
 from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
+from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.commands.sweep import _int_list, _progress
 from console.config_models import HostConfig, PlateauConfig
@@ -186,7 +187,7 @@ async def _handle(args: argparse.Namespace) -> int:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
         if request.a == request.b:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
-        print(verdict_report(result.verdict, list(result.flags)))
+        print(verdict_report(result.verdict, list(result.flags), terminal_width()))
         print(f"\nstored as runs {result.run_a} and {result.run_b} (A/B pair "
               f"{result.pair_id}) in {store.path}; "
               f"`plateau compare {result.run_a} {result.run_b}` says it again")

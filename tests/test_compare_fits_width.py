@@ -1,0 +1,51 @@
+"""`plateau compare` fits the terminal (issue 26, item 5): it printed one 275-column table.
+Now each line fits $COLUMNS (80 when stdout is not a terminal) and every number of the
+comparison is still printed, on its concurrency's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from console.bench.compare import compare_runs
+from console.bench.report import COMPARE_METRICS, number_cell
+from console.cli import main
+from console.store.db import RunStore
+from tests.support.report_fixtures import store_run
+
+
+def _expected(db: Path) -> dict[str, list[str]]:
+    """Per concurrency, every cell the table must show: A, B, delta and delta % per metric."""
+    with RunStore(db) as store:
+        a, b = store.get_run(1), store.get_run(2)
+    comparison = compare_runs(a.steps, b.steps)
+    cells: dict[str, list[str]] = {}
+    for row in comparison.rows:
+        for name in COMPARE_METRICS:
+            d = row.get(name)
+            assert d.delta is not None and d.pct is not None
+            cells.setdefault(str(row.concurrency), []).extend(
+                [number_cell(d.a), number_cell(d.b), f"{d.delta:+,.1f}", f"{d.pct:+.1f}%"])
+    return cells
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_compare_fits_the_width_and_keeps_every_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    db = tmp_path / "h.db"
+    with RunStore(db) as store:
+        store_run(store, repeats=3)
+        store_run(store, repeats=3, scale=1.1, profile="triton-moe", started=1_767_700_000.0)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["compare", "1", "2", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= columns, max(lines, key=len)
+    for conc, cells in _expected(db).items():
+        printed = [w for line in lines if line.split()[:1] == [conc] for w in line.split()]
+        missing = [c for c in cells if c not in printed and f"{c}~" not in printed]
+        assert missing == [], (conc, missing)
+    assert any("--- total tok/s ---" in line for line in lines)
+    assert any(line.startswith("~ within run-to-run noise") for line in lines[-2:])
