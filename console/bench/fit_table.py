@@ -58,8 +58,8 @@ def fit_table(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup
 def _part(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup],
           key_w: int) -> str:
     widths = [g.widths() for g in groups]
-    titles = " " * key_w + "".join(
-        GAP + f" {g.title} ".center(ColumnGroup.span(w), "-") for g, w in zip(groups, widths))
+    titles = " " * key_w + "".join(GAP + f" {g.title} ".center(ColumnGroup.span(w), "-")
+                                   for g, w in zip(groups, widths, strict=True))
     lines = [titles, _line(key_header, key_w, [g.headers for g in groups], widths),
              _line("-" * key_w, key_w, [["-" * n for n in w] for w in widths], widths)]
     for index, key in enumerate(keys):
@@ -70,4 +70,5 @@ def _part(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup],
 def _line(key: str, key_w: int, cells: Sequence[Sequence[str]],
           widths: Sequence[Sequence[int]]) -> str:
     return key.rjust(key_w) + "".join(
-        GAP + GAP.join(c.rjust(n) for c, n in zip(group, w)) for group, w in zip(cells, widths))
+        GAP + GAP.join(c.rjust(n) for c, n in zip(group, w, strict=True))
+        for group, w in zip(cells, widths, strict=True))
