@@ -161,6 +161,12 @@ async def test_tables_fit_their_width(app_factory: Any, tmp_path: Path, view: st
             table = tables[0]
             messages = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
             assert LONG_EVENT in messages  # whole, on as many lines as it takes
+            later = LONG_EVENT.replace("restart", "a later restart") + " " + "x" * 130
+            app.app_note("server", later)  # a new one, wrapped too
+            app.screen.render_body(app.active_state, ("events",))
+            await pilot.pause(0.1)
+            messages = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
+            assert _cut(table) == 0 and later in messages
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

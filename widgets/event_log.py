@@ -54,18 +54,36 @@ class EventLogTable(DataTable[Text]):
         records = tuple(records)
         if records == self._shown:
             return
-        self._fill(records)
+        shown = self._shown
+        new = records[len(shown):]
+        if shown and records[: len(shown)] == shown and self._fits(new):
+            for record in new:  # a long message wraps in its column: the row grows
+                self.add_row(*_cells(record), height=None)
+            self._shown = records
+        else:
+            self._fill(records)
         if records:
             self.move_cursor(row=self.row_count - 1)
 
+    def _fits(self, records: Sequence[EventLike]) -> bool:
+        """Whether the columns before the message are wide enough for these records."""
+        widths = [column.width for column in self.ordered_columns[:-1]]
+        return all(cell.cell_len <= width for record in records
+                   for cell, width in zip(_cells(record)[:-1], widths, strict=True))
+
     def _fill(self, records: tuple[EventLike, ...]) -> None:
-        # rich Text cells: literal (never markup). The message column takes the room the
-        # others leave and wraps there: a long message is never cut at the screen's edge.
+        # The message column takes the room the others leave and wraps there: a long
+        # message is never cut at the screen's edge.
         self._shown = records
         self._room = self.scrollable_content_region.width
-        rows = [[Text(r.at.strftime("%H:%M:%S")), Text(r.host), Text(r.source),
-                 Text(r.level, style=_LEVEL_STYLE.get(r.level, "")), Text(r.message)]
-                for r in records]
-        fill_table(self, ("time", "host", "source", "level", "message"), rows,
-                   keys=("time", "host", "source", "level", "message"), room=self._room,
-                   wrap=(4,))
+        fill_table(self, _LABELS, [_cells(r) for r in records], keys=_LABELS, room=self._room,
+                   wrap=(len(_LABELS) - 1,))
+
+
+_LABELS = ("time", "host", "source", "level", "message")
+
+
+def _cells(record: EventLike) -> list[Text]:
+    """rich Text cells: literal, never markup."""
+    return [Text(record.at.strftime("%H:%M:%S")), Text(record.host), Text(record.source),
+            Text(record.level, style=_LEVEL_STYLE.get(record.level, "")), Text(record.message)]
