@@ -1,7 +1,7 @@
-"""Plain-text tables that fit a terminal's width: a key column (repeated in every part) and
-groups of columns under one title each; the groups that do not fit beside the others go to
-the next part below, so no number is cut or wrapped mid-cell (issue 26, item 5: `plateau
-compare` printed one 275-column table)."""
+"""Plain-text tables that fit a terminal's width: key columns (repeated in every part) and
+groups of columns, each under its title if it has one; the groups that do not fit beside the
+others go to the next part below, so no number is cut or wrapped mid-cell (issue 26, item 5:
+`plateau compare` printed one 275-column table, `plateau sweep` a 170-column one)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class ColumnGroup:
         widths = [max([len(h), *(len(row[i]) for row in self.rows)])
                   for i, h in enumerate(self.headers)]
         short = len(self.title) + 2 - self.span(widths)  # the title and a dash either side
-        if short > 0:
+        if self.title and short > 0:
             widths[0] += short
         return widths
 
@@ -38,11 +38,13 @@ class ColumnGroup:
         return sum(widths) + len(GAP) * (len(widths) - 1)
 
 
-def fit_table(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup],
-              width: int) -> str:
+def fit_table(key_headers: Sequence[str], keys: Sequence[Sequence[str]],
+              groups: Sequence[ColumnGroup], width: int) -> str:
     """Parts of at most `width` columns (one group a part when even that is wider), blank
-    lines between them."""
-    key_w = max([len(key_header), *map(len, keys)])
+    lines between them; the key columns (one row of `keys` per row) begin every part. With
+    no group titled, no title line."""
+    key_ws = [max([len(h), *(len(row[i]) for row in keys)]) for i, h in enumerate(key_headers)]
+    key_w = ColumnGroup.span(key_ws)
     parts: list[list[ColumnGroup]] = [[]]
     used = key_w
     for group in groups:
@@ -52,23 +54,27 @@ def fit_table(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup
             used = key_w
         parts[-1].append(group)
         used += span
-    return "\n\n".join(_part(key_header, keys, part, key_w) for part in parts)
+    return "\n\n".join(_part(key_headers, keys, part, key_ws) for part in parts)
 
 
-def _part(key_header: str, keys: Sequence[str], groups: Sequence[ColumnGroup],
-          key_w: int) -> str:
+def _part(key_headers: Sequence[str], keys: Sequence[Sequence[str]],
+          groups: Sequence[ColumnGroup], key_ws: Sequence[int]) -> str:
     widths = [g.widths() for g in groups]
-    titles = " " * key_w + "".join(GAP + f" {g.title} ".center(ColumnGroup.span(w), "-")
-                                   for g, w in zip(groups, widths, strict=True))
-    lines = [titles, _line(key_header, key_w, [g.headers for g in groups], widths),
-             _line("-" * key_w, key_w, [["-" * n for n in w] for w in widths], widths)]
+    lines = [_line(key_headers, key_ws, [g.headers for g in groups], widths),
+             _line(["-" * n for n in key_ws], key_ws, [["-" * n for n in w] for w in widths],
+                   widths)]
+    if any(g.title for g in groups):
+        lines.insert(0, " " * ColumnGroup.span(key_ws) + "".join(
+            GAP + (f" {g.title} ".center(ColumnGroup.span(w), "-") if g.title
+                   else " " * ColumnGroup.span(w))
+            for g, w in zip(groups, widths, strict=True)))
     for index, key in enumerate(keys):
-        lines.append(_line(key, key_w, [g.rows[index] for g in groups], widths))
+        lines.append(_line(key, key_ws, [g.rows[index] for g in groups], widths))
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _line(key: str, key_w: int, cells: Sequence[Sequence[str]],
+def _line(key: Sequence[str], key_ws: Sequence[int], cells: Sequence[Sequence[str]],
           widths: Sequence[Sequence[int]]) -> str:
-    return key.rjust(key_w) + "".join(
+    return GAP.join(k.rjust(n) for k, n in zip(key, key_ws, strict=True)) + "".join(
         GAP + GAP.join(c.rjust(n) for c, n in zip(group, w, strict=True))
         for group, w in zip(cells, widths, strict=True))

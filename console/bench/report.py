@@ -80,8 +80,14 @@ def step_cells(step: StepResult) -> list[str]:
     ]
 
 
-def steps_table(steps: Sequence[StepResult]) -> str:
-    return table(STEP_HEADERS, [step_cells(s) for s in steps])
+def steps_table(steps: Sequence[StepResult], width: int | None = None) -> str:
+    """One table, or with `width` as many parts as it needs, conc and rep in each."""
+    rows = [step_cells(s) for s in steps]
+    if width is None:
+        return table(STEP_HEADERS, rows)
+    groups = [ColumnGroup("", (header,), [[row[i]] for row in rows])
+              for i, header in enumerate(STEP_HEADERS) if i >= 2]
+    return fit_table(STEP_HEADERS[:2], [row[:2] for row in rows], groups, width)
 
 
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
@@ -108,8 +114,8 @@ def compare_table(comparison: Comparison, metrics: Sequence[str] = COMPARE_METRI
                           "-" if d.delta is None else f"{d.delta:+,.1f}",
                           "-" if d.pct is None else f"{d.pct:+.1f}%{mark}"])
         groups.append(ColumnGroup(name, ("A", "B", "\u0394", "\u0394%"), cells))
-    keys = [str(row.concurrency) for row in comparison.rows]
-    text = fit_table("conc", keys, groups, width)
+    keys = [[str(row.concurrency)] for row in comparison.rows]
+    text = fit_table(["conc"], keys, groups, width)
     return f"{text}\n{_fill(NOISE_LEGEND, width)}" if noisy else text
 
 

@@ -1,6 +1,7 @@
-"""`plateau compare` fits the terminal (issue 26, item 5): it printed one 275-column table.
-Now each line fits $COLUMNS (80 when stdout is not a terminal) and every number of the
-comparison is still printed, on its concurrency's line."""
+"""Headless tables fit the terminal (issue 26, item 5): `plateau compare` printed one
+275-column table, a run's steps (`plateau sweep`, `history --show`) 170 columns. Now each line
+fits $COLUMNS (80 when stdout is not a terminal) and every number is still printed, on its
+concurrency's line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from console.bench.compare import compare_runs
-from console.bench.report import COMPARE_METRICS, number_cell
+from console.bench.report import COMPARE_METRICS, number_cell, step_cells
 from console.cli import main
 from console.store.db import RunStore
 from tests.support.report_fixtures import store_run
@@ -30,15 +31,19 @@ def _expected(db: Path) -> dict[str, list[str]]:
     return cells
 
 
+def _two_runs(db: Path) -> None:
+    with RunStore(db) as store:
+        store_run(store, repeats=3)
+        store_run(store, repeats=3, scale=1.1, profile="triton-moe", started=1_767_700_000.0)
+
+
 @pytest.mark.parametrize("columns", [80, 120])
 def test_compare_fits_the_width_and_keeps_every_number(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     columns: int,
 ) -> None:
     db = tmp_path / "h.db"
-    with RunStore(db) as store:
-        store_run(store, repeats=3)
-        store_run(store, repeats=3, scale=1.1, profile="triton-moe", started=1_767_700_000.0)
+    _two_runs(db)
     monkeypatch.setenv("COLUMNS", str(columns))
     assert main(["compare", "1", "2", "--db", str(db)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -49,3 +54,22 @@ def test_compare_fits_the_width_and_keeps_every_number(
         assert missing == [], (conc, missing)
     assert any("--- total tok/s ---" in line for line in lines)
     assert any(line.startswith("~ within run-to-run noise") for line in lines[-2:])
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_runs_steps_fit_the_width_and_keep_every_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    db = tmp_path / "h.db"
+    _two_runs(db)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["history", "--show", "1", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= columns, max(lines, key=len)
+    with RunStore(db) as store:
+        steps = store.get_run(1).steps
+    for step in steps:
+        conc, rep, *cells = step_cells(step)
+        printed = " ".join(line for line in lines if line.split()[:2] == [conc, rep])
+        assert [c for c in cells if c not in printed] == [], (conc, rep)
