@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
@@ -26,6 +26,7 @@ from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
 
 if TYPE_CHECKING:  # the knee comes with the first finished step, not the empty first frame
     from console.bench.models import StepMetrics, StepResult
+    from console.bench.pareto import ParetoPoint
 
 SERIES_VARIABLES = ("series-a", "series-b", "series-c")
 FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
@@ -82,6 +83,8 @@ class SweepChart(Widget):
     """
 
     ascii_only: reactive[bool] = reactive(False)
+    # "throughput": tok/s vs concurrency; "pareto": per-user vs per-GPU tok/s (key p).
+    mode: reactive[str] = reactive("throughput")
 
     def __init__(
         self,
@@ -94,6 +97,7 @@ class SweepChart(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.runs: list[ChartRun] = []
         self.progress = ""
+        self.history: list[ParetoPoint] = []  # the host's stored runs, for the Pareto mode
         self.set_reactive(SweepChart.ascii_only, ascii_only)
 
     # ------------------------------------------------------------------ data in
@@ -130,6 +134,16 @@ class SweepChart(Widget):
         self.progress = progress
         self.refresh()
 
+    def cycle_mode(self) -> str:
+        """Throughput vs concurrency <-> the Pareto view; the mode now shown."""
+        self.mode = "pareto" if self.mode == "throughput" else "throughput"
+        return self.mode
+
+    def set_history(self, points: Sequence[ParetoPoint]) -> None:
+        """The host's stored runs as Pareto points (the frontier is drawn across them)."""
+        self.history = list(points)
+        self.refresh()
+
     def clear(self) -> None:
         self.runs = []
         self.progress = ""
@@ -152,6 +166,11 @@ class SweepChart(Widget):
         height = max(self.size.height, 1)
         if height < CHART_MIN_HEIGHT:
             return render_summary(self.runs, width, height, self._colours(), self.progress)
+        if self.mode == "pareto":
+            from widgets.pareto_chart import render_pareto
+
+            return render_pareto([(r.label, r.steps) for r in self.runs], self.history,
+                                 width, height, self._colours(), self.ascii_only)
         return render_chart(
             self.runs, width, height, self._colours(), self.ascii_only, self.progress
         )
@@ -219,6 +238,32 @@ def _run_summary(index: int, run: ChartRun, colours: Sequence[Style], *, terse: 
         peak_text,
         _short_knee(run.steps, terse=terse),
     )
+
+
+def _slo_knee(steps: Sequence[StepResult]) -> Any:
+    """The SLO knee of a run swept with an SLO (its steps carry the objectives), or None."""
+    from console.bench.slo import slo_knee
+
+    given = next((s.metrics.slo.slo_ms for s in steps
+                  if s.metrics is not None and s.metrics.slo is not None), None)
+    return slo_knee(steps, given) if given else None
+
+
+def slo_words(steps: Sequence[StepResult]) -> str:
+    """"; SLO: meets up to 48 (goodput 3.1 req/s)" for a run with an SLO, else ""."""
+    knee = _slo_knee(steps)
+    if knee is None:
+        return ""
+    rates = [s.metrics.slo.goodput_rps for s in steps
+             if s.status == "ok" and s.metrics is not None and s.metrics.slo is not None]
+    best = f", best goodput {max(rates):,.2f} req/s" if rates else ""
+    return f"; {knee.sentence.split(';')[0]}{best}"
+
+
+def slo_limit(steps: Sequence[StepResult]) -> int | None:
+    """The highest concurrency meeting the run's SLO (the chart's dotted vertical), or None."""
+    knee = _slo_knee(steps)
+    return None if knee is None else knee.concurrency
 
 
 def render_summary(
@@ -301,7 +346,7 @@ def render_chart(
     knees = [
         Text.assemble(
             (f"{SERIES_LETTERS[i]} ", colours[i % len(colours)]),
-            knee_of_steps(run.steps).sentence,
+            knee_of_steps(run.steps).sentence + slo_words(run.steps),
         )
         for i, run in enumerate(runs)
         if run.steps
@@ -326,6 +371,10 @@ def render_chart(
     def y_of(value: float) -> int:
         return round(value / top * (canvas.ydots - 1))
 
+    slo_mark = slo_limit(runs[-1].steps)
+    if slo_mark is not None and slo_mark in xs:  # the newest run meets its SLO up to here
+        canvas.line(xs[slo_mark], 0, xs[slo_mark], canvas.ydots - 1, dim, dash=3)
+        legend.append(f"  ┆ SLO met up to {slo_mark}", dim)
     for index, run in enumerate(runs):
         colour = colours[index % len(colours)]
         faint = colour + Style(dim=True)

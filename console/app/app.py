@@ -8,6 +8,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -77,13 +78,13 @@ if TYPE_CHECKING:
 # What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
 # and then dropped.
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
-                            "gpu-processes"})
+                            "gpu-processes", "tune"})
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune")
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -131,6 +132,13 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
     return _mode_screen(make)
 
 
+def _tune_screen() -> Screen[Any]:
+    """The Tune view (console.app.screens.tune), imported when first shown."""
+    from console.app.screens.tune import TuneScreen
+
+    return TuneScreen()
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
@@ -144,6 +152,7 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
+        "tune": _mode_screen(_tune_screen),
     }
 
     def __init__(
@@ -179,6 +188,8 @@ class PlateauApp(App[int]):
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
+        self.tunes: dict[str, Any] = {}  # host -> its console.app.tune_control.TuneControl
+        self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -410,7 +421,9 @@ class PlateauApp(App[int]):
             return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
         ab_running = state.ab is not None and state.ab.running
-        if action_id in ("restart", "sweep", "ab"):
+        if action_id in ("restart", "sweep", "ab", "tune"):
+            if getattr(self.tunes.get(state.host), "running", False):
+                return "a tune is running"
             if ab_running:
                 return "an A/B is running"
             if state.sweep.running:
@@ -818,6 +831,20 @@ class PlateauApp(App[int]):
                         severity="warning", markup=False)
             return
         action()
+
+    async def action_chart_mode(self) -> None:
+        """`p`: the sweep chart's Pareto view and back; the frontier spans the host's runs."""
+        screen = self.get_screen_dashboard()
+        chart = screen.sweep_view if screen is not None else None
+        if chart is None:
+            self.notify("Pareto: the sweep chart is on the dashboard (d)", severity="warning",
+                        markup=False)
+            return
+        if chart.cycle_mode() == "pareto":
+            from console.app import views_data  # with the first use, as the A/B picker does
+
+            chart.set_history(await asyncio.to_thread(
+                views_data.pareto_history, self.store_path, self.active_host))
 
     def action_maximize(self) -> None:
         screen = self.get_screen_dashboard()

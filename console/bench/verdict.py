@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
+from console.bench.energy import energy_change_pct
 from console.bench.knee import find_knee
-from console.bench.models import Frozen, StepResult
+from console.bench.models import Frozen, StepMetrics, StepResult
 
 CONFIDENCE = 0.95
 Word = Literal["better", "worse", "within noise", "no repeats"]
@@ -70,6 +71,8 @@ class Verdict(Frozen):
     knee_half_width_pct: float | None = None
     knee_word: KneeWord = "noise unknown"
     sentence: str = ""
+    # "B: +31% throughput, -18% J/token" when both sides sampled GPU power (bench/energy.py).
+    efficiency: str = ""
     notes: list[str] = []
     level_confidence: float | None = None  # per-level intervals (Bonferroni over the levels)
 
@@ -161,18 +164,22 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}".replace("-", "\u2212")
 
 
-def _values(steps: Sequence[StepResult], metric: str = "total tok/s"
+def _values(steps: Sequence[StepResult], metric: str = "total tok/s",
+            value_of: Callable[[StepMetrics], float] | None = None,
             ) -> dict[int, tuple[list[float], int]]:
-    """Per concurrency: the headline `metric` (total or output tok/s) of every ok step, and how
-    many lacked a steady state."""
+    """Per concurrency: the headline `metric` (total or output tok/s, or `value_of` a step's
+    metrics where given) of every ok step, and how many lacked a steady state."""
     grouped: dict[int, list[float]] = defaultdict(list)
     flagged: dict[int, int] = defaultdict(int)
     for step in steps:
         m = step.metrics
         if step.status != "ok" or m is None:
             continue
-        value = m.headline_output_tok_s() if metric == "output tok/s" else \
-            m.headline_total_tok_s()
+        if value_of is not None:
+            value = value_of(m)
+        else:
+            value = m.headline_output_tok_s() if metric == "output tok/s" else \
+                m.headline_total_tok_s()
         if math.isfinite(value) and value > 0:
             grouped[step.concurrency].append(value)
             flagged[step.concurrency] += int(m.no_steady_state)
@@ -255,11 +262,13 @@ def judge(
     confidence: float = CONFIDENCE,
     interleaved: bool | None = None,
     metric: str = "total tok/s",
+    value_of: Callable[[StepMetrics], float] | None = None,
 ) -> Verdict:
     """The verdict on B against A. `interleaved` False adds a note that each side ran in one
     server lifetime (a launch-to-launch difference then looks like a real one). `metric`:
-    "total tok/s" (the default) or "output tok/s"."""
-    a, b = _values(steps_a, metric), _values(steps_b, metric)
+    "total tok/s" (the default) or "output tok/s", named so; `value_of` computes it from a step's
+    metrics where given (a tune's objective, console.jobs.tune_objective)."""
+    a, b = _values(steps_a, metric, value_of), _values(steps_b, metric, value_of)
     common = sorted(set(a) & set(b))
     notes: list[str] = []
     per_level = 1.0 - (1.0 - confidence) / max(1, len(common))
@@ -298,11 +307,14 @@ def judge(
     else:
         knee_word = "real" if abs(delta) > half else "within noise"
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
+    joules = energy_change_pct(steps_a, steps_b, levels)
+    efficiency = "" if joules is None else (
+        f"B: {_signed(delta)}% throughput, {_signed(joules)}% J/token at {where}")
     return Verdict(
         label_a=label_a, label_b=label_b, metric=metric, confidence=confidence, points=points,
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
         knee_half_width_pct=half,
-        knee_word=knee_word, sentence=sentence, notes=notes,
+        knee_word=knee_word, sentence=sentence, efficiency=efficiency, notes=notes,
     )
 
 

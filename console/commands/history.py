@@ -47,7 +47,7 @@ def _handle(args: argparse.Namespace) -> int:
                 if args.json:
                     print(json.dumps(_finite(run.model_dump(mode="json"))))
                 else:
-                    print(steps_table(run.steps, terminal_width()))
+                    print(steps_table(run.steps, width=terminal_width()))
                 return 0
             text = EXPORTERS[args.format](run)
             if args.output:

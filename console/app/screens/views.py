@@ -231,7 +231,7 @@ class CompareScreen(HostScreen):
             result = ab.result
             how = f"{result.repeats} repeat(s)" + (", interleaved" if result.interleave else "")
             lines = [f"A/B ({ab.preset}, {how}): A = {result.name_a}, B = {result.name_b}",
-                     f"verdict: {result.verdict.sentence}",
+                     f"verdict: {result.verdict.sentence}", *_energy(result.verdict),
                      views_data.flags_line(list(result.flags)), *result.verdict.notes]
             self._title("Compare: the newest A/B of this host (B vs A)")
             self._show_comparison(result.comparison, "\n".join(lines), result.verdict)
@@ -255,8 +255,8 @@ class CompareScreen(HostScreen):
         comparison, verdict, flags, note = views_data.judged(*pair)
         if marked:
             self.app.call_from_thread(self._title, "Compare: the two runs marked in history")
-        lines = [note, f"verdict: {verdict.sentence}", views_data.flags_line(flags),
-                 *verdict.notes]
+        lines = [note, f"verdict: {verdict.sentence}", *_energy(verdict),
+                 views_data.flags_line(flags), *verdict.notes]
         self.app.call_from_thread(self._show_comparison, comparison, "\n".join(lines), verdict)
 
     def _show_comparison(
@@ -353,3 +353,8 @@ class WhyScreen(HostScreen):
         plan = plan_cause_ab(cause, self.diagnosis.knee, self.run)
         profile = self.run.summary.meta.profile if self.run is not None else None
         app.open_suggestion_ab(cause, profile, plan)
+
+
+def _energy(verdict: Verdict) -> list[str]:
+    """"energy: B: +31.0% throughput, -18.0% J/token at 64" when both sides sampled power."""
+    return [f"energy: {verdict.efficiency}"] if verdict.efficiency else []
