@@ -5,6 +5,7 @@ concurrency's line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,45 +32,45 @@ def _expected(db: Path) -> dict[str, list[str]]:
     return cells
 
 
-def _two_runs(db: Path) -> None:
-    with RunStore(db) as store:
+@pytest.fixture(params=[80, 120], ids=lambda c: f"{c}cols")
+def printed(request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+            monkeypatch: pytest.MonkeyPatch) -> Callable[..., list[str]]:
+    """Runs `plateau ARGV` on two stored runs at $COLUMNS 80 and 120; its lines, each checked
+    to fit."""
+    columns: int = request.param
+    with RunStore(tmp_path / "h.db") as store:
         store_run(store, repeats=3)
         store_run(store, repeats=3, scale=1.1, profile="triton-moe", started=1_767_700_000.0)
-
-
-@pytest.mark.parametrize("columns", [80, 120])
-def test_compare_fits_the_width_and_keeps_every_number(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    columns: int,
-) -> None:
-    db = tmp_path / "h.db"
-    _two_runs(db)
     monkeypatch.setenv("COLUMNS", str(columns))
-    assert main(["compare", "1", "2", "--db", str(db)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert max(map(len, lines)) <= columns, max(lines, key=len)
-    for conc, cells in _expected(db).items():
-        printed = [w for line in lines if line.split()[:1] == [conc] for w in line.split()]
-        missing = [c for c in cells if c not in printed and f"{c}~" not in printed]
+
+    def run(*argv: str) -> list[str]:
+        assert main([*argv, "--db", str(tmp_path / "h.db")]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(map(len, lines)) <= columns, max(lines, key=len)
+        return lines
+
+    return run
+
+
+def test_compare_fits_the_width_and_keeps_every_number(
+    printed: Callable[..., list[str]], tmp_path: Path
+) -> None:
+    lines = printed("compare", "1", "2")
+    for conc, cells in _expected(tmp_path / "h.db").items():
+        shown = [w for line in lines if line.split()[:1] == [conc] for w in line.split()]
+        missing = [c for c in cells if c not in shown and f"{c}~" not in shown]
         assert missing == [], (conc, missing)
     assert any("--- total tok/s ---" in line for line in lines)
     assert any(line.startswith("~ within run-to-run noise") for line in lines[-2:])
 
 
-@pytest.mark.parametrize("columns", [80, 120])
 def test_a_runs_steps_fit_the_width_and_keep_every_number(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    columns: int,
+    printed: Callable[..., list[str]], tmp_path: Path
 ) -> None:
-    db = tmp_path / "h.db"
-    _two_runs(db)
-    monkeypatch.setenv("COLUMNS", str(columns))
-    assert main(["history", "--show", "1", "--db", str(db)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert max(map(len, lines)) <= columns, max(lines, key=len)
-    with RunStore(db) as store:
+    lines = printed("history", "--show", "1")
+    with RunStore(tmp_path / "h.db") as store:
         steps = store.get_run(1).steps
     for step in steps:
         conc, rep, *cells = step_cells(step)
-        printed = " ".join(line for line in lines if line.split()[:2] == [conc, rep])
-        assert [c for c in cells if c not in printed] == [], (conc, rep)
+        shown = " ".join(line for line in lines if line.split()[:2] == [conc, rep])
+        assert [c for c in cells if c not in shown] == [], (conc, rep)
