@@ -214,7 +214,8 @@ def lifecycle_sink(host: str, emit: Emit, profile: str | None = None) -> lev.Eve
         elif isinstance(event, lev.LifecycleDone):
             emit(Problem(host, "server", f"{event.action} done: {event.message}", level="info"))
             if event.action in ("start", "restart"):  # don't wait for the next status poll
-                emit(ServerUpdate(host, "ready", profile=profile, detail=event.message))
+                emit(ServerUpdate(host, "ready", version=event.version, profile=profile,
+                                  detail=event.message))
 
     return sink
 
