@@ -11,6 +11,7 @@ import httpx
 from console.bench.h1 import H1Client, _Exchange
 from console.bench.worker import Job, new_session, run_job
 from console.bench.workload import Workload
+from tests.support.sim_fixtures import SimProcess
 
 BODY = b'data: {"a":1}\n\ndata: [DONE]\n\n'
 CHUNKED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -81,7 +82,7 @@ async def test_a_dropped_keep_alive_connection_is_retried_once() -> None:
         await server.wait_closed()
 
 
-async def test_worker_streams_through_h1_and_reuses_connections(ideal_sim) -> None:
+async def test_worker_streams_through_h1_and_reuses_connections(ideal_sim: SimProcess) -> None:
     workload = Workload(endpoint="generate", input_len=8, output_len=5)
     clients: dict[str, H1Client] = {}
     session = new_session(30)

@@ -112,7 +112,9 @@ async def test_detached_survives_disconnect_and_group_kill(sshd: Sshd, tmp_path:
         await again.close()
 
 
-async def test_detached_appends_never_truncates(any_transport: LocalTransport, tmp_path: Path):
+async def test_detached_appends_never_truncates(
+    any_transport: LocalTransport, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     log.write_text("earlier launch\n")
     process = await any_transport.start_detached(["echo", "second"], log_path=str(log))

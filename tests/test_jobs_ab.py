@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from pathlib import Path
 
 import pytest
 
 from console.config_models import ServerProfile, SweepPreset
+from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from console.jobs.ab import (
     ABProgress,
     PassResult,
@@ -30,7 +33,9 @@ QUICK = SweepPreset(
 
 @pytest.mark.slow
 @pytest.mark.sshd
-async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_path) -> None:
+async def test_ab_end_to_end_over_ssh(
+    server_env: ServerEnv, ssh_transport: SshTransport, tmp_path: Path
+) -> None:
     life = server_env.lifecycle(ssh_transport)
     store = RunStore(tmp_path / "runs.sqlite")
     fast = {"sim-speed": 20.0}
@@ -86,7 +91,7 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
 
 
 async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
-                                                          local_transport) -> None:
+                                                          local_transport: LocalTransport) -> None:
     life = server_env.lifecycle(local_transport)
     running = await life.start("current", server_env.profile())
     calls: list[str] = []

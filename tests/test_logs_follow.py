@@ -14,6 +14,7 @@ import pytest
 
 from console import aio
 from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from console.logs import remote_follow
 from console.logs.follower import LogFollower
 from console.logs.models import FollowerNotice
@@ -55,7 +56,9 @@ def follower_for(transport, path: Path, start_lines: int = 5) -> LogFollower:
                        idle_flush=0.1, backoff=(0.2, 0.5))
 
 
-async def test_tail_from_last_lines_then_rotation(any_transport, tmp_path: Path) -> None:
+async def test_tail_from_last_lines_then_rotation(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     write(log, 0, 20)
     follower = follower_for(any_transport, log)
@@ -76,7 +79,9 @@ async def test_tail_from_last_lines_then_rotation(any_transport, tmp_path: Path)
         await follower.close()
 
 
-async def test_new_launch_file_behind_symlink(any_transport, tmp_path: Path) -> None:
+async def test_new_launch_file_behind_symlink(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     first, second = tmp_path / "launch-1.log", tmp_path / "launch-2.log"
     current = tmp_path / "current.log"
     write(first, 0, 3)
@@ -101,7 +106,7 @@ async def test_new_launch_file_behind_symlink(any_transport, tmp_path: Path) -> 
 
 
 async def test_dropped_connection_no_dup_no_gap(
-    any_transport, tmp_path: Path, request: pytest.FixtureRequest
+    any_transport: LocalTransport | SshTransport, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     log = tmp_path / "server.log"
     write(log, 0, 10)
@@ -173,7 +178,9 @@ async def test_hostile_bytes_survive_the_wire(local_transport: LocalTransport,
     assert (first.offset, second.offset) == (0, len(first_line))  # byte offsets, not chars
 
 
-async def test_batched_records_keep_exact_byte_offsets(any_transport, tmp_path: Path) -> None:
+async def test_batched_records_keep_exact_byte_offsets(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     """Many lines per record (B records, split at MAX_RECORD): every line once, in order,
     with the byte offset it has in the file, whatever multi-byte or invalid bytes precede it."""
     log = tmp_path / "server.log"

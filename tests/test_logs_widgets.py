@@ -3,9 +3,14 @@ search moves, follow/pause counts new lines, detail explains, copy uses OSC 52."
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.pilot import Pilot
+
 from console.logs.assembler import parse_lines
 from console.logs.server_stats import StatsAggregator
 from tests.support.logs_fixtures import HOSTILE_LINES, LogTestApp, sample_events
+from tests.support.snapshot import SnapCompare
 from widgets.log_lines import LogLines
 from widgets.log_view import LogView
 
@@ -113,8 +118,8 @@ def _stats():
     return aggregator.snapshot()
 
 
-def test_snapshot_log_view_with_hostile_lines(snap_compare) -> None:
-    async def setup(pilot) -> None:
+def test_snapshot_log_view_with_hostile_lines(snap_compare: SnapCompare) -> None:
+    async def setup(pilot: Pilot[Any]) -> None:
         app = pilot.app
         app.query_one(LogView).append_events(sample_events()[-12:] + parse_lines(HOSTILE_LINES))
         app.query_one("#strip").update_stats(_stats())
@@ -123,8 +128,8 @@ def test_snapshot_log_view_with_hostile_lines(snap_compare) -> None:
     assert snap_compare(LogTestApp(), run_before=setup, terminal_size=(110, 36))
 
 
-def test_snapshot_filtered_errors_with_detail(snap_compare) -> None:
-    async def setup(pilot) -> None:
+def test_snapshot_filtered_errors_with_detail(snap_compare: SnapCompare) -> None:
+    async def setup(pilot: Pilot[Any]) -> None:
         app = pilot.app
         app.query_one(LogView).append_events(sample_events())
         app.query_one("#strip").update_stats(_stats())

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from console.config_models import ServerProfile
+from console.host.ssh import SshTransport
 from console.server.flags import parse_help
 from console.server.known import TYPE_HINTS
 from console.server.lifecycle import LifecycleError
@@ -69,7 +70,9 @@ def test_legitimate_names_pass_and_resolution_matches_argparse(schema) -> None:
 
 
 @pytest.mark.sshd
-async def test_abbreviated_host_refused_over_ssh(server_env: ServerEnv, ssh_transport) -> None:
+async def test_abbreviated_host_refused_over_ssh(
+    server_env: ServerEnv, ssh_transport: SshTransport
+) -> None:
     life = server_env.lifecycle(ssh_transport)
     profile = server_env.profile(ho="0.0.0.0")
     with pytest.raises(LifecycleError) as caught:

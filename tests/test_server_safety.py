@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from console.config_models import ServerProfile
+from console.host.ssh import SshTransport
 from console.server.events import CommandShown, PhaseStarted
 from console.server.lifecycle import LifecycleError
 from tests.support.server_fixtures import ServerEnv
@@ -32,7 +33,8 @@ def raw_profile(base: ServerProfile, **changes: object) -> ServerProfile:
     return ServerProfile.model_construct(**{**base.__dict__, **changes})
 
 
-async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv, ssh_transport,
+async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv,
+                                                          ssh_transport: SshTransport,
                                                           tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     values = hostile(marker)
@@ -78,7 +80,7 @@ UNSAFE: list[dict] = [
 
 @pytest.mark.slow
 async def test_unsafe_values_rejected_before_anything_stops(
-    server_env: ServerEnv, ssh_transport, tmp_path: Path
+    server_env: ServerEnv, ssh_transport: SshTransport, tmp_path: Path
 ) -> None:
     marker = tmp_path / "pwned"
 

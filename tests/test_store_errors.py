@@ -21,6 +21,7 @@ from console.config_models import SweepPreset
 from console.store.db import RunStore, StoreError
 from console.store.models import RunMeta
 from tests.support.bench_fixtures import fake_step
+from tests.support.sim_fixtures import SimProcess
 
 QUICK = SweepPreset(concurrency=[1, 2, 4], input_len=32, output_len=12, prompts_per_concurrency=1)
 
@@ -42,7 +43,9 @@ def _fill_the_disk(store: RunStore) -> None:
     store._db.execute("PRAGMA max_page_count = 1")
 
 
-async def test_disk_full_mid_sweep_keeps_the_stored_steps(ideal_sim, tmp_path: Path) -> None:
+async def test_disk_full_mid_sweep_keeps_the_stored_steps(
+    ideal_sim: SimProcess, tmp_path: Path
+) -> None:
     path = tmp_path / "history.sqlite3"
     _small_page_db(path)
     store = RunStore(path)
