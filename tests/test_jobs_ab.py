@@ -81,6 +81,7 @@ async def test_ab_end_to_end_over_ssh(
     runs = {r.id: r for r in store.list_runs()}
     assert set(runs) == {result.run_a, result.run_b}
     assert all(r.status == "finished" and r.steps_ok == 4 for r in runs.values())
+    assert result.run_a is not None
     assert sorted(s.repeat for s in store.get_run(result.run_a).steps) == [0, 0, 1, 1]
     pair = store.pair_of(result.run_a)
     assert pair is not None and pair[1:3] == (result.run_a, result.run_b)
@@ -96,7 +97,8 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
     running = await life.start("current", server_env.profile())
     calls: list[str] = []
 
-    async def sweep(name, profile, record, pass_):  # pragma: no cover - must not run
+    async def sweep(name: str, profile: ServerProfile, record: LaunchRecord,
+                    pass_: SidePass) -> PassResult:  # pragma: no cover - must not run
         calls.append(name)
         return PassResult(None, ())
 
@@ -110,5 +112,5 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
         )
     assert calls == []
     status = await life.status()
-    assert status.running and status.record.pid == running.pid
+    assert status.running and status.record is not None and status.record.pid == running.pid
     await life.stop()

@@ -61,7 +61,9 @@ class EditorApp(App[None]):
 
 def test_fields_come_from_the_discovered_schema() -> None:
     fields = {f.name: f for f in editable_flags(SCHEMA)}
-    assert fields["moe-runner-backend"].choices == SCHEMA.get("moe-runner-backend").choices
+    moe = SCHEMA.get("moe-runner-backend")
+    assert moe is not None
+    assert fields["moe-runner-backend"].choices == moe.choices
     assert "dsa-decode-backend" in fields and "nsa-decode-backend" not in fields
     assert fields["tp-size"].kind == "number" and fields["tp-size"].value_type == "int"
     small = parse_help("options:\n  --moe-runner-backend {auto,triton}\n  --tp-size TP_SIZE\n")

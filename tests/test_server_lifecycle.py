@@ -8,7 +8,9 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +21,7 @@ from console.host.ssh import SshTransport
 from console.server.events import (
     CommandShown,
     LifecycleDone,
+    LifecycleEvent,
     LifecycleFailed,
     Phase,
     PhaseFinished,
@@ -30,8 +33,10 @@ from console.server.lifecycle import LifecycleError
 from tests.support.server_fixtures import SIM_LAUNCH, ServerEnv
 
 
-def server_info(port: int) -> dict:
-    return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5, trust_env=False).json()
+def server_info(port: int) -> dict[str, Any]:
+    response = httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5, trust_env=False)
+    info: dict[str, Any] = response.json()
+    return info
 
 
 def pid_alive(pid: int) -> bool:
@@ -42,7 +47,7 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def phases_finished(events) -> list[str]:
+def phases_finished(events: Iterable[LifecycleEvent]) -> list[str]:
     return [e.phase.value for e in events if isinstance(e, PhaseFinished)]
 
 
@@ -215,7 +220,8 @@ async def test_adopts_a_server_started_by_hand(
         assert record.pid == process.pid and record.origin == "adopted"
         assert record.log_path == str(log)
         status = await life.status()
-        assert status.running and status.record.profile == "adopted"
+        assert status.running and status.record is not None
+        assert status.record.profile == "adopted"
         # a restart stops the adopted server and launches ours
         new = await life.restart("mine", server_env.profile())
         assert process.wait(timeout=10) is not None
@@ -244,7 +250,8 @@ async def test_cancel_during_startup_leaves_host_clean(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not pid_alive(record.pid)
-    assert (await life.read_record()).state == "failed"
+    final = await life.read_record()
+    assert final is not None and final.state == "failed"
     assert not host_lease(server_env.host.name).busy
 
 
@@ -318,6 +325,7 @@ async def test_liveness_status_asks_no_http(
     """A poller can check liveness without writing access lines into the server's log."""
     life = server_env.lifecycle(local_transport)
     record = await life.restart("p", server_env.profile(), server_env.record_event)
+    assert record.log_path is not None
     log = Path(record.log_path)
 
     def requests() -> int:
