@@ -23,12 +23,14 @@ from console.bench.models import (
     StepFailed,
     StepFinished,
     StepMetrics,
+    StepPhase,
     StepStarted,
     SweepEvent,
     SweepFinished,
 )
 from console.bench.sweep import failure_reason, run_sweep, server_url
 from console.config_models import SweepPreset
+from console.host.forward_proc import ProcessPortForward
 from console.host.local import LocalTransport
 from console.host.ssh import SshTransport
 from console.store.db import RunStore
@@ -152,6 +154,7 @@ async def test_a_sweeps_load_forward_relays_in_a_child_process(
 ) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2]})
     forward = await ssh_transport.load_forward_port(ideal_sim.port, relay=relay)
+    assert isinstance(forward, ProcessPortForward)
     child = forward._processes[0]
     try:
         outcome = await run_sweep(spec, f"http://127.0.0.1:{forward.local_port}",
@@ -275,13 +278,13 @@ async def test_bench_serving_engine_runs_sglangs_client(
                                     "warmup_prompts": 1})  # fmt: skip
     lines: list[str] = []
 
+    def keep_output(event: SweepEvent) -> None:
+        if isinstance(event, StepPhase) and event.phase == "output":
+            lines.append(event.detail)
+
     async def sweep() -> SweepFinished:
         lines.clear()
-        return await run_sweep(
-            spec, ideal_sim.base_url, engine=engine,
-            on_event=lambda e: lines.append(e.detail) if getattr(e, "phase", "") == "output"
-            else None,
-        )  # fmt: skip
+        return await run_sweep(spec, ideal_sim.base_url, engine=engine, on_event=keep_output)
 
     outcome = await _best_of_three(sweep)
     (step,) = outcome.steps
