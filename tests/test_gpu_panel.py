@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from console.gpu.models import GpuHeader, GpuSample
 from tests.support.gpu_fixtures import h200_events, plateau_dark_theme, sim_series
 from tests.support.snapshot import SnapCompare
-from widgets.gpu_panel import GpuPanel, GpuRow
+from widgets.gpu_panel import GpuColumns, GpuPanel, GpuRow
 from widgets.topology_view import TopologyView
 
 
@@ -208,7 +208,7 @@ async def test_header_row_and_nvlink_column_line_up() -> None:
     app = PanelApp(header, samples)
     async with app.run_test(size=(120, 8)) as pilot:
         await pilot.pause()
-        columns = app.panel.query_one("#gpu-columns").render().plain
+        columns = app.panel.query_one("#gpu-columns", GpuColumns).render().plain
         row = app.panel.rows[0].render().plain
         assert columns.startswith(" # NAME")
         assert "NVLink rx/tx" in columns and "PCIe rx/tx" in columns
