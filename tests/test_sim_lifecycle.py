@@ -7,6 +7,7 @@ import json
 import re
 import threading
 import time
+from typing import Any
 
 import httpx
 
@@ -57,7 +58,7 @@ def test_startup_log_order_and_rank_prefix(sim_factory: SimFactory) -> None:
 
 def test_sigterm_drains_in_flight_requests(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-speed", "4")
-    result: dict[str, object] = {}
+    result: dict[str, Any] = {}
 
     def long_request() -> None:
         # Long enough to still be decoding when the SIGTERM lands on a loaded machine.
