@@ -18,7 +18,7 @@ from tests.support.sim_fixtures import SimFactory
 SECRET = "sk-review-0123456789abcdef"
 
 
-def test_sim_enforces_the_api_key_like_sglang(sim_factory) -> None:  # type: ignore[no-untyped-def]
+def test_sim_enforces_the_api_key_like_sglang(sim_factory: SimFactory) -> None:
     sim = sim_factory("--api-key", SECRET, "--enable-metrics")
     auth = {"Authorization": f"Bearer {SECRET}"}
     for path in ("/health", "/ready", "/metrics"):  # probes are always open

@@ -182,7 +182,7 @@ def test_sweep_json_windows_find_the_hosts_clock(tmp_path: Path) -> None:
     lag = timedelta(hours=3)
 
     def step(index: int, concurrency: int, first: datetime, last: datetime, total: float
-             ) -> dict:  # type: ignore[type-arg]
+             ) -> dict[str, Any]:
         return {"index": index, "concurrency": concurrency, "status": "ok",
                 "started_at": (first - lag).timestamp() - 0.2,
                 "finished_at": (last - lag).timestamp() + 0.2,

@@ -6,6 +6,7 @@ import asyncio
 import random
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -25,7 +26,7 @@ def _pids_matching(pattern: str) -> list[int]:
     return [int(p) for p in result.stdout.split()]
 
 
-async def _wait_until(predicate, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+async def _wait_until(predicate: Callable[[], object], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
