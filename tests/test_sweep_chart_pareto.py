@@ -21,7 +21,7 @@ from widgets.sweep_chart import ChartRun, SweepChart, render_chart
 COLOURS = [Style(color="#5B9BD5"), Style(color="#E5A84B"), Style(color="#B48EDC")]
 
 
-async def _real_steps(sim_factory) -> list[StepResult]:  # type: ignore[no-untyped-def]
+async def _real_steps(sim_factory: SimFactory) -> list[StepResult]:
     """A sweep of a simulator that queues above two running requests, with a TTFT SLO."""
     sim = sim_factory("--max-running-requests", "2", "--sim-speed", "8", "--sim-seed", "3")
     spec = SweepPreset(concurrency=[1, 2, 4, 8], input_len=32, output_len=8,
