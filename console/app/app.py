@@ -8,6 +8,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -685,7 +686,7 @@ class PlateauApp(App[int]):
             self.app_note("flags", f"profile {name} kept for this run (not saved)")
         profiles = {**self.config.profiles, name: profile}
         self.config = self.config.model_copy(update={"profiles": profiles})
-        self.loaded = LoadedConfig(self.config, self.loaded.path, self.loaded.text)
+        self.loaded = dataclasses.replace(self.loaded, config=self.config)
         for session in self.sessions.values():
             session.set_profiles(profiles)
         return True
