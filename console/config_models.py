@@ -281,6 +281,8 @@ class SweepPreset(StrictModel):
 class UiConfig(StrictModel):
     ascii: bool = False
     gpu_interval_s: Annotated[float, Field(ge=0.25)] = 1.0
+    # Hosts not on screen (other hosts' dashboards, fleet rows scrolled away) sample slower.
+    offscreen_interval_s: Annotated[float, Field(ge=0.25, le=600.0)] = 5.0
     log_tail_lines: Annotated[int, Field(ge=0, le=100_000)] = 500
     log_max_lines: Annotated[int, Field(ge=1000, le=5_000_000)] = 200_000
     gpu_load_mid: Annotated[float, Field(ge=0, le=100)] = 50.0

@@ -84,7 +84,14 @@ TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "fleet")
+# The dashboard's keys for the active host: on the fleet view (whose rows are every host) they
+# are left out of the footer, and pressed they say to open a host first.
+FLEET_HIDDEN = frozenset({"restart", "sweep", "cancel-sweep", "flags", "ab", "maximize",
+                          "gpu-processes", "fleet"})
+# What an off-screen host's events change that a screen shows anyway (the event log, the
+# host-key question, the footer's host list); its GPU, log and load news wait for its turn.
+_OFF_SCREEN_ASPECTS = frozenset({"events", "host-key", "connection", "server", "sweep"})
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -132,6 +139,12 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
     return _mode_screen(make)
 
 
+def _fleet_screen() -> Screen[Any]:
+    from console.app.screens.fleet import FleetScreen
+
+    return FleetScreen()
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
@@ -145,6 +158,7 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
+        "fleet": _mode_screen(lambda: _fleet_screen()),
     }
 
     def __init__(
@@ -177,6 +191,7 @@ class PlateauApp(App[int]):
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
+        self.on_screen_hosts: set[str] = set(self.sessions)
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
@@ -255,7 +270,16 @@ class PlateauApp(App[int]):
         # frame on screen by about as much on a 2-core machine (tmux, bench_app_startup.py).
         self.set_timer(TERMINAL_GRACE_S, self._start_pumps)
 
+    def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
+        """These hosts' figures are on screen: they sample at the full rate, the others at
+        `ui.offscreen_interval_s` (HostSession.set_pace)."""
+        self.on_screen_hosts = set(hosts)
+        for name, session in self.sessions.items():
+            session.set_pace(name in self.on_screen_hosts)
+
     def _start_pumps(self) -> None:
+        if self.start_screen != "fleet":
+            self.set_on_screen_hosts([self.active_host])
         for session in self.sessions.values():
             self.run_worker(
                 self._pump(session),
@@ -276,6 +300,8 @@ class PlateauApp(App[int]):
             if rev != events_rev:
                 events_rev = rev
                 aspects = (*aspects, "events")
+            if name not in self.on_screen_hosts:
+                aspects = tuple(a for a in aspects if a in _OFF_SCREEN_ASPECTS)
             if aspects:
                 self.post_message(HostChanged(name, aspects))
 
@@ -407,6 +433,8 @@ class PlateauApp(App[int]):
 
     def unavailable_reason(self, action_id: str) -> str | None:
         state = self.active_state
+        if action_id in FLEET_HIDDEN and self.current_mode == "fleet":
+            return "this is the fleet view: enter opens a host's dashboard"
         if action_id in REPLAY_REFUSED and self._replay_label(state.host):
             return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
@@ -437,7 +465,9 @@ class PlateauApp(App[int]):
         and its key says why) or "hidden" (irrelevant now; its key still says why)."""
         if self.unavailable_reason(action_id) is None:
             return "enabled"
-        return "hidden" if action_id in HIDDEN_WHEN_UNAVAILABLE else "disabled"
+        hidden = HIDDEN_WHEN_UNAVAILABLE | (FLEET_HIDDEN if self.current_mode == "fleet"
+                                            else frozenset())
+        return "hidden" if action_id in hidden else "disabled"
 
     def run_action_id(self, action_id: str) -> None:
         self.call_later(self.run_action, BY_ID[action_id].action)
@@ -859,6 +889,8 @@ class PlateauApp(App[int]):
         if name not in self.sessions or name == self.active_host:
             return
         self.active_host = name
+        if self.current_mode != "fleet":
+            self.set_on_screen_hosts([name])
         render = getattr(self.screen, "render_host", None)
         if callable(render):
             render(self.active_state, None)
