@@ -8,6 +8,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
@@ -79,6 +80,9 @@ if TYPE_CHECKING:
 # and then dropped.
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
                             "gpu-processes"})
+
+CONNECTS_AT_ONCE = 8
+CONNECT_HOLD_S = 5.0
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
@@ -270,6 +274,18 @@ class PlateauApp(App[int]):
         # frame on screen by about as much on a 2-core machine (tmux, bench_app_startup.py).
         self.set_timer(TERMINAL_GRACE_S, self._start_pumps)
 
+    async def _start_session(self, session: Session) -> None:
+        """Start `session` when one of CONNECTS_AT_ONCE places is free; the place is held
+        while it connects (at most CONNECT_HOLD_S: a hung host holds one place, not all).
+        64 hosts connecting at once made their first commands time out on a loaded console
+        (and a bastion's sshd drops unauthenticated connections beyond 10 by default)."""
+        async with self._connect_gate:
+            await session.start()
+            held = 0.0
+            while session.state.connection == "connecting" and held < CONNECT_HOLD_S:
+                await asyncio.sleep(0.05)
+                held += 0.05
+
     def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
         """These hosts' figures are on screen: they sample at the full rate, the others at
         `ui.offscreen_interval_s` (HostSession.set_pace)."""
@@ -280,7 +296,11 @@ class PlateauApp(App[int]):
     def _start_pumps(self) -> None:
         if self.start_screen != "fleet":
             self.set_on_screen_hosts([self.active_host])
-        for session in self.sessions.values():
+        self._connect_gate = asyncio.Semaphore(CONNECTS_AT_ONCE)
+        # The active and on-screen hosts connect first.
+        order = sorted(self.host_names, key=lambda n: (n != self.active_host,
+                                                       n not in self.on_screen_hosts))
+        for session in (self.sessions[name] for name in order):
             self.run_worker(
                 self._pump(session),
                 name=f"pump:{session.host.name}",
@@ -290,7 +310,7 @@ class PlateauApp(App[int]):
             )
 
     async def _pump(self, session: Session) -> None:
-        await session.start()
+        await self._start_session(session)
         name = session.host.name
         self._session_started(name)
         events_rev = session.state.revision.get("events", 0)

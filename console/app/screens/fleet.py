@@ -60,6 +60,9 @@ class FleetScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
         self.refresh_rows()
+        # Laid out, the table knows its rows on screen: the others sample slower from the
+        # start (before their sessions connect, so no agent is started twice).
+        self.call_after_refresh(self.refresh_rows)
         self.query_one(FleetTable).focus()
         self.set_interval(REFRESH_S, self.refresh_rows)
         if console_app(self).store_path is not None:
@@ -68,6 +71,11 @@ class FleetScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.refresh_rows()
+
+    def on_screen_suspend(self) -> None:
+        """Another screen shows the active host alone: the rows' hosts sample slower."""
+        app = console_app(self)
+        app.set_on_screen_hosts([app.active_host])
 
     # -- rows ------------------------------------------------------------------------------
 
@@ -82,6 +90,8 @@ class FleetScreen(Screen[None]):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
+        if not self.is_attached or not self.query(FleetTable):
+            return  # being torn down (the app exits): a timer may still fire once
         app = console_app(self)
         now = app.clock()
         self.summaries = [
@@ -92,7 +102,8 @@ class FleetScreen(Screen[None]):
         table.show(self.summaries)
         self._show_title(table)
         self._show_detail(table)
-        app.set_on_screen_hosts(table.rows_in_view())
+        if table.size.height:  # laid out: its rows on screen are known
+            app.set_on_screen_hosts(table.rows_in_view())
 
     def _show_title(self, table: FleetTable) -> None:
         total = len(self.summaries)
