@@ -83,6 +83,7 @@ REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
 
 CONNECTS_AT_ONCE = 8
 CONNECT_HOLD_S = 5.0
+RETRY_FAILED_S = 30.0
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
@@ -286,6 +287,20 @@ class PlateauApp(App[int]):
                 await asyncio.sleep(0.05)
                 held += 0.05
 
+    def _retry_failed(self) -> None:
+        """Connect again to hosts whose connection failed (a timeout, a refusal), as the
+        exporter does; not after a host-key refusal: that is the operator's decision. A
+        recording is replayed once."""
+        from console.session.service import HostSession
+
+        for session in self.sessions.values():
+            state = session.state
+            if isinstance(session, HostSession) and state.connection == "failed" \
+                    and state.host_key is None \
+                    and "HOST KEY" not in state.connection_detail:
+                self.run_worker(self._start_session(session), group="reconnect",
+                                exit_on_error=False)
+
     def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
         """These hosts' figures are on screen: they sample at the full rate, the others at
         `ui.offscreen_interval_s` (HostSession.set_pace)."""
@@ -297,6 +312,7 @@ class PlateauApp(App[int]):
         if self.start_screen != "fleet":
             self.set_on_screen_hosts([self.active_host])
         self._connect_gate = asyncio.Semaphore(CONNECTS_AT_ONCE)
+        self.set_interval(RETRY_FAILED_S, self._retry_failed)
         # The active and on-screen hosts connect first.
         order = sorted(self.host_names, key=lambda n: (n != self.active_host,
                                                        n not in self.on_screen_hosts))

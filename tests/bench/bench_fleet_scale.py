@@ -43,6 +43,8 @@ def filled(state: HostState) -> bool:
             and state.server_state == "ready" and state.server_version is not None)
 
 
+FILL_LIMIT_S = 180.0
+
 _MILESTONES = {
     "connected": lambda s: s.connection == "connected",
     "with a GPU sample": lambda s: s.gpu_sample is not None,
@@ -94,19 +96,21 @@ async def run_console(config: PlateauConfig, store: Path, window: float) -> dict
                     if what not in firsts and all(test(s.state) for s in sessions):
                         firsts[what] = time.monotonic() - started
                         print(f"  all hosts {what} after {firsts[what]:.1f} s")
-                if time.monotonic() - started > 120:
-                    raise SystemExit("rows not filled after 120 s: " + _missing(sessions))
+                if time.monotonic() - started > FILL_LIMIT_S:
+                    break
                 await pilot.pause(0.05)
             out["fill_s"] = time.monotonic() - started
+            out["filled"] = float(sum(filled(s.state) for s in sessions))
             await pilot.pause(2.0)  # the agents' first seconds
             cpu0, wall0 = time.process_time(), time.monotonic()
             await pilot.pause(window)
             out["cpu_share"] = (time.process_time() - cpu0) / (time.monotonic() - wall0)
             out["rss_mb"], out["peak_rss_mb"] = memory_mb()
             out["on_screen"] = float(len(app.on_screen_hosts))
+            print(f"  measured: {out}", flush=True)
     finally:
-        for session in sessions:
-            await session.close()
+        await asyncio.gather(*(session.close() for session in sessions),
+                             return_exceptions=True)
     return out
 
 
@@ -124,7 +128,10 @@ async def main(hosts: int, window: float, offscreen: float) -> None:
         sshd.stop()
     print(f"hosts {hosts}, {result['on_screen']:.0f} rows on screen at 120x40, off-screen "
           f"interval {offscreen} s, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"every row filled after {result['fill_s']:.1f} s (goal < 10 s)")
+    if result["filled"] == hosts:
+        print(f"every row filled after {result['fill_s']:.1f} s (goal < 10 s)")
+    else:
+        print(f"{result['filled']:.0f} of {hosts} rows filled after {result['fill_s']:.0f} s")
     print(f"console CPU over {window:.0f} s: {100 * result['cpu_share']:.1f}% of a core "
           f"(goal < 25%)")
     print(f"console RSS {result['rss_mb']:.0f} MB, peak {result['peak_rss_mb']:.0f} MB "
