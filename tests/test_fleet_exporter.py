@@ -19,6 +19,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+from console.cli import main
+from console.commands.exporter import listen_address
 from console.config_models import HostConfig, PlateauConfig
 from console.fleet.exporter import Fleet, serve
 from console.fleet.history import HistoryReader
@@ -200,3 +202,28 @@ def test_a_fresh_sample_is_up_and_an_old_one_is_a_hang() -> None:
     assert host_up(summarize(state, T0), 10.0) == (True, "")
     later = summarize(state, T0 + timedelta(seconds=40))
     assert host_up(later, 10.0) == (False, "connected, but no GPU sample for 42 s")
+
+
+async def test_a_failed_host_is_tried_again(tmp_path: Path) -> None:
+    host = HostConfig(name="gone", address="127.0.0.1", port=_closed_port(), user="nobody",
+                      known_hosts_file=str(tmp_path / "known_hosts"))
+    session = HostSession(host, PlateauConfig(hosts=[host]))
+    fleet = Fleet([session], retry_after_s=0.05)
+    await fleet.start()
+    try:
+        async with asyncio.timeout(60):
+            while fleet.view().hosts[0].cost.events.get("connection", 0) < 6:
+                await asyncio.sleep(0.05)  # connecting, failed: three attempts at least
+    finally:
+        await fleet.close()
+    attempts = [e for e in session.state.events if e.source == "connection"]
+    assert sum(1 for e in attempts if e.message.startswith("failed")) >= 3
+
+
+def test_listen_address_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert listen_address("127.0.0.1:9464") == ("127.0.0.1", 9464)
+    assert listen_address("[::1]:0") == ("::1", 0)
+    assert main(["exporter", "--listen", "9464"]) == 2
+    assert "expected HOST:PORT" in capsys.readouterr().err
+    assert main(["exporter", "--demo", "box"]) == 2
+    assert capsys.readouterr().err == "plateau: give HOSTs or --demo, not both\n"

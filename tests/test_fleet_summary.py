@@ -7,8 +7,11 @@ from datetime import timedelta
 
 from console.bench.models import StepMetrics, StepResult
 from console.fleet.summary import KV_FULL_USAGE, LastRun, summarize
+from console.logs.assembler import parse_lines
+from console.logs.server_stats import IDLE_AFTER_S, StatsAggregator
 from console.session.events import (
     ConnectionChanged,
+    ServerStats,
     ServerStatus,
     SweepDone,
     SweepPointDone,
@@ -16,6 +19,7 @@ from console.session.events import (
 )
 from console.session.state import HostState
 from tests.support.fleet_fixtures import EAGER_FULL_LINE, GRAPH_LINE, T0, gpu, host_state
+
 
 def test_a_healthy_host_summarised() -> None:
     summary = summarize(host_state(GRAPH_LINE), T0)
@@ -41,6 +45,9 @@ def test_eager_decode_and_full_pool_alert() -> None:
     eager, full = summary.alert("eager-decode"), summary.alert("kv-pool-full")
     assert eager is not None and "batch 160" in eager.message
     assert full is not None and "0.97" in full.message
+    state = host_state(GRAPH_LINE, EAGER_FULL_LINE)
+    state.apply(ServerStatus("h200-a", "stopping"))
+    assert summarize(state, T0).alerts == ()  # a stopping server's last batch is history
 
 
 def test_a_retraction_is_a_full_pool_at_any_usage() -> None:
@@ -117,3 +124,18 @@ def test_a_running_sweep_before_any_finished() -> None:
     sweep = summarize(state, T0).sweep
     assert sweep is not None and sweep.running and (sweep.step, sweep.total) == (2, 5)
     assert sweep.peak_tok_s is None
+
+
+def test_an_idle_servers_last_batch_raises_nothing() -> None:
+    clock = [0.0]
+    aggregator = StatsAggregator(clock=lambda: clock[0])
+    aggregator.add_events(parse_lines([EAGER_FULL_LINE]))
+    state = host_state()
+    state.apply(ServerStats("h200-a", aggregator.snapshot()))
+    assert summarize(state, T0).alert("eager-decode") is not None
+    clock[0] = IDLE_AFTER_S + 1  # no Decode line since: SGLang logs none while idle
+    assert aggregator.expire()
+    state.apply(ServerStats("h200-a", aggregator.snapshot()))
+    summary = summarize(state, T0)
+    assert summary.load is not None and summary.load.idle and summary.load.gen_tok_s is None
+    assert summary.alerts == ()

@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 # What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
 # and then dropped.
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
-                            "gpu-processes"})
+                            "gpu-processes", "tune"})
 
 CONNECTS_AT_ONCE = 8
 CONNECT_HOLD_S = 5.0
@@ -89,11 +89,12 @@ TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "fleet")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune",
+           "fleet")
 # The dashboard's keys for the active host: on the fleet view (whose rows are every host) they
 # are left out of the footer, and pressed they say to open a host first.
 FLEET_HIDDEN = frozenset({"restart", "sweep", "cancel-sweep", "flags", "ab", "maximize",
-                          "gpu-processes", "fleet"})
+                          "gpu-processes", "tune", "fleet"})
 # What an off-screen host's events change that a screen shows anyway (the event log, the
 # host-key question, the footer's host list); its GPU, log and load news wait for its turn.
 _OFF_SCREEN_ASPECTS = frozenset({"events", "host-key", "connection", "server", "sweep"})
@@ -150,6 +151,13 @@ def _fleet_screen() -> Screen[Any]:
     return FleetScreen()
 
 
+def _tune_screen() -> Screen[Any]:
+    """The Tune view (console.app.screens.tune), imported when first shown."""
+    from console.app.screens.tune import TuneScreen
+
+    return TuneScreen()
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
@@ -163,7 +171,10 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
-        "fleet": _mode_screen(lambda: _fleet_screen()),
+        "fleet": _mode_screen(_fleet_screen),
+
+
+        "tune": _mode_screen(_tune_screen),
     }
 
     def __init__(
@@ -200,6 +211,8 @@ class PlateauApp(App[int]):
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
+        self.tunes: dict[str, Any] = {}  # host -> its console.app.tune_control.TuneControl
+        self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -475,7 +488,9 @@ class PlateauApp(App[int]):
             return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
         ab_running = state.ab is not None and state.ab.running
-        if action_id in ("restart", "sweep", "ab"):
+        if action_id in ("restart", "sweep", "ab", "tune"):
+            if getattr(self.tunes.get(state.host), "running", False):
+                return "a tune is running"
             if ab_running:
                 return "an A/B is running"
             if state.sweep.running:

@@ -87,12 +87,14 @@ class Fleet:
         *,
         history: HistoryReader | None = None,
         stale_after_s: float = STALE_MIN_S,
+        retry_after_s: float = RETRY_AFTER_S,
         clock: Clock = utc_now,
         cpu_seconds: Callable[[], float] = time.process_time,
     ) -> None:
         self.sessions = list(sessions)
         self.history = history
         self.stale_after_s = stale_after_s
+        self.retry_after_s = retry_after_s
         self.clock = clock
         self.cpu_seconds = cpu_seconds
         self.known: dict[str, HostHistory] = {}
@@ -113,7 +115,7 @@ class Fleet:
         """Connect again to a host that failed (not for a host key: that is a decision)."""
         state = session.state
         while True:
-            await asyncio.sleep(RETRY_AFTER_S)
+            await asyncio.sleep(self.retry_after_s)
             if state.connection == "failed" and state.host_key is None \
                     and "HOST KEY" not in state.connection_detail:
                 await session.start()

@@ -45,11 +45,12 @@ class HostHistory:
 
 @dataclass
 class HistoryReader:
-    """Reads the history for some hosts; diagnoses and verdicts are cached per run (a stored
-    run does not change), so a re-read costs a few queries."""
+    """Reads the history for some hosts; diagnoses and verdicts are cached (a finished run
+    does not change), so a re-read costs a few queries."""
 
     path: Path
-    _causes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    _causes: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
+    """By (run, steps stored): a run still being swept is diagnosed again as it grows."""
     _pairs: dict[int, ABLast] = field(default_factory=dict)
 
     def read(self, hosts: Iterable[str]) -> dict[str, HostHistory]:
@@ -65,10 +66,11 @@ class HistoryReader:
         last_run = None
         if measured is not None:
             record = store.get_run(measured.id)
-            causes = self._causes.get(measured.id)
+            key = (measured.id, len(record.steps))
+            causes = self._causes.get(key)
             if causes is None:
                 diagnosis = diagnose_stored(store, measured.id, record.steps)
-                causes = self._causes[measured.id] = tuple(c.id for c in diagnosis.causes)
+                causes = self._causes[key] = tuple(c.id for c in diagnosis.causes)
             last_run = LastRun(str(measured.id), record.steps, causes)
         return HostHistory(last_run=last_run, ab=self._newest_pair(store, runs))
 

@@ -169,8 +169,8 @@ def _alerts(state: HostState, reachable: bool, gpus: GpuSummary | None,
         detail = f": {state.server_detail}" if state.server_detail else ""
         out.append(Alert(id="server-down", level="error",
                          message=f"server {state.server_state}{detail}"))
-    if load is not None:
-        out += _load_alerts(load)
+    if load is not None and state.server_state == "ready" and not load.idle:
+        out += _load_alerts(load)  # an idle or stopped server's last figures are history
     if gpus is not None:
         out += _gpu_alerts(gpus)
     return out
@@ -181,7 +181,7 @@ def _load_alerts(load: LoadSummary) -> list[Alert]:
     # A decode batch runs eagerly when it is larger than the captured CUDA-graph ladder
     # (sglang#33483; `cuda graph: False` in Decode batch lines, sglang:is_cuda_graph 0):
     # small batches always have a graph, so an eager decode under load is a high batch.
-    if load.cuda_graph is False and not load.idle and (load.running or 0) >= 1:
+    if load.cuda_graph is False and (load.running or 0) >= 1:
         out.append(Alert(id="eager-decode", level="warning",
                          message=f"decode runs eagerly (no CUDA graph) at batch "
                                  f"{load.running:.0f}"))
