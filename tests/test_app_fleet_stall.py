@@ -3,7 +3,7 @@
 Real sessions over real SSH: "healthy" and "dropped" log in to sshds on loopback (each its
 own), "hung" to a port that accepts and never says a word (a hung sshd). Once "dropped" is
 connected its sshd is stopped (the connection drops, reconnects are refused). The healthy
-host's row must keep showing GPU samples taken after that, while "hung" is still connecting.
+host's row must keep showing GPU samples taken after that, while "hung" never connects.
 Not timed: only the order of what happens is checked."""
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ async def test_a_hung_and_a_dropped_host_never_stall_the_others(
             accepted, _ = await loop.run_in_executor(None, listener.accept)
             await wait_until(pilot, lambda: dropped.state.gpu_sample is not None,
                              "the doomed host's first GPU sample", timeout=60)
-            doomed.stop()
+            doomed.drop_connections()  # its sessions' sshd children: the connection drops
+            doomed.stop()  # and the listener: reconnects are refused
             await wait_until(pilot, lambda: dropped.state.connection != "connected",
                              "the dropped host to notice", timeout=60)
             dropped_at = app.clock()
@@ -90,10 +91,11 @@ async def test_a_hung_and_a_dropped_host_never_stall_the_others(
                         and (summary.at - dropped_at).total_seconds() > gpus.age_s)
 
             await wait_until(pilot, fresh, "a healthy row newer than the drop", timeout=60)
-            assert hung.state.connection == "connecting"
+            # The hung host never got past its handshake (it times out, is tried again).
+            assert hung.state.connection in ("connecting", "failed")
             healthy_row, hung_row, dropped_row = (_row(app, h.name) for h in hosts)
             assert healthy_row[1] != "connecting" and healthy_row[3].endswith("%")
-            assert hung_row[1] == "connecting"
+            assert hung_row[1] in ("connecting", "failed")
             assert dropped_row[1] in ("lost", "reconnecting", "failed")
             accepted.close()
     finally:
