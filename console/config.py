@@ -11,7 +11,7 @@ from typing import Any
 import platformdirs
 from pydantic import ValidationError
 
-from console.config_errors import describe_validation_error, key_lines
+from console.config_errors import describe_validation_error, key_line, key_lines
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
 from console.hostsources.merge import expand_hosts
@@ -56,14 +56,8 @@ class LoadedConfig:
                 return found or "default"
         if self.path is None:
             return "default"
-        lines = self._key_lines
-        # The key itself, else the nearest enclosing key assignment (a value inside an inline
-        # table or array: `flags = { tp-size = 2 }` sets flags.tp-size on that line).
-        for end in range(len(key_path), 0, -1):
-            line = lines.get(key_path[:end])
-            if line is not None:
-                return f"{self.path}:{line}"
-        return "default"
+        line = key_line(self._key_lines, key_path)
+        return f"{self.path}:{line}" if line is not None else "default"
 
 
 def default_config_path() -> Path:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from console.text import sanitize
 
-__all__ = ["describe_validation_error", "format_key", "key_lines", "locate_key"]
+__all__ = ["describe_validation_error", "format_key", "key_line", "key_lines", "locate_key"]
 
 
 def describe_validation_error(
@@ -113,6 +113,16 @@ def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
         if key_match:
             found.setdefault((*table, *_split_dotted(key_match.group(1))), number)
     return found
+
+
+def key_line(lines: dict[tuple[str | int, ...], int], key: tuple[str | int, ...]) -> int | None:
+    """The line (of `key_lines`) that sets `key`, else of its nearest enclosing key (a value
+    inside an inline table or array: `flags = { tp-size = 2 }` sets flags.tp-size there)."""
+    for end in range(len(key), 0, -1):
+        line = lines.get(key[:end])
+        if line is not None:
+            return line
+    return None
 
 
 def locate_key(text: str, location: tuple[Any, ...], *, exact: bool = False) -> int | None:

@@ -135,3 +135,33 @@ def test_first_screen_is_the_fleet_with_two_hosts() -> None:
     assert start(["a", "b"]) == "fleet"
     assert start(["a"]) == "dashboard"
     assert start(["a", "b"], host="b") == "dashboard"  # a host named: its dashboard
+
+
+async def test_hosts_off_screen_are_paced_down(app_factory: Any) -> None:
+    """The fleet's rows on screen sample at the full rate; scrolled away or behind another
+    screen, at ui.offscreen_interval_s (HostSession.pace)."""
+    from console.config_models import HostConfig, PlateauConfig, UiConfig
+    from console.session.service import HostSession
+
+    hosts = [f"h{i:02d}" for i in range(30)]
+    app = fleet_app(hosts)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        on_screen = app.on_screen_hosts
+        table = app.screen.query_one(FleetTable)
+        assert 5 < len(on_screen) < 30 and on_screen == set(table.rows_in_view())
+        assert hosts[0] in on_screen and hosts[-1] not in on_screen
+        await pilot.press("pagedown", "pagedown")  # the cursor to the last rows: it scrolls
+        await _settle(pilot)
+        assert hosts[-1] in app.on_screen_hosts and hosts[0] not in app.on_screen_hosts
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.current_mode == "dashboard" and app.active_host in hosts[-10:]
+        await pilot.pause(1.2)  # the fleet's own refresh, behind the dashboard, changes nothing
+        assert app.on_screen_hosts == {app.active_host}
+    config = PlateauConfig(hosts=[HostConfig(name="x", local=True)],
+                           ui=UiConfig(gpu_interval_s=0.5, offscreen_interval_s=4.0))
+    session = HostSession(config.hosts[0], config)
+    assert session.pace == 1.0
+    session.set_pace(False)
+    assert session.pace == 8.0  # 4 s between samples instead of 0.5 s

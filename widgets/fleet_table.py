@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.widgets import DataTable
 
 from console.fleet.models import HostSummary
@@ -24,6 +25,9 @@ MAX_HOST_WIDTH = 28
 
 
 class FleetTable(DataTable[Text]):
+    class Scrolled(Message):
+        """Other rows are on screen now (the pace of their hosts' sampling follows)."""
+
     DEFAULT_CSS = """
     FleetTable { height: 1fr; }
     FleetTable > .datatable--header { text-style: bold; }
@@ -39,6 +43,11 @@ class FleetTable(DataTable[Text]):
         self._order: list[str] = []
         self._cells: dict[str, tuple[Text, ...]] = {}
         self._host_width = 0
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled())
 
     # -- what is shown ---------------------------------------------------------------------
 

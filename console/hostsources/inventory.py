@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from console.config_errors import describe_validation_error, key_lines
+from console.config_errors import describe_validation_error, key_line, key_lines
 from console.config_models import HostConfig, InventoryFile
 from console.hostsources.origin import HostSourceError
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
@@ -27,11 +27,8 @@ class Inventory:
     """The line of each key (("hosts", 2, "name") -> 14)."""
 
     def where(self, *key: str | int) -> str:
-        for end in range(len(key), 0, -1):
-            line = self.lines.get(key[:end])
-            if line is not None:
-                return f"{self.path}:{line}"
-        return str(self.path)
+        line = key_line(self.lines, key)
+        return f"{self.path}:{line}" if line is not None else str(self.path)
 
 
 def inventory_path(value: str, config_path: Path | None) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from console.config_errors import format_key, key_lines
+from console.config_errors import format_key, key_line, key_lines
 from console.config_models import HostConfig, HostGroup, PlateauConfig
 from console.hostsources.inventory import inventory_path, read_inventory
 from console.hostsources.origin import HostOrigin, HostSourceError
@@ -25,11 +25,8 @@ class _Main:
         self.lines = key_lines(text) if path is not None else {}
 
     def where(self, *key: str | int) -> str:
-        for end in range(len(key), 0, -1):
-            line = self.lines.get(key[:end])
-            if line is not None:
-                return f"{self.path}:{line}"
-        return str(self.path or "config")
+        line = key_line(self.lines, key)
+        return f"{self.path}:{line}" if line is not None else str(self.path or "config")
 
 
 def expand_hosts(

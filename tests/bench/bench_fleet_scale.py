@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
+from console import aio
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig
 from console.session.state import HostState
@@ -65,6 +67,13 @@ def _missing(sessions: list[Any]) -> str:
         elif not filled(state):
             lacking[f"server {state.server_state} {state.server_detail[:40]}"] += 1
     return "; ".join(f"{n} x {what}" for what, n in lacking.most_common())
+
+
+async def _close(sessions: list[Any]) -> None:
+    """Close every session, 30 s at most in all (a teardown that hung under load once)."""
+    with contextlib.suppress(TimeoutError):
+        await aio.wait_for(asyncio.gather(*(s.close() for s in sessions),
+                                          return_exceptions=True), 30)
 
 
 def memory_mb() -> tuple[float, float]:
@@ -108,9 +117,9 @@ async def run_console(config: PlateauConfig, store: Path, window: float) -> dict
             out["rss_mb"], out["peak_rss_mb"] = memory_mb()
             out["on_screen"] = float(len(app.on_screen_hosts))
             print(f"  measured: {out}", flush=True)
+            await _close(sessions)  # before the app exits: its pumps read their events
     finally:
-        await asyncio.gather(*(session.close() for session in sessions),
-                             return_exceptions=True)
+        await _close(sessions)
     return out
 
 

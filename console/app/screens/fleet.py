@@ -90,8 +90,10 @@ class FleetScreen(Screen[None]):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
-        if not self.is_attached or not self.query(FleetTable):
-            return  # being torn down (the app exits): a timer may still fire once
+        if not self.is_current or not self.query(FleetTable):
+            # Behind another screen (its timers still fire) or being torn down (the app
+            # exits): nothing to show, and the pace is that screen's.
+            return
         app = console_app(self)
         now = app.clock()
         self.summaries = [
@@ -102,8 +104,13 @@ class FleetScreen(Screen[None]):
         table.show(self.summaries)
         self._show_title(table)
         self._show_detail(table)
-        if table.size.height:  # laid out: its rows on screen are known
-            app.set_on_screen_hosts(table.rows_in_view())
+        self._update_pace()
+
+    def _update_pace(self) -> None:
+        """The rows on screen sample at the full rate, the others slower."""
+        table = self.query_one(FleetTable)
+        if table.size.height and self.is_current:  # laid out: its rows on screen are known
+            console_app(self).set_on_screen_hosts(table.rows_in_view())
 
     def _show_title(self, table: FleetTable) -> None:
         total = len(self.summaries)
@@ -135,6 +142,9 @@ class FleetScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         self._show_detail(self.query_one(FleetTable))
+
+    def on_fleet_table_scrolled(self, _event: FleetTable.Scrolled) -> None:
+        self._update_pace()
 
     def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
         self.action_open_host()
