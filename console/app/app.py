@@ -290,15 +290,32 @@ class PlateauApp(App[int]):
 
     async def _start_session(self, session: Session) -> None:
         """Start `session` when one of CONNECTS_AT_ONCE places is free; the place is held
-        while it connects (at most CONNECT_HOLD_S: a hung host holds one place, not all).
-        64 hosts connecting at once made their first commands time out on a loaded console
-        (and a bastion's sshd drops unauthenticated connections beyond 10 by default)."""
-        async with self._connect_gate:
+        while it connects (at most CONNECT_HOLD_S: a hung host holds one place, not all),
+        and its events flow meanwhile. 64 hosts connecting at once made their first commands
+        time out on a loaded console (and a bastion's sshd drops unauthenticated connections
+        beyond 10 by default). A recording starts at once."""
+        from console.session.service import HostSession
+
+        if not isinstance(session, HostSession):
             await session.start()
+            return
+        await self._connect_gate.acquire()
+        try:
+            await session.start()
+        except BaseException:
+            self._connect_gate.release()
+            raise
+        self.run_worker(self._hold_place(session), group="connect-gate", exit_on_error=False,
+                        description=f"connect place of {session.host.name}")
+
+    async def _hold_place(self, session: Session) -> None:
+        try:
             held = 0.0
             while session.state.connection == "connecting" and held < CONNECT_HOLD_S:
                 await asyncio.sleep(0.05)
                 held += 0.05
+        finally:
+            self._connect_gate.release()
 
     def _retry_failed(self) -> None:
         """Connect again to hosts whose connection failed (a timeout, a refusal), as the
