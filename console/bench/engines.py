@@ -12,6 +12,7 @@ from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
 from console.bench.server_probe import describe_http_error
+from console.bench.slo import attainment
 from console.bench.steady import steady_state
 from console.bench.workload import Workload
 from console.config_models import SweepPreset
@@ -194,6 +195,8 @@ class NativeEngine:
                     "steady": steady_state(
                         records, concurrency, ratio=spec.steady_ratio, step_window=window
                     ),
+                    "slo": attainment(records, spec.slo, metrics.duration_s)
+                    if spec.slo is not None else None,
                 }
             )
         )
