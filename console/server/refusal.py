@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 REPLAY = "this is a replay: it runs nothing on a host"
+FLEET_VIEW = "this is the fleet view: enter opens a host's dashboard"
+FLEET_REFUSED = frozenset({"restart", "sweep", "cancel-sweep", "flags", "ab", "maximize",
+                           "gpu-processes", "tune", "fleet"})
+"""The dashboard's keys for the active host: refused on the console's fleet view, whose rows
+are every host (the footer leaves them out there)."""
 HOLDS_HOST = frozenset({"restart", "sweep", "ab", "tune"})
 """Actions that hold the host's lease: one at a time."""
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep", "gpu-processes",
@@ -46,10 +51,14 @@ class HostFacts:
     profiles: int = 0
     hosts: int = 1
     replay: bool = False
+    fleet_view: bool = False
+    """The console shows the fleet (every host), not one host's dashboard."""
 
 
 def refusal(action: str, facts: HostFacts) -> str | None:
     """Why `action` (a console.app.bindings action id) cannot run now; None: it can."""
+    if facts.fleet_view and action in FLEET_REFUSED:
+        return FLEET_VIEW
     if facts.replay and action in REPLAY_REFUSED:
         return REPLAY
     if action in HOLDS_HOST:

@@ -147,6 +147,9 @@ class ReplaySession(EventFeed):
     def share_profiles(self, profiles: ProfileSet) -> None:
         self.profiles = profiles
 
+    def set_pace(self, on_screen: bool) -> None:
+        """A recording plays at its own pace."""
+
     async def flag_schema(self, profile: str) -> FlagSchema:
         raise RuntimeError("a replay has no host to discover flags on")
 
