@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,27 @@ def filled(state: HostState) -> bool:
 
 FILL_LIMIT_S = 180.0
 
-_MILESTONES = {
-    "connected": lambda s: s.connection == "connected",
-    "with a GPU sample": lambda s: s.gpu_sample is not None,
-    "with a server state": lambda s: s.server_state != "unknown",
-    "with a version": lambda s: s.server_version is not None,
+def _connected(s: HostState) -> bool:
+    return s.connection == "connected"
+
+
+def _sampled(s: HostState) -> bool:
+    return s.gpu_sample is not None
+
+
+def _server_known(s: HostState) -> bool:
+    return s.server_state != "unknown"
+
+
+def _versioned(s: HostState) -> bool:
+    return s.server_version is not None
+
+
+_MILESTONES: dict[str, Callable[[HostState], bool]] = {
+    "connected": _connected,
+    "with a GPU sample": _sampled,
+    "with a server state": _server_known,
+    "with a version": _versioned,
 }
 
 
