@@ -128,7 +128,8 @@ def test_first_screen_is_the_fleet_with_two_hosts() -> None:
 
     def start(hosts: list[str], host: str | None = None) -> str:
         loaded = app_config(hosts)
-        sessions: Any = [type("S", (), {"host": h})() for h in loaded.config.hosts]
+        stub = {"share_profiles": lambda _self, _profiles: None}  # the Session protocol's
+        sessions: Any = [type("S", (), {"host": h, **stub})() for h in loaded.config.hosts]
         app = _make_app(Launch(loaded, host=host), sessions, hosts[0])
         return str(app.start_screen)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.message import Message
 
-from console.app.app import PlateauApp
+from console.app.app import SCREENS, PlateauApp
 from console.app.messages import (
     ActiveHostChanged,
     CancelRequested,
@@ -220,3 +220,18 @@ async def test_gpu_bars_use_the_configured_load_levels(app_factory: Any) -> None
         panel = default.screen.query_one(GpuPanel)
         assert panel.thresholds["util"] == (50.0, 85.0)
         assert level("util", 45.0, panel.thresholds) == "low"
+
+
+def test_every_mode_screen_is_a_host_view() -> None:
+    """The app hands a host's news to a screen only as a HostView (console.app.contract): a
+    mode's screen that is not one would never be drawn."""
+    from console.app.screens import dashboard, fleet, tune, views
+
+    screens = [dashboard.DashboardScreen, fleet.FleetScreen, tune.TuneScreen,
+               *(getattr(views, name) for name in ("HistoryScreen", "CompareScreen",
+                                                   "TopologyScreen", "EventsScreen",
+                                                   "ConfigScreen", "WhyScreen"))]
+    assert len(screens) == len(SCREENS)
+    for screen in screens:
+        assert all(hasattr(screen, member) for member in
+                   ("render_host", "refresh_header", "shows_every_host")), screen

@@ -32,7 +32,9 @@ HISTORY_S = 10.0
 
 
 class FleetScreen(Screen[None]):
-    shows_every_host = True
+    """A HostView (console.app.contract) of every host at once."""
+
+    shows_every_host: ClassVar[bool] = True
     """Every host's news reaches render_host (PlateauApp), not only the active host's."""
     footer_own_keys_first = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -84,6 +86,9 @@ class FleetScreen(Screen[None]):
         if not self._pending:
             self._pending = True
             self.set_timer(COALESCE_S, self._flush)
+
+    def refresh_header(self, _state: object) -> None:
+        """No host header here: the rows refresh on their own interval."""
 
     def _flush(self) -> None:
         self._pending = False
