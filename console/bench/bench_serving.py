@@ -156,13 +156,27 @@ def bench_argv(
         "--random-output-len", str(spec.output_len),
         "--random-range-ratio", f"{spec.range_ratio:g}",
         "--num-prompts", str(num_prompts),
-        "--max-concurrency", str(concurrency),
-        "--request-rate", "inf",
         "--warmup-requests", str(spec.warmup_prompts),
         "--output-file", output_file,
         "--seed", str(seed),
         "--disable-tqdm",
     ]  # fmt: skip
+    rate = spec.request_rate[0] if spec.request_rate else None  # the rate step's own
+    if rate is None:
+        argv += ["--max-concurrency", str(concurrency), "--request-rate", "inf"]
+    else:  # open loop; 0.5.23's get_request has Poisson arrivals only (no burstiness)
+        argv += ["--request-rate", "inf" if rate == float("inf") else f"{rate:g}"]
+        if spec.max_concurrency:
+            argv += ["--max-concurrency", str(spec.max_concurrency)]
+    if spec.workload == "shared-prefix":
+        # benchmark/datasets/generated_shared_prefix.py, instead of random-ids
+        at = argv.index("--dataset-name")
+        argv[at + 1:at + 8] = [
+            "generated-shared-prefix", "--gsp-num-groups", str(spec.prefix_groups),
+            "--gsp-prompts-per-group", str(spec.prompts_per_group),
+            "--gsp-system-prompt-len", str(spec.prefix_len),
+            "--gsp-question-len", str(spec.input_len),
+            "--gsp-output-len", str(spec.output_len)]
     if tokenizer:
         argv += ["--tokenizer", tokenizer]
     if spec.endpoint == "generate":

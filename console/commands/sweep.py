@@ -38,6 +38,55 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _rate_list(text: str) -> list[float]:
+    """Request rates like 1,2,4,inf (requests/s; inf: all at once, as bench_serving)."""
+    try:
+        values = [float(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected rates like 1,2,4,inf: {text!r}") from None
+    if not values or any(not v > 0 for v in values):  # NaN too
+        raise argparse.ArgumentTypeError("request rates must be positive (or inf)")
+    return values
+
+
+WORKLOADS = ("random", "shared-prefix", "multi-turn", "long-context", "sharegpt", "trace")
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """What the requests hold and how they arrive (sweep and ab)."""
+    g = p.add_argument_group("workload")
+    g.add_argument("--workload", choices=WORKLOADS,
+                   help="request contents (default random; trace needs --trace FILE)")
+    g.add_argument("--trace", dest="trace_file", metavar="FILE",
+                   help="Mooncake-format JSONL trace to replay (implies --workload trace)")
+    g.add_argument("--prefix-groups", type=argtypes.positive_int,
+                   help="shared-prefix: system prompts (bench_serving --gsp-num-groups)")
+    g.add_argument("--prompts-per-group", type=argtypes.positive_int,
+                   help="shared-prefix: questions per system prompt")
+    g.add_argument("--prefix-len", type=argtypes.positive_int,
+                   help="shared-prefix: system prompt tokens (questions: --input-len)")
+    g.add_argument("--turns", type=argtypes.int_at_least(1, 1000),
+                   help="multi-turn: turns per conversation")
+    g.add_argument("--request-rate", type=_rate_list,
+                   help="open loop: one step per rate in requests/s, e.g. 1,2,4,inf")
+    g.add_argument("--burstiness", type=argtypes.float_at_least(0.0, exclusive=True),
+                   help="gamma arrivals (1: Poisson, <1 burstier); with --request-rate")
+    g.add_argument("--max-concurrency", type=argtypes.int_at_least(1, 65536),
+                   help="with --request-rate: at most this many requests in flight")
+
+
+WORKLOAD_FIELDS = ("workload", "trace_file", "prefix_groups", "prompts_per_group",
+                   "prefix_len", "turns", "request_rate", "burstiness", "max_concurrency")
+
+
+def workload_updates(args: argparse.Namespace) -> dict[str, Any]:
+    updates = {name: getattr(args, name) for name in WORKLOAD_FIELDS
+               if getattr(args, name, None) is not None}
+    if updates.get("trace_file") and "workload" not in updates:
+        updates["workload"] = "trace"
+    return updates
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sweep",
@@ -70,6 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--endpoint", choices=["generate", "completions", "chat"])
     p.add_argument("--no-flush", action="store_true", help="do not POST /flush_cache per step")
     p.add_argument("--stop-on-failure", action="store_true")
+    add_workload_args(p)
     p.add_argument("--engine", choices=["native", "bench-serving"])
     p.add_argument("--bench-command", type=argtypes.command_words,
                    help="bench_serving command prefix on the host "
@@ -104,6 +154,7 @@ def build_spec(base: SweepPreset, args: argparse.Namespace) -> SweepPreset:
         value = getattr(args, name, None)
         if value is not None:
             updates[name] = value
+    updates.update(workload_updates(args))
     if getattr(args, "no_flush", False):
         updates["flush_cache"] = False
     if getattr(args, "stop_on_failure", False):
