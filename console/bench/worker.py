@@ -184,6 +184,7 @@ async def run_job(
                 return
 
     tasks: list[asyncio.Task[None]] = []
+    spawned: list[asyncio.Task[None]] = []  # the open loop's requests
 
     async def limited(prompt: Prompt, gate: asyncio.Semaphore | None) -> None:
         if gate is None:
@@ -202,9 +203,9 @@ async def run_job(
             prompt = take()
             if prompt is None or past_deadline() or (stop is not None and stop.is_set()):
                 break
-            tasks.append(asyncio.create_task(limited(prompt, gate)))
-        while tasks and not all(t.done() for t in tasks):
-            await asyncio.wait([t for t in tasks if not t.done()])
+            spawned.append(asyncio.create_task(limited(prompt, gate)))
+        if spawned:
+            await asyncio.wait(spawned)
 
     delay = (job.start_at_ns - time.perf_counter_ns()) / 1e9
     if delay > 0:
@@ -230,10 +231,11 @@ async def run_job(
             if timed_out or (stop is not None and stop.is_set()):
                 for req in in_flight:
                     req.record.incomplete = True
-                for task in list(tasks):  # the open loop's requests too
+                for task in (*tasks, *spawned):
                     task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.gather(*tasks, return_exceptions=True)
+                    await all_done
+                await asyncio.gather(*spawned, return_exceptions=True)
                 break
     finally:
         gc.unfreeze()
