@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from console.bench.engines import Emit, StepError, StepOutcome, prompts_for
+from console.bench.engines import Emit, StepError, StepOutcome, prompts_for, prompts_for_rate
 from console.bench.models import Distribution, StepMetrics, StepPhase
 from console.config_models import SweepPreset
 from console.host.transport import Transport
@@ -235,6 +235,9 @@ class BenchServingEngine:
             num_prompts = max(concurrency * 4, int(spec.step_seconds * concurrency))
         else:
             num_prompts = prompts_for(spec, concurrency) or concurrency
+        if spec.request_rate:  # open loop: the rate step's own count
+            num_prompts = prompts_for_rate(spec) or max(1, int(
+                min(spec.request_rate[0], 1e5) * (spec.step_seconds or 60)))
         workdir = await self.transport.resolve_path(self.workdir)  # `~`: the host's home
         output_file = f"{workdir}/plateau-bench-{self.token}-{index}.jsonl"
         argv = bench_argv(
@@ -285,6 +288,9 @@ class BenchServingEngine:
         data = record if record is not None else block
         assert data is not None
         metrics = record_to_metrics(data, concurrency, num_prompts)
+        if spec.request_rate:  # an open-loop step: its rate is its place on the x axis
+            metrics = metrics.model_copy(update={"request_rate": spec.request_rate[0],
+                                                 "max_concurrency": spec.max_concurrency})
         raw = dict(record) if record is not None else {"result_block": block}
         raw.pop("server_info", None)  # large, and stored once per run already
         return StepOutcome(metrics, raw)
