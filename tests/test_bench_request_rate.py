@@ -56,11 +56,11 @@ def test_saturating_rate_throughput_agrees_with_bench_serving(
     rate: float, sim_factory, tmp_path: Path
 ) -> None:
     sim = sim_factory("--sim-speed", "1")
-    spec = SweepPreset(concurrency=[1], request_rate=[rate], num_prompts=40, input_len=256,
+    spec = SweepPreset(concurrency=[1], request_rate=[rate], num_prompts=64, input_len=256,
                        output_len=64)
     native, bench = _both(sim, spec, tmp_path)
-    assert native.completed == bench.completed == 40
-    assert native.input_tokens == bench.input_tokens == 40 * 256
+    assert native.completed == bench.completed == 64
+    assert native.input_tokens == bench.input_tokens == 64 * 256
     assert native.request_rate == bench.request_rate == rate
     assert native.total_tok_s == pytest.approx(bench.total_tok_s, rel=0.02)
     assert native.request_per_s == pytest.approx(bench.request_per_s, rel=0.02)

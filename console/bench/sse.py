@@ -129,7 +129,7 @@ class StreamParser:
         record.client_tokens = len(ids) or record.client_tokens
         if self.answer is not None and ids:
             # Cumulative unless --incremental-streaming-output (then each event's new ids).
-            self.answer = list(ids) if len(ids) >= total else [*self.answer, *ids]
+            self.answer = ids if len(ids) >= total else [*self.answer, *ids]
         finish = meta.get("finish_reason")
         if isinstance(finish, dict):
             self.saw_finish = True

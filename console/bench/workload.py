@@ -102,6 +102,10 @@ def body_bytes(workload: Workload, prompt: Sequence[int] | str | list[dict[str, 
                out_len: int) -> bytes:
     """The JSON request: ids for /generate, text (or messages) for the OpenAI endpoints."""
     body: dict[str, object]
+    if isinstance(prompt, IdsText):
+        params = json.dumps({"max_new_tokens": out_len, "ignore_eos": workload.ignore_eos,
+                             "temperature": 0.0}, separators=(",", ":"))
+        return f'{{"input_ids":[{prompt}],"sampling_params":{params},"stream":true}}'.encode()
     if workload.endpoint == "generate":
         body = {
             "input_ids": list(prompt) if not isinstance(prompt, str) else prompt,
@@ -150,7 +154,9 @@ class Conversation:
     """One multi-turn chat: its history so far and how many turns are left."""
 
     turns_left: int
-    ids: list[int] = field(default_factory=list)  # /generate: prompt and answers, as ids
+    # /generate: prompt and answers as the JSON text of their ids ("12,34"): a history is
+    # kept as compactly as a pre-built body, and a turn's body is one concatenation.
+    ids: str = ""
     text: str = ""  # /v1/completions
     messages: list[dict[str, str]] = field(default_factory=list)  # /v1/chat/completions
 
@@ -158,8 +164,8 @@ class Conversation:
         """Append the next question; returns the prompt to send."""
         self.turns_left -= 1
         if endpoint == "generate":
-            self.ids += question
-            return self.ids
+            self.ids = _join(self.ids, ",".join(map(str, question)))
+            return IdsText(self.ids)
         if endpoint == "chat":
             self.messages.append({"role": "user", "content": _text(question)})
             return self.messages
@@ -168,11 +174,19 @@ class Conversation:
 
     def answered(self, endpoint: str, answer: list[Any]) -> None:
         if endpoint == "generate":
-            self.ids += answer
+            self.ids = _join(self.ids, ",".join(map(str, answer)))
         elif endpoint == "chat":
             self.messages.append({"role": "assistant", "content": "".join(answer)})
         else:
             self.text += "".join(answer)
+
+
+class IdsText(str):
+    """Token ids already written as JSON list items ("12,34")."""
+
+
+def _join(head: str, tail: str) -> str:
+    return f"{head},{tail}" if head and tail else head or tail
 
 
 @dataclass
