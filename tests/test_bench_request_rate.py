@@ -1,8 +1,9 @@
 """Open-loop request-rate steps against SGLang 0.5.23's own bench_serving (`--request-rate`,
 unmodified, through the torch-free shim), same workload, same simulated server.
 
-The sim runs at --sim-speed 1 (an H200's own pace) so the server, not either Python client, sets the pace (at
-speed 20 SGLang's client is the bottleneck on a loaded 2-core machine). At a rate above the
+The sim runs at --sim-speed 1 (the modelled GPU's own pace) so the server, not either Python
+client, sets the pace (at speed 20 SGLang's client is the bottleneck on a loaded 2-core
+machine). At a rate above the
 server's capacity both clients measure the server: their throughputs must agree within 2%.
 Below capacity the throughput is the arrival process's own (N Poisson arrivals vary by about
 1/sqrt(N)), which the arrival tests check instead (tests/test_bench_workloads.py).

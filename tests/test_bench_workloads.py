@@ -3,6 +3,7 @@ knee.py): what each kind puts on the wire, without a server."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -125,6 +126,7 @@ def test_mooncake_trace_rows_share_blocks_by_hash_id(tmp_path: Path) -> None:
     a, b, c = (source.next() for _ in range(3))
     ids_a, ids_c = _ids(a.body), _ids(c.body)
     assert len(ids_a) == 600 and len(ids_c) == 700 and c.output_len == 6
+    assert len(_ids(b.body)) == 100 and b.output_len == 7
     assert ids_a == ids_c[:600]  # hash ids 1, 2: the same first 2 x 512 tokens
     assert ids_c[:TRACE_BLOCK_TOKENS] == ids_a[:TRACE_BLOCK_TOKENS]
     with pytest.raises(ValueError, match="not a Mooncake trace line"):
@@ -135,12 +137,12 @@ def test_mooncake_trace_rows_share_blocks_by_hash_id(tmp_path: Path) -> None:
 
 def test_poisson_and_gamma_arrivals_have_the_asked_rate_and_spread() -> None:
     poisson = arrival_offsets(10.0, count=4001, seed=1)
-    gaps = [b - a for a, b in zip(poisson, poisson[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(poisson)]
     assert poisson[0] == 0.0  # bench_serving sends the first request at once
     assert statistics.mean(gaps) == pytest.approx(0.1, rel=0.05)
     assert statistics.stdev(gaps) / statistics.mean(gaps) == pytest.approx(1.0, rel=0.1)
     bursty = arrival_offsets(10.0, count=4001, burstiness=0.25, seed=1)
-    gaps = [b - a for a, b in zip(bursty, bursty[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(bursty)]
     assert statistics.mean(gaps) == pytest.approx(0.1, rel=0.1)
     # gamma(shape k): coefficient of variation 1/sqrt(k) = 2
     assert statistics.stdev(gaps) / statistics.mean(gaps) == pytest.approx(2.0, rel=0.15)
