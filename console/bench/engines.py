@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import httpx
@@ -210,13 +210,8 @@ class NativeEngine:
         seed = self.seed * 100_003 + index
         if spec.warmup_prompts:
             emit(StepPhase(index, "warmup", f"{spec.warmup_prompts} request(s)"))
-            warm = Workload(
-                endpoint=spec.endpoint,
-                input_len=spec.input_len,
-                output_len=min(spec.output_len, 16),
-                ignore_eos=spec.ignore_eos,
-                model=self.model,
-            )
+            warm = replace(self._workload(spec, 0), output_len=min(spec.output_len, 16),
+                           range_ratio=1.0, kind="random")
             await self.pool.run(
                 base_url,
                 warm,
