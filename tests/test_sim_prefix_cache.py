@@ -89,3 +89,36 @@ def test_multi_turn_turns_reuse_the_whole_previous_turn(sim_factory) -> None:
     assert metrics.cached_tokens == cached
     # The context grows: 2 conversations x (40 + 90 + 140) prompt tokens.
     assert metrics.input_tokens == 2 * (i + (2 * i + o) + (3 * i + 2 * o))
+
+
+@pytest.mark.slow
+def test_bench_serving_generated_shared_prefix_hits_the_sims_cache(sim_factory,
+                                                                   tmp_path) -> None:
+    """SGLang's own client, `--dataset-name generated-shared-prefix` (what the bench-serving
+    engine sends for workload shared-prefix): the sim caches what its structure promises."""
+    pytest.importorskip("transformers", reason="needs tests/requirements-bench.txt")
+    import sys
+
+    from console.bench.bench_serving import BenchServingEngine
+    from console.host.local import LocalTransport
+    from tests.support.sglang_bench import SHIM_PATH
+    from tests.support.tokenizer import build_tokenizer
+
+    sim = sim_factory("--sim-speed", "20")
+    tok = build_tokenizer(tmp_path / "tok")
+    spec = SweepPreset(concurrency=[4], workload="shared-prefix", prefix_groups=4,
+                       prompts_per_group=8, prefix_len=256, input_len=32, output_len=8,
+                       num_prompts=32, engine="bench-serving")
+    engine = BenchServingEngine(LocalTransport(), host_base_url=sim.base_url,
+                                command=[sys.executable, str(SHIM_PATH)], tokenizer=str(tok),
+                                workdir=str(tmp_path))
+    outcome = asyncio.run(run_sweep(spec, sim.base_url, engine=engine,
+                                    snapshot_server_info=False))
+    step = outcome.steps[0]
+    assert step.status == "ok" and step.metrics is not None, step.error
+    new, cached = _log_cached(sim)
+    assert new + cached == step.metrics.input_tokens == 32 * (256 + 32)
+    expected = (32 - 4) * 256  # each group's first request computes its system prompt
+    # bench_serving draws ids from the tokenizer's 1024-word vocabulary, so a question's
+    # first tokens now and then match another's: a little above the prefixes is allowed.
+    assert 0.75 * expected <= cached <= expected + 32 * 4
