@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "server": "server",
     "record": "record",
+    "exporter": "exporter",
     "replay": "replay",
     "config": "config_cmd",
 }

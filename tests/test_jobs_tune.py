@@ -18,7 +18,7 @@ from pathlib import Path
 from console.bench.models import StepResult
 from console.diagnose.models import Cause, Diagnosis, Suggestion
 from console.jobs.tune import kept_by, load_state, tuned_profile
-from console.jobs.tune_models import TuneState
+from console.jobs.tune_models import TuneState, ladder_rows
 from console.jobs.tune_plan import candidates
 from console.store.db import RunStore
 from tests.support.virtual_bench import VirtualBench
@@ -44,8 +44,12 @@ def test_tune_fixes_the_demo_plateau_one_verdict_at_a_time(tmp_path: Path) -> No
         assert rung.run_a is not None and store.pair_of(rung.run_b or 0) is not None
     assert state.value[128] > 1.8 * state.start_value[128]  # ~820 -> ~2200 total tok/s
     assert state.ladder[-1].cumulative_pct > 80
-    # restarts: the baseline, then per A/B (A already running) B, A, B
-    assert [r.restarts for r in state.ladder] == [4, 7] and state.restarts == 7
+    # restarts: the baseline; the first A/B (A already running) B, A, B; the second reuses
+    # the first's B side (the profile it kept, two launches) as its A side: B, B
+    assert [r.restarts for r in state.ladder] == [4, 6] and state.restarts == 6
+    first, second = state.ladder
+    assert first.reused_a is None and second.reused_a == first.run_b == second.run_a
+    assert not first.resumed and not second.resumed
     profile = tuned_profile(state)
     assert profile.flags["cuda-graph-max-bs-decode"] == 128
     assert "NCCL_P2P_DISABLE" not in profile.env
@@ -139,6 +143,10 @@ def test_kill_9_mid_tune_then_resume_gives_the_same_ladder(tmp_path: Path) -> No
     assert len(resumed.ladder) == len(uninterrupted.ladder) == 2
     assert all(a.same_as(b) for a, b in zip(resumed.ladder, uninterrupted.ladder, strict=True))
     assert resumed.kept == uninterrupted.kept
+    # the ladder says which step's A/B was interrupted and ran again
+    assert [r.resumed for r in resumed.ladder] == [False, True]
+    assert not any(r.resumed for r in uninterrupted.ladder)
+    assert ladder_rows(resumed)[2][4] == "kept (resumed)" and resumed.in_flight is None
 
 
 def test_the_plan_tries_the_implied_value_then_a_larger_one_then_the_next_cause() -> None:

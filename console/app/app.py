@@ -77,13 +77,13 @@ if TYPE_CHECKING:
 # What a recording cannot do (issue 26.8): refused at the key with the reason, not asked for
 # and then dropped.
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
-                            "gpu-processes"})
+                            "gpu-processes", "tune"})
 
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune")
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -131,6 +131,13 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
     return _mode_screen(make)
 
 
+def _tune_screen() -> Screen[Any]:
+    """The Tune view (console.app.screens.tune), imported when first shown."""
+    from console.app.screens.tune import TuneScreen
+
+    return TuneScreen()
+
+
 class PlateauApp(App[int]):
     TITLE = "plateau"
     CSS_PATH = str(THEME_DIR / "app.tcss")
@@ -144,6 +151,7 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
+        "tune": _mode_screen(_tune_screen),
     }
 
     def __init__(
@@ -179,6 +187,8 @@ class PlateauApp(App[int]):
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
+        self.tunes: dict[str, Any] = {}  # host -> its console.app.tune_control.TuneControl
+        self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
@@ -410,7 +420,9 @@ class PlateauApp(App[int]):
             return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
         ab_running = state.ab is not None and state.ab.running
-        if action_id in ("restart", "sweep", "ab"):
+        if action_id in ("restart", "sweep", "ab", "tune"):
+            if getattr(self.tunes.get(state.host), "running", False):
+                return "a tune is running"
             if ab_running:
                 return "an A/B is running"
             if state.sweep.running:

@@ -39,6 +39,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Why the newest run plateaus: ranked causes, evidence, a key per fix to A/B (w is the "
         "log's wrap)", False,
     ),
+    ActionSpec(
+        "tune", "T", "show('tune')", "Tune",
+        "Tune: sweep, diagnose, A/B the top cause's fix, keep it only when proved better; "
+        "Enter starts, x stops at a safe point (t is topology)", False,
+    ),
     ActionSpec("topology", "t", "show('topology')", "Topology", "GPU topology (P2P matrix)"),
     ActionSpec("events", "e", "show('events')", "Events", "Event log: failures and changes"),
     ActionSpec("config", "g", "show('config')", "Config", "Effective config and sources"),

@@ -32,6 +32,9 @@ class ConsoleApp(Protocol):
     hidden_panels: set[str]
     marked_runs: list[int]
     ab_plans: dict[str, Any]  # host -> console.app.screens.dashboard.ABPlan of its running A/B
+    tunes: dict[str, Any]  # host -> console.app.tune_control.TuneControl
+    tune_bench_for: Any  # (session, store) -> the tune's bench; None: the session's own
+    profiles_dir: Path
     """Run ids marked in history for compare."""
     plateau_theme_names: list[str]
 
@@ -61,6 +64,8 @@ class ConsoleApp(Protocol):
         """A diagnosis cause's suggestion as profile B of an A/B (the Why view's keys), at the
         levels and with the workload of `plan` (console.app.suggest_ab.CauseAB)."""
         ...
+
+    def add_profile(self, name: str, profile: Any, *, persist: bool) -> bool: ...
 
     def batch_update(self) -> AbstractContextManager[None]: ...
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from console.bench.knee import find_knee
-from console.bench.models import Frozen, StepResult
+from console.bench.models import Frozen, StepMetrics, StepResult
 
 CONFIDENCE = 0.95
 Word = Literal["better", "worse", "within noise", "no repeats"]
@@ -161,18 +161,22 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}".replace("-", "\u2212")
 
 
-def _values(steps: Sequence[StepResult], metric: str = "total tok/s"
+def _values(steps: Sequence[StepResult], metric: str = "total tok/s",
+            value_of: Callable[[StepMetrics], float] | None = None,
             ) -> dict[int, tuple[list[float], int]]:
-    """Per concurrency: the headline `metric` (total or output tok/s) of every ok step, and how
-    many lacked a steady state."""
+    """Per concurrency: the headline `metric` (total or output tok/s, or `value_of` a step's
+    metrics where given) of every ok step, and how many lacked a steady state."""
     grouped: dict[int, list[float]] = defaultdict(list)
     flagged: dict[int, int] = defaultdict(int)
     for step in steps:
         m = step.metrics
         if step.status != "ok" or m is None:
             continue
-        value = m.headline_output_tok_s() if metric == "output tok/s" else \
-            m.headline_total_tok_s()
+        if value_of is not None:
+            value = value_of(m)
+        else:
+            value = m.headline_output_tok_s() if metric == "output tok/s" else \
+                m.headline_total_tok_s()
         if math.isfinite(value) and value > 0:
             grouped[step.concurrency].append(value)
             flagged[step.concurrency] += int(m.no_steady_state)
@@ -255,11 +259,13 @@ def judge(
     confidence: float = CONFIDENCE,
     interleaved: bool | None = None,
     metric: str = "total tok/s",
+    value_of: Callable[[StepMetrics], float] | None = None,
 ) -> Verdict:
     """The verdict on B against A. `interleaved` False adds a note that each side ran in one
     server lifetime (a launch-to-launch difference then looks like a real one). `metric`:
-    "total tok/s" (the default) or "output tok/s"."""
-    a, b = _values(steps_a, metric), _values(steps_b, metric)
+    "total tok/s" (the default) or "output tok/s", named so; `value_of` computes it from a step's
+    metrics where given (a tune's objective, console.jobs.tune_objective)."""
+    a, b = _values(steps_a, metric, value_of), _values(steps_b, metric, value_of)
     common = sorted(set(a) & set(b))
     notes: list[str] = []
     per_level = 1.0 - (1.0 - confidence) / max(1, len(common))

@@ -27,6 +27,7 @@ from console.errors import UsageError
 from console.jobs.tune import load_state, new_state, run_tune, tuned_profile
 from console.jobs.tune_bench import HostBench
 from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState, ladder_rows, state_json
+from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES
 from console.session.profiles import ProfileSaveError, profiles_dir, save_profile
 from console.store.db import RunStore
 from console.store.export import _finite
@@ -53,8 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--input-len", type=argtypes.positive_int)
     p.add_argument("--output-len", type=argtypes.positive_int)
     p.add_argument("--num-prompts", type=argtypes.positive_int, help="requests per step")
-    p.add_argument("--objective", choices=["total", "output"], default="total",
-                   help="what a change must raise: total or output tok/s (default total)")
+    p.add_argument("--objective", choices=list(OBJECTIVES), default=DEFAULT_OBJECTIVE,
+                   help="what a change must raise: "
+                   + "; ".join(f"{o.name}: {o.help}" for o in OBJECTIVES.values())
+                   + f" (default {DEFAULT_OBJECTIVE})")
     p.add_argument("--target", type=float, metavar="TOK_S",
                    help="stop once the objective at the top level reaches this")
     budget = p.add_mutually_exclusive_group()

@@ -18,15 +18,15 @@ Public API (used by `plateau ab` and the console's A/B dialog through the sessio
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 from console.bench.abplan import Pass, order_text, plan_passes
 from console.bench.compare import compare_runs
-from console.bench.models import StepResult, SweepEvent
+from console.bench.models import SweepEvent
 from console.bench.verdict import differing_flags, judge
 from console.config_models import ServerProfile, SweepPreset
 from console.jobs.ab_models import ABProgress, ABRequest, ABResult, ABStage
+from console.jobs.ab_passes import PassResult, SidePass, run_passes
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
 from console.server.events import EventSink, LifecycleDone, LifecycleEvent, Phase, ignore_events
@@ -34,24 +34,6 @@ from console.server.lease import host_lease
 from console.server.lifecycle import LifecycleError, ServerLifecycle
 from console.server.records import LaunchRecord
 from console.store.db import RunStore
-
-
-@dataclass(frozen=True)
-class SidePass:
-    """One sweep of one side: which repeats it measures and which stored run they join."""
-
-    side: Literal["A", "B"]
-    repeat_base: int
-    repeats: int
-    run_id: int | None  # the side's run to append to (None: this pass creates it)
-    last: bool  # the side's last pass: its run is finished after it
-
-
-@dataclass(frozen=True)
-class PassResult:
-    run_id: int | None
-    steps: tuple[StepResult, ...]
-
 
 SweepFn = Callable[[str, ServerProfile, LaunchRecord, SidePass], Awaitable[PassResult]]
 """(profile name, profile, launch record, the pass) -> the pass's stored run and steps."""
@@ -122,25 +104,27 @@ async def run_ab(
 
         passes = plan_passes(repeats, interleave)
         records: dict[str, LaunchRecord] = {}
-        steps: dict[str, list[StepResult]] = {"A": [], "B": []}
-        runs: dict[str, int | None] = {"A": None, "B": None}
-        running: str | None = None
-        for number, plan in enumerate(passes, 1):
+
+        def where(number: int) -> str:
+            return f"pass {number}/{len(passes)}: {order_text(passes)}"
+
+        async def restart(number: int, plan: Pass) -> None:
             name, profile = sides[plan.side]
-            where = f"pass {number}/{len(passes)}: {order_text(passes)}"
-            if running != plan.side:
-                restart_stage: ABStage = "restart-a" if plan.side == "A" else "restart-b"
-                on_progress(ABProgress(restart_stage, f"restarting into {name} ({where})", name))
-                records[plan.side] = await lifecycle.restart(name, profile, collect(name))
-                running = plan.side
-            sweep_stage: ABStage = "sweep-a" if plan.side == "A" else "sweep-b"
-            on_progress(ABProgress(sweep_stage, _sweep_message(name, plan, repeats, where), name))
-            last = plan is max((p for p in passes if p.side == plan.side),
-                               key=lambda p: p.repeat_base)
-            outcome = await sweep(name, profile, records[plan.side], SidePass(
-                plan.side, plan.repeat_base, plan.repeats, runs[plan.side], last))
-            runs[plan.side] = runs[plan.side] or outcome.run_id
-            steps[plan.side].extend(outcome.steps)
+            restart_stage: ABStage = "restart-a" if plan.side == "A" else "restart-b"
+            on_progress(ABProgress(restart_stage, f"restarting into {name} ({where(number)})",
+                                   name))
+            records[plan.side] = await lifecycle.restart(name, profile, collect(name))
+
+        async def sweep_pass(number: int, pass_: SidePass) -> PassResult:
+            name, profile = sides[pass_.side]
+            sweep_stage: ABStage = "sweep-a" if pass_.side == "A" else "sweep-b"
+            on_progress(ABProgress(sweep_stage, _sweep_message(name, pass_, repeats,
+                                                               where(number)), name))
+            return await sweep(name, profile, records[pass_.side], pass_)
+
+        got = await run_passes(passes, restart=restart, sweep=sweep_pass,
+                               interleave=interleave)
+        steps, runs = got.steps, got.runs
         on_progress(ABProgress("compare"))
         verdict = judge(steps["A"], steps["B"], label_a=name_a, label_b=name_b,
                         interleaved=interleave)
@@ -167,7 +151,7 @@ async def run_ab(
         return result
 
 
-def _sweep_message(name: str, plan: Pass, repeats: int, where: str) -> str:
+def _sweep_message(name: str, plan: SidePass, repeats: int, where: str) -> str:
     if plan.repeats == 1:
         return f"sweeping {name}, repeat {plan.repeat_base + 1}/{repeats} ({where})"
     return f"sweeping {name}, {plan.repeats} repeats ({where})"

@@ -8,10 +8,13 @@ The loop: sweep the starting profile; diagnose it (console.diagnose); take the t
 cause's suggestion (console.jobs.tune_plan: the implied value, then a larger one, then the
 pair with an interacting cause); validate it as the flags editor does; A/B it against the
 last good profile, interleaved A B A B with restarts, at the levels where the cause acts and
-with the run's workload; keep it only when the verdict (console.bench.verdict, Bonferroni over
-the levels) says "better" at the knee with an interval that excludes zero and no level worse,
-else record why and restart the last good profile; re-sweep and re-diagnose the kept profile;
-repeat until no actionable cause is left, the objective is met, or the budget is spent.
+with the run's workload (the pass loop is `plateau ab`'s, console.jobs.ab_passes; after a kept
+step the A side is that step's B side, already measured on two launches of the profile now
+good, so only B's launches are new: 2 restarts instead of 3); keep it only when the verdict
+(console.bench.verdict, Bonferroni over the levels) says "better" at the knee with an
+interval that excludes zero and no level worse, else record why and restart the last good
+profile; re-sweep and re-diagnose the kept profile; repeat until no actionable cause is left,
+the objective is met, or the budget is spent.
 
 Safety: a candidate that does not start, crashes or yields non-finite throughput is recorded
 as failed and the last good profile restarted; the host's lease is held throughout; `stop`
@@ -27,12 +30,13 @@ import asyncio
 import math
 from collections.abc import Callable, Sequence
 
-from console.bench.abplan import plan_passes
+from console.bench.abplan import Pass, plan_passes
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict, judge
 from console.config_models import ServerProfile
 from console.diagnose.models import Diagnosis
 from console.errors import PlateauError
+from console.jobs.ab_passes import Collected, PassResult, SidePass, run_passes
 from console.jobs.tune_bench import CandidateFailed, SweepOutcome, TuneBench
 from console.jobs.tune_models import (
     Candidate,
@@ -44,6 +48,7 @@ from console.jobs.tune_models import (
     apply,
     state_json,
 )
+from console.jobs.tune_objective import ObjectiveFn
 from console.jobs.tune_plan import actionable, candidates, not_actionable_note
 from console.store.db import RunStore
 
@@ -73,13 +78,12 @@ def tuned_profile(state: TuneState) -> ServerProfile:
     return profile.model_copy(update={"flags": flags, "description": description})
 
 
-def values_at(steps: Sequence[StepResult], metric: str) -> dict[int, float]:
+def values_at(steps: Sequence[StepResult], value: ObjectiveFn) -> dict[int, float]:
     """Mean objective per level over the ok steps."""
     out: dict[int, list[float]] = {}
     for s in steps:
         if s.status == "ok" and s.metrics is not None:
-            v = (s.metrics.headline_output_tok_s() if metric == "output tok/s"
-                 else s.metrics.headline_total_tok_s())
+            v = value(s.metrics)
             if math.isfinite(v):
                 out.setdefault(s.concurrency, []).append(v)
     return {c: sum(v) / len(v) for c, v in out.items()}
@@ -161,7 +165,7 @@ class Tuner:
         except CandidateFailed as exc:
             raise TuneError(f"the last good profile {self.good_name()} failed: {exc}") from None
         self.state.current_run = outcome.run_id
-        self.state.value = values_at(outcome.steps, self.request.metric)
+        self.state.value = values_at(outcome.steps, self.request.goal.value)
         return outcome
 
     async def baseline(self) -> None:
@@ -201,16 +205,32 @@ class Tuner:
             return f"budget spent: {self.minutes():.1f} of {r.budget_minutes:g} minutes used"
         return None
 
-    def planned_restarts(self) -> int:
+    def planned_restarts(self, cand: Candidate) -> int:
+        if self.reusable_a(cand) is not None:
+            return self.request.repeats + 1  # B's launches, and the revert when not kept
         switches = 2 * self.request.repeats - (1 if self.running == "good" else 0)
         return switches + 1  # and the revert when it is not kept
+
+    def reusable_a(self, cand: Candidate) -> int | None:
+        """The stored run whose repeats can be this A/B's A side, or None. The previous step
+        kept its candidate, so its B side measured the good profile, each repeat on a launch
+        of its own, at the same levels with the same workload a moment ago: measuring it again
+        would only cost restarts (issue 28: within 2 % of a grid's best in a quarter of its
+        restarts). Only the previous step's, so the A side is never older than one A/B."""
+        if not self.state.ladder:
+            return None
+        last = self.state.ladder[-1]
+        if last.outcome != "kept" or last.run_b is None or last.levels != cand.levels:
+            return None
+        return last.run_b
 
     # -- one candidate -------------------------------------------------------------------
 
     def _rung(self, cand: Candidate, outcome: str, reason: str, **kw: object) -> Rung:
         return Rung.model_validate({
             "step": len(self.state.ladder) + 1, "cause": cand.cause,
-            "change": cand.change.text(), "why": cand.why, "outcome": outcome,
+            "change": cand.change.text(), "applied": cand.change, "why": cand.why,
+            "outcome": outcome,
             "reason": reason, "predicted_pct": cand.gain_pct, "levels": cand.levels,
             "cumulative_pct": round(self.state.gain_pct, 2), "restarts": self.state.restarts,
             "minutes": round(self.minutes(), 2), "interacts": cand.interacts, **kw})
@@ -224,15 +244,19 @@ class Tuner:
         if profile == good:
             return self._rung(cand, "skipped", "the profile already has this")
         step = len(self.state.ladder) + 1
+        resumed = self.state.in_flight == step  # stored mid-A/B: this A/B runs again
+        self.state.in_flight = step
+        self.persist()
         try:
-            verdict, runs = await self._ab(cand, profile, step)
+            verdict, runs, reused = await self._ab(cand, profile, step)
         except CandidateFailed as exc:
             await self._revert(step)
-            return self._rung(cand, "failed", str(exc))
+            return self._rung(cand, "failed", str(exc), resumed=resumed)
         keep, reason = kept_by(verdict)
         common = {"delta_pct": verdict.knee_delta_pct,
-                  "half_width_pct": verdict.knee_half_width_pct,
-                  "sentence": verdict.sentence, "run_a": runs[0], "run_b": runs[1]}
+                  "half_width_pct": verdict.knee_half_width_pct, "resumed": resumed,
+                  "sentence": verdict.sentence, "run_a": runs[0], "run_b": runs[1],
+                  "reused_a": reused}
         if not keep:
             await self._revert(step)
             return self._rung(cand, "rejected", reason, **common)
@@ -248,35 +272,48 @@ class Tuner:
             await self.restart_good(f"{step}:revert")
 
     async def _ab(self, cand: Candidate, profile: ServerProfile, step: int
-                  ) -> tuple[Verdict, tuple[int | None, int | None]]:
-        """Interleaved A B A B at the candidate's levels; CandidateFailed when B fails."""
+                  ) -> tuple[Verdict, tuple[int | None, int | None], int | None]:
+        """Interleaved A B A B at the candidate's levels (console.jobs.ab_passes, as `plateau
+        ab`); with the previous kept step's B run as the A side, only B's passes, each on a
+        launch of its own. CandidateFailed when B fails."""
         spec = self.request.spec.model_copy(update={"concurrency": cand.levels, "repeats": 1})
         name_b = f"{self.request.profile}+{cand.cause}"
-        sides = {"A": (self.good_name(), self.state.good_profile(), "good"),
-                 "B": (name_b, profile, "candidate")}
-        steps: dict[str, list[StepResult]] = {"A": [], "B": []}
-        runs: dict[str, int | None] = {"A": None, "B": None}
-        passes = plan_passes(self.request.repeats, True)
-        for number, p in enumerate(passes):
-            self._check_stop_mid_ab()
-            name, prof, key = sides[p.side]
-            if self.running != key:
-                if p.side == "A":
-                    await self.restart_good(f"{step}:{number}")
-                else:
-                    self.say(TuneProgress("restart", f"step {step}: restarting into {name} "
-                                                     f"(pass {number + 1}/{len(passes)})"))
-                    self.running = None
-                    self.state.restarts += 1
-                    await self.bench.restart(name, prof, f"{step}:{number}")
-                    self.running = key
+        sides = {"A": (self.good_name(), self.state.good_profile()), "B": (name_b, profile)}
+        plan = plan_passes(self.request.repeats, True)
+        index = {id(p): i for i, p in enumerate(plan)}  # launches are named by plan position
+        reused = self.reusable_a(cand)
+        got = Collected()
+        if reused is not None:
+            got.steps["A"] = [s for s in self.store.get_run(reused).steps if s.status == "ok"]
+            got.runs["A"] = reused
+            plan_run = [p for p in plan if p.side == "B"]
+        else:
+            plan_run = plan
+
+        def where(number: int) -> str:
+            return f"pass {number}/{len(plan_run)}"
+
+        async def restart(number: int, p: Pass) -> None:
+            name, prof = sides[p.side]
+            launch = f"{step}:{index[id(p)]}"
+            if p.side == "A":
+                await self.restart_good(launch)
+                return
+            self.say(TuneProgress("restart", f"step {step}: restarting into {name} "
+                                             f"({where(number)})"))
+            self.running = None
+            self.state.restarts += 1
+            await self.bench.restart(name, prof, launch)
+            self.running = "candidate"
+
+        async def sweep(number: int, p: SidePass) -> PassResult:
+            name, prof = sides[p.side]
             self.say(TuneProgress("sweep", f"step {step}: {name} at {cand.levels} "
-                                           f"(pass {number + 1}/{len(passes)})"))
-            last = number >= len(passes) - 2
+                                           f"({where(number)})"))
             try:
                 out = await self.bench.sweep(name, prof, spec, label=f"tune {step} {p.side}: "
-                                             f"{name}", run_id=runs[p.side],
-                                             repeat_base=p.repeat_base, finish=last)
+                                             f"{name}", run_id=p.run_id,
+                                             repeat_base=p.repeat_base, finish=p.last)
             except CandidateFailed:
                 if p.side == "A":
                     raise TuneError(f"the last good profile {name} failed during "
@@ -284,20 +321,22 @@ class Tuner:
                 self.running = None
                 raise
             self._check_finite(p.side, out.steps)
-            runs[p.side] = runs[p.side] or out.run_id
-            steps[p.side].extend(out.steps)
-        verdict = judge(steps["A"], steps["B"], label_a=self.good_name(), label_b=name_b,
-                        interleaved=True, metric=self.request.metric)
+            return PassResult(out.run_id, out.steps)
+
+        got = await run_passes(plan_run, restart=restart, sweep=sweep, interleave=True,
+                               running="A" if self.running == "good" else None,
+                               collected=got, before_pass=lambda _n, _p: self._check_stop())
+        runs = got.runs
+        verdict = judge(got.steps["A"], got.steps["B"], label_a=self.good_name(),
+                        label_b=name_b, interleaved=True, metric=self.request.metric,
+                        value_of=self.request.goal.value)
         if runs["A"] is not None and runs["B"] is not None:
             self.store.save_pair(runs["A"], runs["B"], {
                 "verdict": verdict.model_dump(mode="json"), "sentence": verdict.sentence,
                 "name_a": self.good_name(), "name_b": name_b, "repeats": self.request.repeats,
-                "interleaved": True, "preset": self.request.preset, "tune": self.tune_id})
-        return verdict, (runs["A"], runs["B"])
-
-    def _check_stop_mid_ab(self) -> None:
-        if self.stop.is_set():
-            raise _Stopped
+                "interleaved": True, "preset": self.request.preset, "tune": self.tune_id,
+                "reused_a": reused})
+        return verdict, (runs["A"], runs["B"]), reused
 
     def _check_finite(self, side: str, steps: Sequence[StepResult]) -> None:
         bad = [s for s in steps if s.status == "ok" and s.metrics is not None
@@ -346,12 +385,13 @@ class Tuner:
             kept = False
             for cand in todo:
                 self._check_stop()
-                short = self.budget_left(self.planned_restarts())
+                short = self.budget_left(self.planned_restarts(cand))
                 if short:
                     if self.running != "good":
                         await self.restart_good("budget")
                     return self._finish(short, status="done")
                 rung = await self.attempt(cand)
+                state.in_flight = None
                 state.ladder.append(rung)
                 state.tried.append(cand.change.key())
                 self.say(TuneProgress("verdict", f"{rung.cause}: {rung.outcome}: "

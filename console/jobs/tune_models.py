@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from console.config_models import FlagValue, ServerProfile, SweepPreset
+from console.jobs.tune_objective import DEFAULT_OBJECTIVE, Objective, objective
 
-Objective = Literal["total", "output"]
 TuneStatus = Literal["running", "stopped", "done", "failed"]
 RungOutcome = Literal["kept", "rejected", "failed", "invalid", "skipped"]
 TuneStage = Literal["baseline", "diagnose", "validate", "restart", "sweep", "verdict",
@@ -65,6 +65,7 @@ class Rung(_Model):
     step: int
     cause: str
     change: str
+    applied: Change = Change()  # the change as data (`change` says it in words)
     why: str
     outcome: RungOutcome
     reason: str = ""  # why it was rejected, failed or skipped (and the verdict when kept)
@@ -79,6 +80,10 @@ class Rung(_Model):
     run_a: int | None = None
     run_b: int | None = None
     interacts: list[str] = []
+    # The tuner was stopped or killed during this step's A/B and resumed: the A/B ran again
+    # from its first pass (the decision is the same; the restarts and minutes are more).
+    resumed: bool = False
+    reused_a: int | None = None  # A's repeats are the run of the previous kept step's B side
 
     def same_as(self, other: Rung) -> bool:
         """The same decision (for a resumed tune against an uninterrupted one)."""
@@ -91,15 +96,25 @@ class TuneRequest(_Model):
     profile: str  # the starting profile's name
     preset: str = "default"
     spec: SweepPreset
-    objective: Objective = "total"
+    objective: str = DEFAULT_OBJECTIVE  # a name in console.jobs.tune_objective.OBJECTIVES
     budget_restarts: int | None = None
     budget_minutes: float | None = None
     repeats: int = 2  # per side of each A/B, interleaved
     target: float | None = None  # objective met: this many tok/s at the measured level
 
+    @field_validator("objective")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        objective(value)
+        return value
+
+    @property
+    def goal(self) -> Objective:
+        return objective(self.objective)
+
     @property
     def metric(self) -> str:
-        return "output tok/s" if self.objective == "output" else "total tok/s"
+        return self.goal.label
 
 
 class TuneState(_Model):
@@ -122,6 +137,7 @@ class TuneState(_Model):
     stop_reason: str = ""
     notes: list[str] = []
     resumed: int = 0
+    in_flight: int | None = None  # the step whose A/B had begun when the state was stored
     saved_profile: str | None = None  # where the tuned profile was written
 
     def good_profile(self) -> ServerProfile:
@@ -146,16 +162,20 @@ class TuneProgress:
     rung: Rung | None = None
 
 
+LADDER_HEADER = ("step", "cause", "change", "verdict (knee)", "outcome", "cum. gain",
+                 "restarts", "min")
+
+
 def ladder_rows(state: TuneState) -> list[tuple[str, ...]]:
     """Rows for a plain table: step, cause, change, verdict at the knee, cumulative gain,
     restarts, minutes."""
-    rows: list[tuple[str, ...]] = [("step", "cause", "change", "verdict (knee)", "outcome",
-                                    "cum. gain", "restarts", "min")]
+    rows: list[tuple[str, ...]] = [LADDER_HEADER]
     for r in state.ladder:
         verdict = (f"{r.delta_pct:+.1f}% \u00b1 {r.half_width_pct:.1f}% at "
                    f"{','.join(map(str, r.levels))}"
                    if r.delta_pct is not None and r.half_width_pct is not None else "-")
-        rows.append((str(r.step), r.cause, r.change, verdict, r.outcome,
+        outcome = f"{r.outcome} (resumed)" if r.resumed else r.outcome
+        rows.append((str(r.step), r.cause, r.change, verdict, outcome,
                      f"{r.cumulative_pct:+.1f}%", str(r.restarts), f"{r.minutes:.1f}"))
     return rows
 

@@ -11,8 +11,10 @@ from console.session.state import HostState
 
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
     from console.jobs.ab_models import ABRequest
+    from console.jobs.tune_bench import TuneBench
     from console.server.flags import FlagSchema
     from console.server.records import LaunchRecord
+    from console.store.db import RunStore
 
 
 class Session(Protocol):
@@ -36,6 +38,11 @@ class Session(Protocol):
         ...
 
     async def start_ab(self, request: ABRequest) -> None: ...
+
+    def tune_bench(self, store: RunStore) -> TuneBench:
+        """Where `plateau tune`'s job (run by the console's Tune view) restarts, sweeps and
+        validates on this host; PlateauError when it cannot (not connected, a replay)."""
+        ...
 
     def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         """The console's profile list changed (saved or kept from the flags editor)."""

@@ -22,6 +22,8 @@ from console.session.state import Clock, HostState, utc_now
 
 if TYPE_CHECKING:
     from console.diagnose.log_diagnosis import LogDiagnosis
+    from console.jobs.tune_bench import TuneBench
+    from console.store.db import RunStore
 
 
 @dataclass
@@ -125,6 +127,11 @@ class ReplaySession(EventFeed):
 
     async def start_ab(self, request: ABRequest) -> None:
         self._command("ab", f"{request.a} vs {request.b} ({request.preset})")
+
+    def tune_bench(self, store: RunStore) -> TuneBench:
+        from console.errors import PlateauError
+
+        raise PlateauError("a replay runs nothing on a host")
 
     async def accept_host_key(self, fingerprint: str) -> bool:
         self._command("accept-host-key", fingerprint)

@@ -42,10 +42,12 @@ if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first fr
     import httpx
 
     from console.jobs.ab_models import ABProgress, ABRequest
+    from console.jobs.tune_bench import TuneBench
     from console.logs.server_stats import StatsAggregator
     from console.server.discovery import FlagDiscovery
     from console.server.flags import FlagSchema
     from console.server.records import LaunchRecord
+    from console.store.db import RunStore
 
 STATS_PERIOD_S = 0.5
 _NOTICE_LEVEL = {
@@ -574,6 +576,18 @@ class HostSession(EventFeed):
             return
         assert self.transport is not None
         self._ab_task = self._spawn(self._ab(self.transport, request), "ab")
+
+    def tune_bench(self, store: RunStore) -> TuneBench:
+        """The tune job's bench on this host: restarts through the lifecycle (waiting for the
+        GPU memory this session sees come back), sweeps stored in `store`."""
+        from console.errors import PlateauError
+        from console.jobs.tune_bench import HostBench
+
+        if self.transport is None:
+            raise PlateauError(f"{self.host.name} is not connected")
+        life = adapters.lifecycle(self.transport, self.host, gpu_probe=self._gpu_memory,
+                                  discovery=self.discovery)
+        return HostBench(life, store)
 
     async def _ab(self, transport: Transport, request: ABRequest) -> None:
         a, b, preset = request.a, request.b, request.preset

@@ -1,0 +1,128 @@
+"""The console's side of `plateau tune` (issue 28): one tune per host, run by the same job as
+the CLI's (console.jobs.tune.run_tune) with its progress callback and stop event.
+
+`TuneControl` holds what the Tune view shows (the job's live state, its phase, how it ended)
+and tells its listeners when that changes; the app runs `run()` in a worker. The job holds the
+host's lease (the bench's, as the CLI's does), so a sweep, restart or A/B of this process is
+refused while it runs; `stop()` asks it to end at its next safe point, the last good profile
+left running. A tune that kept a change saves it as `profiles.d/<profile>-tuned.toml`, as
+the CLI does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from console.config_models import PlateauConfig, ServerProfile
+from console.errors import PlateauError
+from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState
+
+if TYPE_CHECKING:
+    from console.jobs.tune_bench import TuneBench
+    from console.session.protocol import Session
+    from console.store.db import RunStore
+
+Listener = Callable[[], None]
+TUNE_PRESET_ORDER = ("quick", "default")  # the demo's fast preset first, as the A/B picker
+
+
+def tune_request(config: PlateauConfig, host: str, profile: str) -> TuneRequest:
+    """What the view's Enter starts: the host's profile at the first preset of
+    TUNE_PRESET_ORDER the config has, the default objective, no budget but the stop key."""
+    preset = next((p for p in TUNE_PRESET_ORDER if p in config.sweeps), "default")
+    return TuneRequest(host=host, profile=profile, preset=preset, spec=config.sweep(preset))
+
+
+@dataclass
+class TuneControl:
+    host: str
+    state: TuneState | None = None
+    tune_id: int | None = None
+    phase: TuneProgress | None = None
+    running: bool = False
+    stopping: bool = False
+    error: str = ""  # why the job failed (empty when it did not)
+    saved: str = ""  # where the tuned profile was written
+    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    listeners: list[Listener] = field(default_factory=list)
+
+    def changed(self) -> None:
+        for listener in list(self.listeners):
+            listener()
+
+    def progress(self, p: TuneProgress) -> None:
+        self.phase = p
+        self.changed()
+
+    def stop(self) -> bool:
+        """Ask the running tune to stop at its next safe point; False when none runs."""
+        if not self.running or self.stopping:
+            return False
+        self.stopping = True
+        self.stop_event.set()
+        self.phase = TuneProgress(self.phase.stage if self.phase else "sweep",
+                                  "stopping at the next safe point (the last good profile "
+                                  "is left running)")
+        self.changed()
+        return True
+
+    def begin(self, state: TuneState) -> None:
+        self.state, self.tune_id, self.error, self.saved = state, None, "", ""
+        self.running, self.stopping = True, False
+        self.stop_event = asyncio.Event()
+        self.phase = TuneProgress("baseline", f"starting a tune of {state.request.profile}")
+        self.changed()
+
+    async def run(self, bench: TuneBench, store: RunStore, profiles_dir: Path | None,
+                  on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None) -> None:
+        """The job, start to end (`begin` first). Errors are kept for the view, not raised."""
+        from console.jobs.tune import run_tune, tuned_profile
+
+        assert self.state is not None
+        try:
+            state, self.tune_id = await run_tune(bench, self.state, store=store,
+                                                 on_progress=self.progress,
+                                                 stop=self.stop_event)
+            self.state = state
+            if profiles_dir is not None and any(r.outcome == "kept" for r in state.ladder):
+                self.saved = self._save(state, tuned_profile(state), profiles_dir, on_saved)
+                state.saved_profile = self.saved or None
+                store.save_tune(self.tune_id, self.host, state.status,
+                                _state_json(state, self.tune_id))
+        except (PlateauError, OSError) as exc:
+            self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        finally:
+            self.running, self.stopping = False, False
+            store.close()
+            self.changed()
+
+    def _save(self, state: TuneState, profile: ServerProfile, directory: Path,
+              on_saved: Callable[[str, ServerProfile], object]) -> str:
+        from console.session.profiles import ProfileSaveError, save_profile
+
+        name = f"{state.request.profile}-tuned"
+        try:
+            path, _skipped = save_profile(directory, name, profile)
+        except ProfileSaveError as exc:
+            self.error = f"the tuned profile was not saved: {exc}"
+            return ""
+        on_saved(name, profile)
+        return str(path)
+
+
+def session_bench(session: Session, store: RunStore) -> TuneBench:
+    """The tuner's bench on a session's host (its transport, lifecycle and flag discovery)."""
+    return session.tune_bench(store)
+
+
+def _state_json(state: TuneState, tune_id: int | None) -> dict[str, object]:
+    from console.jobs.tune_models import state_json
+
+    return state_json(state, tune_id)
+
+
+__all__ = ["TuneControl", "session_bench", "tune_request"]
