@@ -135,6 +135,16 @@ def record_to_metrics(
     )
 
 
+def _arrival_args(spec: SweepPreset, concurrency: int) -> list[str]:
+    """Closed loop: --max-concurrency C at rate inf. A rate step (open loop): its rate,
+    Poisson (0.5.23's get_request has no burstiness), and the cap if there is one."""
+    rate = spec.request_rate[0] if spec.request_rate else None
+    if rate is None:
+        return ["--max-concurrency", str(concurrency), "--request-rate", "inf"]
+    cap = ["--max-concurrency", str(spec.max_concurrency)] if spec.max_concurrency else []
+    return [*cap, "--request-rate", "inf" if rate == float("inf") else f"{rate:g}"]
+
+
 def bench_argv(
     prefix: Sequence[str],
     spec: SweepPreset,
@@ -156,18 +166,12 @@ def bench_argv(
         "--random-output-len", str(spec.output_len),
         "--random-range-ratio", f"{spec.range_ratio:g}",
         "--num-prompts", str(num_prompts),
+        *_arrival_args(spec, concurrency),
         "--warmup-requests", str(spec.warmup_prompts),
         "--output-file", output_file,
         "--seed", str(seed),
         "--disable-tqdm",
     ]  # fmt: skip
-    rate = spec.request_rate[0] if spec.request_rate else None  # the rate step's own
-    if rate is None:
-        argv += ["--max-concurrency", str(concurrency), "--request-rate", "inf"]
-    else:  # open loop; 0.5.23's get_request has Poisson arrivals only (no burstiness)
-        argv += ["--request-rate", "inf" if rate == float("inf") else f"{rate:g}"]
-        if spec.max_concurrency:
-            argv += ["--max-concurrency", str(spec.max_concurrency)]
     if spec.workload == "shared-prefix":
         # benchmark/datasets/generated_shared_prefix.py, instead of random-ids
         at = argv.index("--dataset-name")

@@ -223,7 +223,7 @@ def _progress(event: SweepEvent) -> None:
             f"  done: {m.total_tok_s:,.1f} total tok/s, {m.output_tok_s:,.1f} output tok/s, "
             f"TTFT p50 {_ms(m.ttft_ms.p50)}, {m.errors} error(s)"
             + (f", {m.cached_tokens / m.input_tokens:.0%} of prompt tokens from the prefix "
-               "cache" if m.cached_tokens and m.input_tokens else ""),
+               "cache" if m.input_tokens and m.cached_tokens >= 0.01 * m.input_tokens else ""),
             file=sys.stderr,
             flush=True,
         )
