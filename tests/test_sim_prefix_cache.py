@@ -22,7 +22,7 @@ CACHED = re.compile(r"Prefill batch, #new-seq: \d+, #new-token: (\d+), #cached-t
 
 def test_radix_cache_matches_splits_locks_and_evicts_lru() -> None:
     tree = RadixCache()
-    assert tree.insert([1, 2, 3, 4]) [0] == 4
+    assert tree.insert([1, 2, 3, 4])[0] == 4
     matched, node = tree.match([1, 2, 9])
     assert matched == 2 and tree.size == 4  # split at the divergence, nothing added
     assert tree.insert([1, 2, 7, 8])[0] == 2
@@ -122,3 +122,17 @@ def test_bench_serving_generated_shared_prefix_hits_the_sims_cache(sim_factory,
     # bench_serving draws ids from the tokenizer's 1024-word vocabulary, so a question's
     # first tokens now and then match another's: a little above the prefixes is allowed.
     assert 0.75 * expected <= cached <= expected + 32 * 4
+
+
+@pytest.mark.slow
+def test_ids_the_cache_cannot_key_are_refused_not_fatal(sim_factory) -> None:
+    import httpx
+
+    sim = sim_factory("--sim-speed", "20")
+    for ids in (["a", 1], [1.5], [-3], [1 << 70]):
+        resp = httpx.post(f"{sim.base_url}/generate", json={
+            "input_ids": ids, "sampling_params": {"max_new_tokens": 2}}, timeout=30)
+        assert resp.status_code == 400, (ids, resp.text)
+    ok = httpx.post(f"{sim.base_url}/generate", json={
+        "input_ids": [5, 6, 7], "sampling_params": {"max_new_tokens": 2}}, timeout=30)
+    assert ok.status_code == 200 and ok.json()["meta_info"]["completion_tokens"] == 2

@@ -32,9 +32,7 @@ def prompt_ids_native(body: dict[str, Any]) -> list[int]:
     if ids is not None:
         if isinstance(ids, list) and ids and isinstance(ids[0], list):
             raise BadRequest("batched input_ids are not supported by the simulator")
-        if not isinstance(ids, list):
-            raise BadRequest("input_ids must be a list of ints")
-        return ids
+        return _token_ids(ids, "input_ids")
     text = body.get("text")
     if isinstance(text, list):
         raise BadRequest("batched text is not supported by the simulator")
@@ -43,11 +41,20 @@ def prompt_ids_native(body: dict[str, Any]) -> list[int]:
     return text_ids(text)
 
 
+def _token_ids(ids: Any, name: str) -> list[int]:
+    """Token ids as the prefix cache keys them: ints inside any vocabulary (a real server
+    rejects the rest too, on its embedding lookup)."""
+    if not isinstance(ids, list) or not all(
+            type(i) is int and 0 <= i < 1 << 31 for i in ids):
+        raise BadRequest(f"{name} must be a list of token ids (non-negative ints)")
+    return ids
+
+
 def prompt_ids_openai(prompt: Any) -> list[int]:
     if isinstance(prompt, str):
         return text_ids(prompt)
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-        return prompt
+        return _token_ids(prompt, "prompt")
     if isinstance(prompt, list) and len(prompt) == 1:
         return prompt_ids_openai(prompt[0])
     raise BadRequest("prompt must be a string, a list of one string, or a list of token ids")
