@@ -136,3 +136,19 @@ def test_ids_the_cache_cannot_key_are_refused_not_fatal(sim_factory) -> None:
     ok = httpx.post(f"{sim.base_url}/generate", json={
         "input_ids": [5, 6, 7], "sampling_params": {"max_new_tokens": 2}}, timeout=30)
     assert ok.status_code == 200 and ok.json()["meta_info"]["completion_tokens"] == 2
+
+
+def test_disable_radix_cache_turns_the_tree_off() -> None:
+    import io
+
+    from console.sim.args import parse
+    from console.sim.config import resolve
+    from console.sim.engine import Engine
+    from console.sim.logs import SimLog
+
+    def engine(*flags: str) -> Engine:
+        args, sim, argv = parse(["--model-path", "m", *flags])
+        return Engine(resolve(args, sim, argv), SimLog(err=io.StringIO(), out=io.StringIO()))
+
+    assert engine().tree is not None
+    assert engine("--disable-radix-cache").tree is None  # server_args.py: no prefix reuse
