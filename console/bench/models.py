@@ -147,6 +147,7 @@ class StepStarted:
     repeat: int
     total_steps: int
     kind: Literal["step-started"] = "step-started"
+    rate: float | None = None  # an open-loop step's request rate (then concurrency is its cap)
 
 
 @dataclass(frozen=True)

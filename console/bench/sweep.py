@@ -160,7 +160,8 @@ async def run_sweep(
                 status = "cancelled"
                 break
             index += index_base
-            emit(StepStarted(index, concurrency, repeat, index_base + len(plan)))
+            emit(StepStarted(index, concurrency, repeat, index_base + len(plan),
+                             rate=level.rate))
             if recorder is not None:
                 await _quietly(recorder.step_started(index))
             started = time.time()

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from console.bench.arrivals import format_rate
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarted, SweepEvent
 from console.bench.report import steps_table
@@ -209,8 +210,11 @@ def _ms(value: float | None) -> str:
 
 def _progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
+        level = f"concurrency {event.concurrency}" if event.rate is None else (
+            f"request rate {format_rate(event.rate)}"
+            + (f", at most {event.concurrency} in flight" if event.concurrency else ""))
         print(
-            f"step {event.index + 1}/{event.total_steps}: concurrency {event.concurrency}"
+            f"step {event.index + 1}/{event.total_steps}: {level}"
             + (f" (repeat {event.repeat + 1})" if event.repeat else ""),
             file=sys.stderr,
             flush=True,
