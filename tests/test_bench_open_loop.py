@@ -89,3 +89,26 @@ def test_rate_step_metrics_carry_rate_and_cap(sim_factory) -> None:
     assert step.concurrency == 4 and step.metrics.completed == 8
     assert step.metrics.request_rate == math.inf and step.metrics.max_concurrency == 4
     assert step.metrics.steady is None  # an open loop holds no target concurrency
+
+
+@pytest.mark.slow
+def test_mooncake_trace_replays_its_timestamps_and_shares_its_blocks(
+    sim_factory, tmp_path: Path
+) -> None:
+    sim: SimProcess = sim_factory("--sim-speed", "20")
+    trace = tmp_path / "trace.jsonl"
+    rows = [{"timestamp": 1000 + 200 * i, "input_length": 1100, "output_length": 4,
+             "hash_ids": [7, 8, 100 + i]} for i in range(5)]
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = SweepPreset(concurrency=[1], workload="trace", trace_file=str(trace),
+                       max_concurrency=8)
+    outcome = asyncio.run(run_sweep(spec, sim.base_url, engine=NativeEngine(max_workers=1),
+                                    snapshot_server_info=False))
+    (step,) = outcome.steps
+    m = step.metrics
+    assert step.status == "ok" and m is not None and m.completed == 5
+    assert m.input_tokens == 5 * 1100
+    # 0.8 s of trace: the step lasts at least that long (the requests follow the timestamps).
+    assert m.duration_s >= 0.8
+    # Blocks 7 and 8 (2 x 512 tokens) are shared: each later request finds them cached.
+    assert m.cached_tokens >= 4 * 1024
