@@ -75,6 +75,9 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
 
 def _with_workload(spec: SweepPreset, args: argparse.Namespace) -> SweepPreset:
     updates = workload_updates(args)
+    if updates.get("request_rate") or spec.request_rate:
+        # The verdict judges per concurrency (console.bench.verdict); rate steps share one.
+        raise UsageError("an A/B compares concurrency levels: --request-rate is for sweeps")
     if not updates:
         return spec
     try:
