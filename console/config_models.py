@@ -248,6 +248,43 @@ class ServerProfile(StrictModel):
         return args + list(self.extra_args)
 
 
+SloMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class SloSpec(StrictModel):
+    """Latency objectives in milliseconds (console/bench/slo.py): a request meets them when its
+    TTFT, its TPOT (its mean inter-token gap) and its end-to-end latency are each at or under
+    the given ones (SGLang bench_serving's --goodput ttft/tpot/e2el); a step meets them when
+    its p99s do."""
+
+    ttft_p99_ms: SloMs | None = None
+    itl_p99_ms: SloMs | None = None
+    e2e_p99_ms: SloMs | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> SloSpec:
+        if self.ttft_p99_ms is None and self.itl_p99_ms is None and self.e2e_p99_ms is None:
+            raise ValueError("an SLO needs at least one of ttft_p99_ms, itl_p99_ms, e2e_p99_ms")
+        return self
+
+
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class CostConfig(StrictModel):
+    """`[cost]`: what a joule and a GPU-hour cost, for cost per million output tokens
+    (console/bench/energy.py)."""
+
+    electricity_per_kwh: Price | None = None
+    gpu_hour: Price | None = None
+    currency: Annotated[str, Field(min_length=1, max_length=8)] = "$"
+
+    @field_validator("currency")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return _no_control_chars(value, "currency")
+
+
 class SweepPreset(StrictModel):
     """A concurrency sweep: what load to offer at each step."""
 
@@ -289,6 +326,8 @@ class SweepPreset(StrictModel):
     request_rate: list[Annotated[float, Field(gt=0.0)]] | None = None
     burstiness: Annotated[float, Field(gt=0.0, le=100.0)] = 1.0
     max_concurrency: Annotated[int, Field(ge=1, le=65536)] | None = None
+    # Latency objectives: per step, the share of requests meeting them and goodput.
+    slo: SloSpec | None = None
 
     @field_validator("concurrency")
     @classmethod
@@ -335,6 +374,7 @@ class PlateauConfig(StrictModel):
     sweeps: dict[str, SweepPreset] = Field(default_factory=dict)
     keymap: dict[str, str] = Field(default_factory=dict)
     ui: UiConfig = Field(default_factory=UiConfig)
+    cost: CostConfig | None = None
 
     @field_validator("profiles", "sweeps", "keymap")
     @classmethod

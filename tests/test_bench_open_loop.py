@@ -17,7 +17,7 @@ from console.bench.sweep import run_sweep
 from console.bench.worker import Job, new_session, run_job
 from console.bench.workload import Workload
 from console.config_models import SweepPreset
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 
 def _max_in_flight(spans: list[tuple[int, int]]) -> int:
@@ -30,7 +30,7 @@ def _max_in_flight(spans: list[tuple[int, int]]) -> int:
 
 
 @pytest.mark.slow
-def test_open_loop_keeps_the_schedule_and_the_cap(sim_factory) -> None:
+def test_open_loop_keeps_the_schedule_and_the_cap(sim_factory: SimFactory) -> None:
     sim: SimProcess = sim_factory("--sim-speed", "20")
 
     async def go(arrivals: tuple[float, ...], cap: int) -> list[tuple[int, int]]:
@@ -60,7 +60,8 @@ def test_open_loop_keeps_the_schedule_and_the_cap(sim_factory) -> None:
 
 
 @pytest.mark.slow
-def test_rate_sweep_cli_reads_the_rate_as_its_axis(sim_factory, tmp_path: Path) -> None:
+def test_rate_sweep_cli_reads_the_rate_as_its_axis(sim_factory: SimFactory,
+                                                    tmp_path: Path) -> None:
     sim: SimProcess = sim_factory("--sim-speed", "20")
     proc = subprocess.run(
         [sys.executable, "-m", "console.cli", "sweep", "--url", sim.base_url, "--json",
@@ -78,7 +79,7 @@ def test_rate_sweep_cli_reads_the_rate_as_its_axis(sim_factory, tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_rate_step_metrics_carry_rate_and_cap(sim_factory) -> None:
+def test_rate_step_metrics_carry_rate_and_cap(sim_factory: SimFactory) -> None:
     sim: SimProcess = sim_factory("--sim-speed", "20")
     spec = SweepPreset(concurrency=[1], request_rate=[math.inf], max_concurrency=4,
                        num_prompts=8, input_len=32, output_len=8)
@@ -93,7 +94,7 @@ def test_rate_step_metrics_carry_rate_and_cap(sim_factory) -> None:
 
 @pytest.mark.slow
 def test_mooncake_trace_replays_its_timestamps_and_shares_its_blocks(
-    sim_factory, tmp_path: Path
+    sim_factory: SimFactory, tmp_path: Path
 ) -> None:
     sim: SimProcess = sim_factory("--sim-speed", "20")
     trace = tmp_path / "trace.jsonl"

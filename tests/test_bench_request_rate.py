@@ -28,7 +28,7 @@ from console.bench.sweep import run_sweep
 from console.config_models import SweepPreset
 from console.host.local import LocalTransport
 from tests.support.sglang_bench import SHIM_PATH
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 from tests.support.tokenizer import build_tokenizer
 
 pytest.importorskip("numpy", reason="needs tests/requirements-bench.txt")
@@ -66,7 +66,7 @@ def _abba(sim: SimProcess, spec: SweepPreset,
 @pytest.mark.slow
 @pytest.mark.parametrize("rate", [40.0, math.inf])
 def test_saturating_rate_throughput_agrees_with_bench_serving(
-    rate: float, sim_factory, tmp_path: Path
+    rate: float, sim_factory: SimFactory, tmp_path: Path
 ) -> None:
     sim = sim_factory("--sim-speed", "1")
     spec = SweepPreset(concurrency=[1], request_rate=[rate], num_prompts=48, input_len=256,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,7 @@ from console.bench.sweep import run_sweep
 from console.bench.workload import Workload, expected_cached_tokens
 from console.config_models import SweepPreset
 from console.sim.radix import RadixCache
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 CACHED = re.compile(r"Prefill batch, #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+)")
 
@@ -54,7 +55,7 @@ def _log_cached(sim: SimProcess) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_shared_prefix_hits_are_logged_as_sglang_logs_them(sim_factory) -> None:
+def test_shared_prefix_hits_are_logged_as_sglang_logs_them(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-speed", "20")
     spec = SweepPreset(concurrency=[4], workload="shared-prefix", prefix_groups=4,
                        prompts_per_group=8, prefix_len=256, input_len=32, output_len=8,
@@ -75,7 +76,7 @@ def test_shared_prefix_hits_are_logged_as_sglang_logs_them(sim_factory) -> None:
 
 
 @pytest.mark.slow
-def test_multi_turn_turns_reuse_the_whole_previous_turn(sim_factory) -> None:
+def test_multi_turn_turns_reuse_the_whole_previous_turn(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-speed", "20")
     i, o = 40, 10
     spec = SweepPreset(concurrency=[1], workload="multi-turn", turns=3, input_len=i,
@@ -92,8 +93,8 @@ def test_multi_turn_turns_reuse_the_whole_previous_turn(sim_factory) -> None:
 
 
 @pytest.mark.slow
-def test_bench_serving_generated_shared_prefix_hits_the_sims_cache(sim_factory,
-                                                                   tmp_path) -> None:
+def test_bench_serving_generated_shared_prefix_hits_the_sims_cache(sim_factory: SimFactory,
+                                                                   tmp_path: Path) -> None:
     """SGLang's own client, `--dataset-name generated-shared-prefix` (what the bench-serving
     engine sends for workload shared-prefix): the sim caches what its structure promises."""
     pytest.importorskip("transformers", reason="needs tests/requirements-bench.txt")
@@ -125,7 +126,7 @@ def test_bench_serving_generated_shared_prefix_hits_the_sims_cache(sim_factory,
 
 
 @pytest.mark.slow
-def test_ids_the_cache_cannot_key_are_refused_not_fatal(sim_factory) -> None:
+def test_ids_the_cache_cannot_key_are_refused_not_fatal(sim_factory: SimFactory) -> None:
     import httpx
 
     sim = sim_factory("--sim-speed", "20")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
-from console.bench.compare import Comparison, Delta
+from console.bench.compare import CompareRow, Comparison, Delta
 from console.bench.verdict import PointVerdict, Verdict
 from widgets.table_fill import fill_table
 
@@ -73,31 +73,39 @@ class CompareTable(DataTable[Text]):
     def set_comparison(self, comparison: Comparison, verdict: Verdict | None = None) -> None:
         self.comparison = comparison
         self.verdict = verdict
-        keys = ["conc"]
-        labels = ["conc"]
-        if verdict is not None:
-            keys.append("verdict")
-            labels.append(f"verdict ({verdict.metric})")
-        for name in self.metrics:
-            keys += [f"a:{name}", f"b:{name}", f"d:{name}"]
-            labels += [f"A {name}", f"B {name}", f"\u0394 {name}"]
-        rows = [self._cells(row) for row in comparison.rows]
-        fill_table(
-            self,
-            [Text(label, justify="right") for label in labels],
-            rows,
-            keys=keys,
-            row_keys=[str(row.concurrency) for row in comparison.rows],
-        )
+        keys, labels, rows, _groups = comparison_cells(comparison, verdict, self.metrics)
+        fill_table(self, labels, rows, keys=keys,
+                   row_keys=[str(row.concurrency) for row in comparison.rows])
 
-    def _cells(self, row: object) -> list[Text]:
-        cells = [Text(str(row.concurrency), justify="right")]  # type: ignore[attr-defined]
-        if self.verdict is not None:
-            cells.append(verdict_text(self.verdict.point(row.concurrency)))  # type: ignore[attr-defined]
-        for name in self.metrics:
-            d = row.get(name)  # type: ignore[attr-defined]
-            cells += [Text(_num(d.a), justify="right"), Text(_num(d.b), justify="right")]
-            cell = delta_text(d)
-            cell.justify = "right"
-            cells.append(cell)
-        return cells
+
+def comparison_cells(
+    comparison: Comparison, verdict: Verdict | None, metrics: Sequence[str] = DEFAULT_METRICS,
+) -> tuple[list[str], list[Text], list[list[Text]], list[int]]:
+    """(column keys, labels, rows, group sizes after conc): the verdict, then A, B and the
+    delta of each metric, read together (widgets.split_table keeps a group whole)."""
+    keys = ["conc"]
+    labels = ["conc"]
+    groups = []
+    if verdict is not None:
+        keys.append("verdict")
+        labels.append(f"verdict ({verdict.metric})")
+        groups.append(1)
+    for name in metrics:
+        keys += [f"a:{name}", f"b:{name}", f"d:{name}"]
+        labels += [f"A {name}", f"B {name}", f"\u0394 {name}"]
+        groups.append(3)
+    rows = [_cells(row, verdict, metrics) for row in comparison.rows]
+    return keys, [Text(label, justify="right") for label in labels], rows, groups
+
+
+def _cells(row: CompareRow, verdict: Verdict | None, metrics: Sequence[str]) -> list[Text]:
+    cells = [Text(str(row.concurrency), justify="right")]
+    if verdict is not None:
+        cells.append(verdict_text(verdict.point(row.concurrency)))
+    for name in metrics:
+        d = row.get(name)
+        cells += [Text(_num(d.a), justify="right"), Text(_num(d.b), justify="right")]
+        cell = delta_text(d)
+        cell.justify = "right"
+        cells.append(cell)
+    return cells

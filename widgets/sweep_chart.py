@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
@@ -25,7 +25,8 @@ from console.hostnum import drawable
 from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
 
 if TYPE_CHECKING:  # the knee comes with the first finished step, not the empty first frame
-    from console.bench.models import StepResult
+    from console.bench.models import StepMetrics, StepResult
+    from console.bench.pareto import ParetoPoint
 
 SERIES_VARIABLES = ("series-a", "series-b", "series-c")
 FALLBACK_COLOURS = ("#5B9BD5", "#E5A84B", "#B48EDC")
@@ -57,10 +58,21 @@ class ChartRun:
         grouped: dict[int, list[float]] = {}
         for step in self.steps:
             if step.status == "ok" and step.metrics is not None and step.concurrency > 0:
-                value = drawable(getattr(step.metrics, metric))
+                value = drawable(_judged(step.metrics, metric))
                 if value is not None:
                     grouped.setdefault(step.concurrency, []).append(value)
         return grouped
+
+
+def _judged(metrics: StepMetrics, metric: str) -> float | None:
+    """Throughputs as the knee and the verdict judge them (console.bench.knee.step_throughput:
+    the steady-state window's where reached), so the chart's numbers are the knee's."""
+    if metric == "total_tok_s":
+        return metrics.headline_total_tok_s()
+    if metric == "output_tok_s":
+        return metrics.headline_output_tok_s()
+    value = getattr(metrics, metric)
+    return value if isinstance(value, float | int) else None
 
 
 class SweepChart(Widget):
@@ -71,6 +83,8 @@ class SweepChart(Widget):
     """
 
     ascii_only: reactive[bool] = reactive(False)
+    # "throughput": tok/s vs concurrency; "pareto": per-user vs per-GPU tok/s (key p).
+    mode: reactive[str] = reactive("throughput")
 
     def __init__(
         self,
@@ -83,6 +97,7 @@ class SweepChart(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.runs: list[ChartRun] = []
         self.progress = ""
+        self.history: list[ParetoPoint] = []  # the host's stored runs, for the Pareto mode
         self.set_reactive(SweepChart.ascii_only, ascii_only)
 
     # ------------------------------------------------------------------ data in
@@ -119,6 +134,16 @@ class SweepChart(Widget):
         self.progress = progress
         self.refresh()
 
+    def cycle_mode(self) -> str:
+        """Throughput vs concurrency <-> the Pareto view; the mode now shown."""
+        self.mode = "pareto" if self.mode == "throughput" else "throughput"
+        return self.mode
+
+    def set_history(self, points: Sequence[ParetoPoint]) -> None:
+        """The host's stored runs as Pareto points (the frontier is drawn across them)."""
+        self.history = list(points)
+        self.refresh()
+
     def clear(self) -> None:
         self.runs = []
         self.progress = ""
@@ -141,6 +166,11 @@ class SweepChart(Widget):
         height = max(self.size.height, 1)
         if height < CHART_MIN_HEIGHT:
             return render_summary(self.runs, width, height, self._colours(), self.progress)
+        if self.mode == "pareto":
+            from widgets.pareto_chart import render_pareto
+
+            return render_pareto([(r.label, r.steps) for r in self.runs], self.history,
+                                 width, height, self._colours(), self.ascii_only)
         return render_chart(
             self.runs, width, height, self._colours(), self.ascii_only, self.progress
         )
@@ -169,7 +199,7 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
             f"{m.ttft_ms.p50:,.0f}/{_num(m.ttft_ms.p99, ',.0f')}ms")
         itl_ms = m.itl_ms.p50
         itl = "n/a" if itl_ms is None else f"{itl_ms:.{1 if itl_ms < 100 else 0}f}ms"
-        rates = f"{m.total_tok_s:>6,.0f} {m.output_tok_s:>6,.0f}"
+        rates = f"{m.headline_total_tok_s():>6,.0f} {m.headline_output_tok_s():>6,.0f}"
         lines.append(Text(f"{conc:>4} {rates} {ttft:<13} {itl:>6}"[:width]))
     return lines
 
@@ -208,6 +238,32 @@ def _run_summary(index: int, run: ChartRun, colours: Sequence[Style], *, terse: 
         peak_text,
         _short_knee(run.steps, terse=terse),
     )
+
+
+def _slo_knee(steps: Sequence[StepResult]) -> Any:
+    """The SLO knee of a run swept with an SLO (its steps carry the objectives), or None."""
+    from console.bench.slo import slo_knee
+
+    given = next((s.metrics.slo.slo_ms for s in steps
+                  if s.metrics is not None and s.metrics.slo is not None), None)
+    return slo_knee(steps, given) if given else None
+
+
+def slo_words(steps: Sequence[StepResult]) -> str:
+    """"; SLO: meets up to 48 (goodput 3.1 req/s)" for a run with an SLO, else ""."""
+    knee = _slo_knee(steps)
+    if knee is None:
+        return ""
+    rates = [s.metrics.slo.goodput_rps for s in steps
+             if s.status == "ok" and s.metrics is not None and s.metrics.slo is not None]
+    best = f", best goodput {max(rates):,.2f} req/s" if rates else ""
+    return f"; {knee.sentence.split(';')[0]}{best}"
+
+
+def slo_limit(steps: Sequence[StepResult]) -> int | None:
+    """The highest concurrency meeting the run's SLO (the chart's dotted vertical), or None."""
+    knee = _slo_knee(steps)
+    return None if knee is None else knee.concurrency
 
 
 def render_summary(
@@ -290,7 +346,7 @@ def render_chart(
     knees = [
         Text.assemble(
             (f"{SERIES_LETTERS[i]} ", colours[i % len(colours)]),
-            knee_of_steps(run.steps).sentence,
+            knee_of_steps(run.steps).sentence + slo_words(run.steps),
         )
         for i, run in enumerate(runs)
         if run.steps
@@ -315,6 +371,10 @@ def render_chart(
     def y_of(value: float) -> int:
         return round(value / top * (canvas.ydots - 1))
 
+    slo_mark = slo_limit(runs[-1].steps)
+    if slo_mark is not None and slo_mark in xs:  # the newest run meets its SLO up to here
+        canvas.line(xs[slo_mark], 0, xs[slo_mark], canvas.ydots - 1, dim, dash=3)
+        legend.append(f"  ┆ SLO met up to {slo_mark}", dim)
     for index, run in enumerate(runs):
         colour = colours[index % len(colours)]
         faint = colour + Style(dim=True)

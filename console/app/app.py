@@ -8,6 +8,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -830,6 +831,20 @@ class PlateauApp(App[int]):
                         severity="warning", markup=False)
             return
         action()
+
+    async def action_chart_mode(self) -> None:
+        """`p`: the sweep chart's Pareto view and back; the frontier spans the host's runs."""
+        screen = self.get_screen_dashboard()
+        chart = screen.sweep_view if screen is not None else None
+        if chart is None:
+            self.notify("Pareto: the sweep chart is on the dashboard (d)", severity="warning",
+                        markup=False)
+            return
+        if chart.cycle_mode() == "pareto":
+            from console.app import views_data  # with the first use, as the A/B picker does
+
+            chart.set_history(await asyncio.to_thread(
+                views_data.pareto_history, self.store_path, self.active_host))
 
     def action_maximize(self) -> None:
         screen = self.get_screen_dashboard()

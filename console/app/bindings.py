@@ -53,6 +53,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("toggle-server", "2", "toggle('server')", "Server", "Show/hide server strip", False),
     ActionSpec("toggle-log", "3", "toggle('log')", "Log", "Show/hide the log", False),
     ActionSpec("toggle-sweep", "4", "toggle('sweep')", "Chart", "Show/hide the sweep chart", False),
+    ActionSpec(
+        "chart-mode", "p", "chart_mode", "Pareto",
+        "Sweep chart: tok/s vs concurrency, or per-user vs per-GPU tok/s with the frontier "
+        "across this host's stored runs", False,
+    ),
     ActionSpec("maximize", "z", "maximize", "Zoom", "Maximise the focused panel (again: restore)"),
     ActionSpec(
         "gpu-metric", "m", "gpu('cycle_metric')", "GPU metric",

@@ -179,6 +179,28 @@ def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]
     return None, None, f"no measured runs of {host} yet: press s to sweep, then W"
 
 
+def pareto_history(store_path: Path | None, host: str, limit: int = 50) -> list[Any]:
+    """Pareto points (console/bench/pareto.py) of the host's newest `limit` complete runs,
+    each per GPU by its own /server_info: what the chart's frontier is drawn across."""
+    from console.bench.pareto import gpus_serving, pareto_points
+
+    store = _open_store(store_path)
+    if store is None:
+        return []
+    points: list[Any] = []
+    try:
+        runs = [r for r in store.list_runs(200) if measured(r, host) and complete(r)]
+        for summary in runs[:limit]:
+            run = store.get_run(summary.id)
+            points += pareto_points(run.steps, gpus=gpus_serving(summary.meta.server_info),
+                                    run_id=run.id, label=run.label)
+    except KeyError:
+        pass
+    finally:
+        store.close()
+    return points
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from console.bench.engines import Emit, StepError, StepOutcome, prompts_for, prompts_for_rate
 from console.bench.models import Distribution, StepMetrics, StepPhase
+from console.bench.slo import from_bench_serving, goodput_argv
 from console.config_models import SweepPreset
 from console.host.transport import Transport
 from console.text import sanitize
@@ -189,6 +190,7 @@ def bench_argv(
         argv.append("--flush-cache")
     if not spec.ignore_eos:
         argv.append("--disable-ignore-eos")
+    argv += goodput_argv(spec.slo)
     return argv
 
 
@@ -292,6 +294,8 @@ class BenchServingEngine:
         data = record if record is not None else block
         assert data is not None
         metrics = record_to_metrics(data, concurrency, num_prompts)
+        slo = from_bench_serving(data, spec.slo, num_prompts, metrics.duration_s)
+        metrics = metrics.model_copy(update={"slo": slo})
         if spec.request_rate:  # an open-loop step: its rate is its place on the x axis
             metrics = metrics.model_copy(update={"request_rate": spec.request_rate[0],
                                                  "max_concurrency": spec.max_concurrency})

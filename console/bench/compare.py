@@ -21,6 +21,12 @@ METRICS: tuple[tuple[str, Callable[[StepMetrics], float | None], bool], ...] = (
     ("TPOT p50 ms", lambda m: m.tpot_ms.p50, False),
     ("E2E p50 ms", lambda m: m.e2e_ms.p50, False),
 )
+# Figures of the whole step (its energy) or of an SLO; a row says "-" where a run has none.
+STEP_METRICS: tuple[tuple[str, Callable[[StepResult], float | None], bool], ...] = (
+    ("goodput req/s",
+     lambda s: s.metrics.slo.goodput_rps if s.metrics and s.metrics.slo else None, True),
+    ("J/out tok", lambda s: s.energy.j_per_output_token if s.energy else None, False),
+)
 
 
 @dataclass(frozen=True)
@@ -52,16 +58,24 @@ class Comparison:
     only_b: tuple[int, ...]
 
 
-def _by_concurrency(steps: Sequence[StepResult]) -> dict[int, list[StepMetrics]]:
-    grouped: dict[int, list[StepMetrics]] = defaultdict(list)
+def _by_concurrency(steps: Sequence[StepResult]) -> dict[int, list[StepResult]]:
+    grouped: dict[int, list[StepResult]] = defaultdict(list)
     for step in steps:
         if step.status == "ok" and step.metrics is not None:
-            grouped[step.concurrency].append(step.metrics)
+            grouped[step.concurrency].append(step)
     return grouped
 
 
-def _values(metrics: list[StepMetrics], get: Callable[[StepMetrics], float | None]) -> list[float]:
-    return [v for v in (get(m) for m in metrics) if v is not None and math.isfinite(v)]
+def _getters() -> list[tuple[str, Callable[[StepResult], float | None], bool]]:
+    def of_metrics(get: Callable[[StepMetrics], float | None]
+                   ) -> Callable[[StepResult], float | None]:
+        return lambda s: get(s.metrics) if s.metrics is not None else None
+
+    return [(n, of_metrics(g), h) for n, g, h in METRICS] + list(STEP_METRICS)
+
+
+def _values(steps: list[StepResult], get: Callable[[StepResult], float | None]) -> list[float]:
+    return [v for v in (get(s) for s in steps) if v is not None and math.isfinite(v)]
 
 
 def _noise(values_a: list[float], values_b: list[float]) -> float | None:
@@ -82,7 +96,7 @@ def compare_runs(
     rows = []
     for concurrency in sorted(set(a) & set(b)):
         deltas = []
-        for name, get, higher_better in METRICS:
+        for name, get, higher_better in _getters():
             va, vb = _values(a[concurrency], get), _values(b[concurrency], get)
             mean_a = statistics.fmean(va) if va else None
             mean_b = statistics.fmean(vb) if vb else None

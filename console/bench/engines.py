@@ -13,6 +13,7 @@ from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
 from console.bench.server_probe import describe_http_error
+from console.bench.slo import attainment
 from console.bench.steady import steady_state
 from console.bench.workload import TraceRow, Workload, load_trace, trace_offsets
 from console.config_models import SweepPreset
@@ -255,6 +256,8 @@ class NativeEngine:
             "client_cpu_max": cpu,
             "client_loop_lag_p99_ms": lag,
             "client_warning": client_warning(cpu, lag),
+            "slo": attainment(records, spec.slo, metrics.duration_s)
+            if spec.slo is not None else None,
         }
         if open_loop is None:
             update["steady"] = steady_state(

@@ -52,6 +52,34 @@ class SteadyState(Frozen):
     mean_in_flight: float = 0.0
 
 
+class SloResult(Frozen):
+    """How one step met its latency SLO (console/bench/slo.py), counted the way SGLang's
+    bench_serving counts goodput (python/sglang/benchmark/goodput.py, calculate_goodput):
+    a request is good when it succeeded and met every objective; goodput is good requests
+    per second of the step; `share` is good requests over requests sent."""
+
+    slo_ms: dict[str, float]  # the objectives, e.g. {"ttft_p99_ms": 500.0}
+    sent: int = 0  # requests sent (completed, failed and cut off by the time box)
+    good: int = 0
+    met: dict[str, int] = {}  # requests meeting each objective alone
+    share: float = 0.0
+    goodput_rps: float = 0.0
+
+
+class StepEnergy(Frozen):
+    """Power and energy over a step's steady window (console/bench/energy.py), from the GPU
+    agent's power samples; `window` says which span the samples came from."""
+
+    window: Literal["steady", "step"]
+    window_s: float
+    gpus: int
+    samples: int
+    mean_power_w_per_gpu: float
+    output_tok_per_j: float
+    total_tok_per_j: float
+    j_per_output_token: float | None
+
+
 class StepMetrics(Frozen):
     """What one sweep step measured. Throughputs are per second over the measured window."""
 
@@ -95,6 +123,8 @@ class StepMetrics(Frozen):
     @field_serializer("request_rate")
     def _rate_out(self, value: float | None) -> float | str | None:
         return None if value is None else rate_out(value)
+    # Latency SLO attainment and goodput when the sweep had an SLO (console/bench/slo.py).
+    slo: SloResult | None = None
 
     def headline_total_tok_s(self) -> float:
         """Total tok/s to judge the step by: the steady-state window's when it had one."""
@@ -126,6 +156,7 @@ class StepResult(Frozen):
     started_at: float = 0.0  # unix seconds
     finished_at: float = 0.0
     raw: dict[str, object] | None = None  # e.g. the bench_serving JSONL record
+    energy: StepEnergy | None = None  # from the GPU agent's power samples, when it had some
 
 
 # ----------------------------------------------------------------------------- progress events
@@ -210,6 +241,10 @@ class StepObserver(Protocol):
     async def step_started(self, index: int) -> None: ...
 
     async def step_finished(self, result: StepResult) -> object: ...
+
+    def step_energy(self, result: StepResult) -> StepEnergy | None:
+        """The step's power and energy per token from what was sampled during it."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -197,6 +197,8 @@ async def run_sweep(
                 finished_at=time.time(),
                 raw=raw,
             )
+            if recorder is not None and metrics is not None:
+                result = _with_energy(recorder, result)
             gone = await server_gone(base_url) if error else None
             if store is not None and run_id is not None:
                 try:
@@ -243,6 +245,15 @@ async def run_sweep(
     finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+def _with_energy(recorder: StepObserver, result: StepResult) -> StepResult:
+    """The step with its energy per token, when the recorder sampled GPU power during it."""
+    try:
+        energy = recorder.step_energy(result)
+    except Exception:  # evidence is a bonus (as in _quietly)
+        return result
+    return result.model_copy(update={"energy": energy}) if energy is not None else result
 
 
 @dataclass(frozen=True)

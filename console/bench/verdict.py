@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from console.bench.energy import energy_change_pct
 from console.bench.knee import find_knee
 from console.bench.models import Frozen, StepMetrics, StepResult
 
@@ -70,6 +71,8 @@ class Verdict(Frozen):
     knee_half_width_pct: float | None = None
     knee_word: KneeWord = "noise unknown"
     sentence: str = ""
+    # "B: +31% throughput, -18% J/token" when both sides sampled GPU power (bench/energy.py).
+    efficiency: str = ""
     notes: list[str] = []
     level_confidence: float | None = None  # per-level intervals (Bonferroni over the levels)
 
@@ -304,11 +307,14 @@ def judge(
     else:
         knee_word = "real" if abs(delta) > half else "within noise"
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
+    joules = energy_change_pct(steps_a, steps_b, levels)
+    efficiency = "" if joules is None else (
+        f"B: {_signed(delta)}% throughput, {_signed(joules)}% J/token at {where}")
     return Verdict(
         label_a=label_a, label_b=label_b, metric=metric, confidence=confidence, points=points,
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
         knee_half_width_pct=half,
-        knee_word=knee_word, sentence=sentence, notes=notes,
+        knee_word=knee_word, sentence=sentence, efficiency=efficiency, notes=notes,
     )
 
 

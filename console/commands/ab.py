@@ -13,7 +13,10 @@ import sys
 from collections.abc import AsyncIterator
 
 from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
+from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
+from console.bench.slo import slo_knee
+from console.commands import argtypes
 from console.commands.sweep import _int_list, _progress, add_workload_args, workload_updates
 from console.config_models import HostConfig, PlateauConfig, SweepPreset
 from console.demo import DEMO_HOST, temp_demo
@@ -48,6 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--repeats", type=int, default=3, help="sweeps per side (default 3)")
     p.add_argument("--interleave", action="store_true",
                    help="run A B A B ... (a restart per pass) to cancel drift")
+    p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
+                   help="latency SLO for both sides (as `sweep --slo`): goodput per step and "
+                   "where each side stops meeting it")
     add_workload_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
@@ -164,6 +170,8 @@ async def _handle(args: argparse.Namespace) -> int:
             raise UsageError(str(exc.args[0])) from None
         request = _request(args, config)
         spec = _with_workload(request.spec(config.sweep(request.preset)), args)
+    if args.slo is not None:
+        spec = spec.model_copy(update={"slo": args.slo})
     host = config.host(host_name)
     store: RunStore | None = None
     try:
@@ -200,7 +208,10 @@ async def _handle(args: argparse.Namespace) -> int:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
         if request.a == request.b:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
-        print(verdict_report(result.verdict, list(result.flags)))
+        print(verdict_report(result.verdict, list(result.flags), terminal_width()))
+        if spec.slo is not None:
+            for side, steps in (("A", result.steps_a), ("B", result.steps_b)):
+                print(f"{side}: {slo_knee(steps, spec.slo).sentence}")
         print(f"\nstored as runs {result.run_a} and {result.run_b} (A/B pair "
               f"{result.pair_id}) in {store.path}; "
               f"`plateau compare {result.run_a} {result.run_b}` says it again")

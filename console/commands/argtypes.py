@@ -11,6 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from console.config_models import SloSpec
 
 SQLITE_MAX_INT = (1 << 63) - 1
 
@@ -98,3 +102,14 @@ def command_words(text: str) -> str:
     if not words:
         raise argparse.ArgumentTypeError("the command is empty")
     return text
+
+
+def slo(text: str) -> SloSpec:
+    """`--slo ttft_p99_ms=500,itl_p99_ms=50,e2e_p99_ms=20000` (console/bench/slo.py)."""
+    from console.bench.slo import SloSyntaxError, parse_slo
+
+    try:
+        return parse_slo(text)
+    except SloSyntaxError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+

@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
+from console.bench.models import StepResult
+from console.bench.objective import Objective, objective_knee
+from console.bench.summary import run_summary
 from console.commands import argtypes
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
 from console.diagnose.models import RunEvidence
@@ -29,6 +33,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run", nargs="?", type=argtypes.run_id, help="run id (default: the latest run)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
+    p.add_argument("--objective", choices=["throughput", "goodput", "tok-per-joule"],
+                   default="throughput",
+                   help="what the knee is read off: total tok/s (default), goodput (req/s "
+                   "meeting the sweep's SLO) or output tokens per joule")
     p.add_argument("--log", metavar="FILE",
                    help="diagnose an SGLang server log instead of a stored run")
     p.add_argument("--bench", metavar="FILE", action="append", default=[],
@@ -59,6 +67,23 @@ def _handle_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _objective_lines(steps: list[StepResult], spec: dict[str, Any], objective: Objective
+                     ) -> list[str]:
+    """The knee read off a non-default objective, and the SLO's own knee for goodput."""
+    if objective == "throughput":
+        return []
+    knee = objective_knee(steps, objective)
+    if knee is None:
+        why = "the sweep had no SLO (--slo)" if objective == "goodput" else \
+            "no GPU power was sampled during it"
+        return [f"{objective}: not measured: {why}"]
+    lines = [f"{objective}: {knee.sentence}"]
+    figures = run_summary(steps, spec)
+    if objective == "goodput" and figures.knee is not None:
+        lines.append(f"SLO: {figures.knee.sentence}")
+    return lines
+
+
 def _handle(args: argparse.Namespace) -> int:
     if args.log is not None:
         return _handle_log(args)
@@ -76,12 +101,16 @@ def _handle(args: argparse.Namespace) -> int:
     stored = evidence is not None
     diagnosis = diagnose(run.steps, evidence if evidence is not None
                          else RunEvidence(sources=["client"]))
+    objective = _objective_lines(run.steps, run.summary.meta.spec, args.objective)
     if args.json:
         payload = {"run_id": run_id, "evidence_stored": stored,
-                   "diagnosis": diagnosis_json(diagnosis)}
+                   "diagnosis": diagnosis_json(diagnosis),
+                   "objective": {"name": args.objective, "lines": objective}}
         print(json.dumps(_finite(payload), allow_nan=False))
         return 0
     print(f"run {run_id} ({run.label}): {diagnosis.knee.sentence}")
+    for line in objective:
+        print(line)
     if not stored:
         print("(no evidence stored with this run: only the client's numbers were checked)")
     for line in diagnosis_lines(diagnosis, top=5):

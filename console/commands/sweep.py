@@ -13,12 +13,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from console.bench.arrivals import format_rate
+from console.bench.fit_table import terminal_width
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarted, SweepEvent
 from console.bench.report import steps_table
+from console.bench.summary import run_summary
 from console.commands import argtypes
 from console.config import load_config
-from console.config_models import PlateauConfig, SweepPreset
+from console.config_models import CostConfig, PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
 from console.errors import PlateauError, UsageError
 from console.jobs import sweep as sweep_jobs
@@ -120,6 +122,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--endpoint", choices=["generate", "completions", "chat"])
     p.add_argument("--no-flush", action="store_true", help="do not POST /flush_cache per step")
     p.add_argument("--stop-on-failure", action="store_true")
+    p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
+                   help="latency SLO, e.g. ttft_p99_ms=500,itl_p99_ms=50,e2e_p99_ms=20000: "
+                   "per step the share of requests meeting it, goodput (req/s meeting it, as "
+                   "SGLang's bench_serving --goodput counts it) and the highest concurrency "
+                   "whose p99s meet it")
     add_workload_args(p)
     p.add_argument("--engine", choices=["native", "bench-serving"])
     p.add_argument("--bench-command", type=argtypes.command_words,
@@ -151,6 +158,7 @@ def build_spec(base: SweepPreset, args: argparse.Namespace) -> SweepPreset:
         "warmup_prompts",
         "endpoint",
         "engine",
+        "slo",
     ):
         value = getattr(args, name, None)
         if value is not None:
@@ -237,6 +245,26 @@ def _progress(event: SweepEvent) -> None:
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 
 
+def _server_info(store: RunStore, run_id: int | None) -> dict[str, Any] | None:
+    """What /server_info said when the run started (its GPUs for tok/s per GPU)."""
+    if run_id is None:
+        return None
+    try:
+        return store.get_run(run_id).summary.meta.server_info
+    except (KeyError, PlateauError):
+        return None
+
+
+def _cost(args: argparse.Namespace, config: PlateauConfig | None) -> CostConfig | None:
+    """`[cost]` from the config the sweep used, else the user's (a --demo sweep loads none);
+    a config that cannot be read prices nothing here (the sweep already ran)."""
+    if config is not None:
+        return config.cost
+    with contextlib.suppress(PlateauError):
+        return load_config(args.config).config.cost
+    return None
+
+
 def _say_waiting(holder: LeaseHolder) -> None:
     print(f"waiting: the host is busy with {holder.describe()}", file=sys.stderr, flush=True)
 
@@ -273,9 +301,11 @@ async def _handle(args: argparse.Namespace) -> int:
                 on_wait=_say_waiting,
             )
         diagnosis = diagnose_stored(store, outcome.run_id, outcome.steps)
+        server_info = _server_info(store, outcome.run_id)
     finally:
         store.close()
     knee = knee_of_steps(outcome.steps)
+    summary = run_summary(outcome.steps, spec, outcome.run_id, _cost(args, config), server_info)
     if args.json:
         print(
             json.dumps(
@@ -286,6 +316,7 @@ async def _handle(args: argparse.Namespace) -> int:
                         "knee": knee.sentence,
                         "spec": spec.model_dump(mode="json"),
                         "steps": [s.model_dump(mode="json") for s in outcome.steps],
+                        **summary.json(),
                         "diagnosis": diagnosis_json(diagnosis),
                     }
                 ),
@@ -293,8 +324,10 @@ async def _handle(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(steps_table(outcome.steps))
+        print(steps_table(outcome.steps, summary.cost, terminal_width()))
         print(f"\nknee: {knee.sentence}")
+        for line in summary.lines():
+            print(line)
         for line in diagnosis_lines(diagnosis):
             print(line)
         print(f"stored as run {outcome.run_id} ({outcome.status}) in {store.path}")

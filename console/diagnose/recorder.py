@@ -19,7 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from console.bench.models import StepResult
+from console.bench.energy import step_energy
+from console.bench.models import StepEnergy, StepResult
 from console.diagnose.evidence import (
     gpu_points,
     metrics_point,
@@ -108,6 +109,11 @@ class EvidenceRecorder:
             self.store.save_step_evidence(self.run_id, evidence)
             self._save_run()  # the topology may have arrived since the start
         return evidence
+
+    def step_energy(self, result: StepResult) -> StepEnergy | None:
+        """Power and tokens per joule over the step's steady window (console/bench/energy.py)
+        from the GPU samples taken so far."""
+        return step_energy(result, ((g.t, g.index, g.power_w) for g in self.gpu))
 
     # ---- samplers ------------------------------------------------------------------------
     async def _metrics_loop(self, source: MetricsSource) -> None:

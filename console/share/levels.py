@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.bench.models import StepMetrics
+from console.bench.models import StepEnergy, StepMetrics
 from console.diagnose.models import GpuPoint, RunEvidence, StepEvidence
 from console.store.models import RunRecord
 
@@ -25,6 +25,32 @@ class Level:
     ttft_p99_ms: float | None
     itl_p50_ms: float | None
     itl_p99_ms: float | None
+    # Issue 29: goodput under the run's SLO, energy, and the Pareto x axis (None: not measured).
+    goodput_rps: float | None = None
+    slo_share: float | None = None
+    power_w_per_gpu: float | None = None
+    j_per_output_token: float | None = None
+    per_user_tok_s: float | None = None
+
+
+# (column, Level attribute, digits) shown in a report's level table when a level has a value.
+OPTIONAL_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("SLO met %", "slo_share", 0),
+    ("goodput req/s", "goodput_rps", 2),
+    ("per-user tok/s", "per_user_tok_s", 1),
+    ("W/GPU", "power_w_per_gpu", 0),
+    ("J/out tok", "j_per_output_token", 3),
+)
+
+
+def optional_columns(rows: list[Level]) -> list[tuple[str, str, int]]:
+    """The optional columns some level has a value for (goodput only with an SLO, ...)."""
+    return [c for c in OPTIONAL_COLUMNS if any(getattr(lv, c[1]) is not None for lv in rows)]
+
+
+def optional_value(level: Level, attr: str) -> float | None:
+    value: float | None = getattr(level, attr)
+    return value * 100 if attr == "slo_share" and value is not None else value
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -35,12 +61,15 @@ def _mean(values: list[float | None]) -> float | None:
 def levels(run: RunRecord) -> list[Level]:
     """Throughput is each step's headline figure (its steady-state window when it had one)."""
     grouped: dict[int, list[StepMetrics]] = defaultdict(list)
+    energy: dict[int, list[StepEnergy | None]] = defaultdict(list)
     for step in run.steps:
         if step.status == "ok" and step.metrics is not None:
             grouped[step.concurrency].append(step.metrics)
+            energy[step.concurrency].append(step.energy)
     out = []
     for concurrency in sorted(grouped):
         ms = grouped[concurrency]
+        es = energy[concurrency]
 
         def avg(get: Callable[[StepMetrics], float | None], ms: list[StepMetrics] = ms
                 ) -> float | None:
@@ -52,6 +81,11 @@ def levels(run: RunRecord) -> list[Level]:
             output_tok_s=statistics.fmean(m.headline_output_tok_s() for m in ms),
             ttft_p50_ms=avg(lambda m: m.ttft_ms.p50), ttft_p99_ms=avg(lambda m: m.ttft_ms.p99),
             itl_p50_ms=avg(lambda m: m.itl_ms.p50), itl_p99_ms=avg(lambda m: m.itl_ms.p99),
+            goodput_rps=avg(lambda m: m.slo.goodput_rps if m.slo else None),
+            slo_share=avg(lambda m: m.slo.share if m.slo else None),
+            power_w_per_gpu=_mean([e.mean_power_w_per_gpu if e else None for e in es]),
+            j_per_output_token=_mean([e.j_per_output_token if e else None for e in es]),
+            per_user_tok_s=avg(lambda m: 1000 / m.tpot_ms.p50 if m.tpot_ms.p50 else None),
         ))
     return out
 

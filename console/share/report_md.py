@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from console.diagnose.diagnose import suggestion_text
 from console.share.gather import PairView, Report, RunView
-from console.share.levels import environment, levels
+from console.share.levels import environment, levels, optional_columns, optional_value
 from console.text import sanitize
 
 LIMIT = 60_000  # under GitHub's 65,536, with room for what the operator adds
@@ -37,11 +37,15 @@ def _run(view: RunView) -> list[str]:
                       if k in env)
     lines = [f"### {inert(view.title)}", "", f"{facts}", "",
              f"knee: {inert(view.diagnosis.knee.sentence)}", ""]
+    rows = levels(view.run)
+    extra = optional_columns(rows)
     lines += _table(("concurrency", "total tok/s", "output tok/s", "TTFT p50 ms",
-                     "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms"),
+                     "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", *(c[0] for c in extra)),
                     [(str(lv.concurrency), _num(lv.total_tok_s), _num(lv.output_tok_s),
                       _num(lv.ttft_p50_ms), _num(lv.ttft_p99_ms), _num(lv.itl_p50_ms, 2),
-                      _num(lv.itl_p99_ms, 2)) for lv in levels(view.run)])
+                      _num(lv.itl_p99_ms, 2),
+                      *(_num(optional_value(lv, attr), digits) for _, attr, digits in extra))
+                     for lv in rows])
     lines.append("")
     causes = view.diagnosis.causes
     if not causes:
@@ -61,6 +65,8 @@ def _pair(pair: PairView) -> list[str]:
     v = pair.verdict
     lines = [f"### A/B: B = {inert(v.label_b)} vs A = {inert(v.label_a)}", "",
              f"**verdict: {inert(v.sentence)}**", ""]
+    if v.efficiency:
+        lines[-1:-1] = [f"energy: {inert(v.efficiency)}"]
     lines += _table(("concurrency", "A tok/s", "B tok/s", "B \u2212 A", "word"),
                     [(str(p.concurrency), _num(p.mean_a), _num(p.mean_b), inert(p.interval),
                       p.word) for p in v.points])

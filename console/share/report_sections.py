@@ -9,7 +9,13 @@ from html import escape
 from console.diagnose.diagnose import suggestion_text
 from console.diagnose.models import Cause
 from console.share.gather import PairView, RunView
-from console.share.levels import environment, gpu_steps, levels
+from console.share.levels import (
+    environment,
+    gpu_steps,
+    levels,
+    optional_columns,
+    optional_value,
+)
 from console.share.report_svg import Interval, Series, interval_chart, line_chart
 from console.text import sanitize
 
@@ -36,11 +42,14 @@ def table(table_id: str, headers: Sequence[str], rows: Sequence[Sequence[Cell]])
 
 
 def _levels_table(number: int, view: RunView) -> str:
+    found = levels(view.run)
+    extra = optional_columns(found)
     rows = [(lv.concurrency, lv.repeats, lv.total_tok_s, lv.output_tok_s, lv.ttft_p50_ms,
-             lv.ttft_p99_ms, lv.itl_p50_ms, lv.itl_p99_ms) for lv in levels(view.run)]
+             lv.ttft_p99_ms, lv.itl_p50_ms, lv.itl_p99_ms,
+             *(optional_value(lv, attr) for _, attr, _ in extra)) for lv in found]
     return table(f"levels-{number}", ("concurrency", "repeats", "total tok/s", "output tok/s",
                                       "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
-                                      "ITL p99 ms"), rows)
+                                      "ITL p99 ms", *(c[0] for c in extra)), rows)
 
 
 def _gpu(number: int, view: RunView) -> str:
@@ -144,6 +153,8 @@ def pair_html(number: int, pair: PairView) -> str:
            f"<p class=\"meta\">A = {escape(v.label_a)}, B = {escape(v.label_b)}; {stored}; "
            f"metric {escape(v.metric)}</p>",
            f'<p class="verdict">verdict: {escape(v.sentence)}</p>']
+    if v.efficiency:
+        out.append(f'<p class="verdict">energy: {escape(v.efficiency)}</p>')
     if v.points:
         conf = f"{v.level_confidence:.1%}" if v.level_confidence else f"{v.confidence:.0%}"
         points = [Interval(p.concurrency, p.delta_pct, p.half_width_pct, p.word)

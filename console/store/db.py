@@ -94,8 +94,13 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("steps", "steady_total_tok_s", "REAL"),  # steady-state window's total tok/s
     ("steps", "steady_output_tok_s", "REAL"),
     ("steps", "steady_reached", "INTEGER"),  # 1 / 0; NULL: measured before steady state existed
+    # Issue 29: goodput under the sweep's SLO (its detail is in `metrics`), and the step's
+    # energy (console/bench/energy.py) as JSON with its J per output token alongside.
+    ("steps", "goodput_rps", "REAL"),
+    ("steps", "energy", "TEXT"),
+    ("steps", "j_per_output_token", "REAL"),
 )
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _writer_id() -> str:
@@ -273,12 +278,15 @@ class RunStore:
         """Store one finished step and commit at once."""
         metrics = step.metrics
         steady = metrics.steady if metrics else None
+        slo = metrics.slo if metrics else None
+        energy = step.energy
         with self._writing() as db:
             db.execute(
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
                 "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
-                "steady_total_tok_s, steady_output_tok_s, steady_reached) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "steady_total_tok_s, steady_output_tok_s, steady_reached, goodput_rps, "
+                "energy, j_per_output_token) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step.index,
@@ -296,6 +304,9 @@ class RunStore:
                     steady.total_tok_s if steady and steady.reached else None,
                     steady.output_tok_s if steady and steady.reached else None,
                     int(steady.reached) if steady else None,
+                    slo.goodput_rps if slo else None,
+                    energy.model_dump_json() if energy else None,
+                    energy.j_per_output_token if energy else None,
                 ),
             )
 
@@ -467,8 +478,10 @@ class RunStore:
 
     @staticmethod
     def _step(row: sqlite3.Row) -> StepResult:
-        from console.bench.models import StepMetrics
+        from console.bench.models import StepEnergy, StepMetrics
 
+        # A read-only database from before issue 29 has no energy column.
+        energy = row["energy"] if "energy" in row.keys() else None  # noqa: SIM118
         return StepResult(
             index=row["idx"],
             concurrency=row["concurrency"],
@@ -480,6 +493,7 @@ class RunStore:
             started_at=row["started_at"] or 0.0,
             finished_at=row["finished_at"] or 0.0,
             raw=json.loads(row["raw"]) if row["raw"] else None,
+            energy=StepEnergy.model_validate_json(energy) if energy else None,
         )
 
     # ------------------------------------------------------------------ tunes

@@ -11,6 +11,7 @@ from typing import Any
 
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepResult
+from console.bench.summary import run_summary
 from console.store.models import RunRecord
 from console.text import sanitize_lines
 
@@ -34,6 +35,11 @@ COLUMNS: tuple[tuple[str, Any], ...] = (
     ("tpot_p50_ms", lambda s: s.metrics and s.metrics.tpot_ms.p50),
     ("e2e_p50_ms", lambda s: s.metrics and s.metrics.e2e_ms.p50),
     ("e2e_p99_ms", lambda s: s.metrics and s.metrics.e2e_ms.p99),
+    ("slo_share", lambda s: s.metrics and s.metrics.slo and s.metrics.slo.share),
+    ("goodput_rps", lambda s: s.metrics and s.metrics.slo and s.metrics.slo.goodput_rps),
+    ("power_w_per_gpu", lambda s: s.energy and s.energy.mean_power_w_per_gpu),
+    ("output_tok_per_j", lambda s: s.energy and s.energy.output_tok_per_j),
+    ("j_per_output_token", lambda s: s.energy and s.energy.j_per_output_token),
     ("error", lambda s: s.error or ""),
 )
 
@@ -76,6 +82,9 @@ def _csv(run: RunRecord) -> str:
 def to_json(run: RunRecord) -> str:
     data = run.model_dump(mode="json")
     data["knee"] = knee_of_steps(run.steps).sentence
+    meta = run.summary.meta
+    data.update(run_summary(run.steps, meta.spec, run.id, None, meta.server_info,
+                            run.label).json())
     return json.dumps(_finite(data), indent=2, allow_nan=False)
 
 

@@ -27,6 +27,7 @@ from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.session.state import CANCELLED, HostState
 from widgets.header import PlateauHeader
+from widgets.sweep_chart import SweepChart
 
 PANELS = ("gpus", "server", "log", "sweep")
 NARROW_WIDTH = 120  # below: the GPU panel over the server strip, both full width
@@ -381,6 +382,10 @@ class DashboardScreen(Screen[None]):
     @property
     def gpu_view(self) -> Widget:
         return self._views["gpus"]  # type: ignore[no-any-return]
+
+    @property
+    def sweep_view(self) -> SweepChart:
+        return self._views["sweep"]  # type: ignore[no-any-return]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A log key the config's [keymap] gave to a console action is that action's."""

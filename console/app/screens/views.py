@@ -23,9 +23,10 @@ from console.bench.verdict import Verdict
 from console.diagnose.models import Diagnosis
 from console.session.state import HostState
 from console.store.models import RunRecord
-from widgets.compare_table import CompareTable
+from widgets.compare_table import CompareTable, comparison_cells
 from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
+from widgets.split_table import SplitTables
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
 from widgets.why_view import MAX_CAUSES, WhyView
@@ -97,14 +98,22 @@ class ConfigScreen(HostScreen):
         yield DataTable(id="config-table", cursor_type="row", zebra_stripes=True)
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
-        if aspects is not None:
-            return
+        if aspects is None:
+            self._fill()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fill)  # once the table has its new width
+
+    def _fill(self) -> None:
         app = console_app(self)
         rows = [
             [Text(key), Text(value), Text(source, style="dim")]
             for key, value, source in views_data.config_rows(app.loaded)
         ]
-        fill_table(self.query_one(DataTable), ("key", "value", "source"), rows)
+        table = self.query_one(DataTable)
+        # Every column in view: long keys, values and sources wrap (the source was "sourc").
+        fill_table(table, ("key", "value", "source"), rows,
+                   room=table.scrollable_content_region.width, wrap=(0, 1, 2))
 
 
 def _write_report(screen: HostScreen, runs: list[int]) -> None:
@@ -208,7 +217,9 @@ class CompareScreen(HostScreen):
     TITLE_TEXT = "Compare: the two newest complete runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
-        yield CompareTable(id="compare-table")
+        # As many tables as the width needs, conc in each: no metric cut at the edge.
+        yield SplitTables("compare-table", lambda table_id: CompareTable(id=table_id),
+                          id="compare-tables")
         yield Static("", id="compare-note")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -220,7 +231,7 @@ class CompareScreen(HostScreen):
             result = ab.result
             how = f"{result.repeats} repeat(s)" + (", interleaved" if result.interleave else "")
             lines = [f"A/B ({ab.preset}, {how}): A = {result.name_a}, B = {result.name_b}",
-                     f"verdict: {result.verdict.sentence}",
+                     f"verdict: {result.verdict.sentence}", *_energy(result.verdict),
                      views_data.flags_line(list(result.flags)), *result.verdict.notes]
             self._title("Compare: the newest A/B of this host (B vs A)")
             self._show_comparison(result.comparison, "\n".join(lines), result.verdict)
@@ -244,18 +255,20 @@ class CompareScreen(HostScreen):
         comparison, verdict, flags, note = views_data.judged(*pair)
         if marked:
             self.app.call_from_thread(self._title, "Compare: the two runs marked in history")
-        lines = [note, f"verdict: {verdict.sentence}", views_data.flags_line(flags),
-                 *verdict.notes]
+        lines = [note, f"verdict: {verdict.sentence}", *_energy(verdict),
+                 views_data.flags_line(flags), *verdict.notes]
         self.app.call_from_thread(self._show_comparison, comparison, "\n".join(lines), verdict)
 
     def _show_comparison(
         self, comparison: Comparison | None, note: str, verdict: Verdict | None = None
     ) -> None:
-        table = self.query_one("#compare-table", CompareTable)
+        tables = self.query_one("#compare-tables", SplitTables)
         if comparison is None:
-            table.clear()
+            tables.clear()
         else:
-            table.set_comparison(comparison, verdict)
+            keys, labels, rows, groups = comparison_cells(comparison, verdict)
+            tables.show(labels, rows, keys=1, groups=groups, column_keys=keys,
+                        row_keys=[str(row.concurrency) for row in comparison.rows])
         self.query_one("#compare-note", Static).update(Content(note))
 
 
@@ -340,3 +353,8 @@ class WhyScreen(HostScreen):
         plan = plan_cause_ab(cause, self.diagnosis.knee, self.run)
         profile = self.run.summary.meta.profile if self.run is not None else None
         app.open_suggestion_ab(cause, profile, plan)
+
+
+def _energy(verdict: Verdict) -> list[str]:
+    """"energy: B: +31.0% throughput, -18.0% J/token at 64" when both sides sampled power."""
+    return [f"energy: {verdict.efficiency}"] if verdict.efficiency else []
