@@ -31,8 +31,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from console.bench.abplan import Pass, plan_passes
-from console.bench.slo import slo_knee, slo_text
 from console.bench.models import StepResult
+from console.bench.slo import slo_knee, slo_text
 from console.bench.verdict import Verdict, judge
 from console.config_models import ServerProfile
 from console.diagnose.models import Diagnosis
