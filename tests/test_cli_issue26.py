@@ -22,18 +22,31 @@ def _err(capsys: Capture) -> str:
     return err
 
 
-def test_a_typo_in_a_subcommand_flag_is_that_subcommands_one_line(capsys: Capture) -> None:
+def test_a_typo_in_a_subcommand_flag_shows_that_subcommands_usage(capsys: Capture) -> None:
+    """The subcommand's own usage block (not the top level's), then the one line that
+    matters, with its did-you-mean (was: the one line alone)."""
     assert main(["sweep", "--url", "http://127.0.0.1:1", "--concurency", "4"]) == 2
-    err = _err(capsys)
-    assert err.count("\n") == 1, err
-    assert err.startswith("plateau sweep: error: unrecognized argument(s) '--concurency'")
-    assert "(did you mean --concurrency?)" in err and "`plateau sweep --help`" in err
+    *usage, last = _err(capsys).splitlines()
+    assert usage[0].startswith("usage: plateau sweep [-h]"), usage
+    assert any("[--concurrency CONCURRENCY]" in line for line in usage)
+    assert not any(line.startswith("plateau") for line in usage)
+    assert last.startswith("plateau sweep: error: unrecognized argument(s) '--concurency'")
+    assert "(did you mean --concurrency?)" in last and "`plateau sweep --help`" in last
+
+
+def test_a_typo_after_a_positional_shows_the_commands_usage(capsys: Capture) -> None:
+    assert main(["server", "status", "--dmeo"]) == 2
+    *usage, last = _err(capsys).splitlines()
+    assert usage[0].startswith("usage: plateau server [-h] [--demo]"), usage
+    assert last.startswith("plateau server: error: unrecognized argument(s) '--dmeo'")
+    assert "(did you mean --demo?)" in last
 
 
 def test_a_positional_word_for_an_option_gets_the_option(capsys: Capture) -> None:
     assert main(["history", "show", "3"]) == 2
-    err = _err(capsys)
-    assert err.startswith("plateau history: error:") and "(did you mean --show?)" in err
+    *usage, last = _err(capsys).splitlines()
+    assert usage[0].startswith("usage: plateau history [-h]")
+    assert last.startswith("plateau history: error:") and "(did you mean --show?)" in last
 
 
 def test_a_bad_concurrency_list_is_one_line(capsys: Capture) -> None:

@@ -342,3 +342,18 @@ def test_metrics_either_prefix_and_stale_samples(prefix: str) -> None:
                       metrics=StepMetrics(concurrency=64))
     evidence = step_evidence(step, [], [stale, inside])  # type: ignore[list-item]
     assert [m.t for m in evidence.metrics] == [105.0]
+
+
+@pytest.mark.slow
+def test_a_step_at_steady_state_is_not_too_few_prompts(sim_factory: Any,
+                                                       tmp_path: Path) -> None:
+    """1.5 waves per step (fewer than the rule's two) that still held its concurrency long
+    enough for a steady state: the step tables say ok with `steady.reached`, so the diagnosis
+    does not say "too few prompts: no steady state" (it did, beside them)."""
+    case = Case({}, {**SHORT, "concurrency": [8], "num_prompts": 12})
+    sim = _start(sim_factory, case)
+    run = asyncio.run(_sweep(sim, case, tmp_path / "a.db"))
+    steadies = [s.metrics.steady for s in run.steps if s.metrics is not None]
+    assert len(steadies) == 1 and all(st is not None and st.reached for st in steadies)
+    said = [c.id for c in [*run.diagnosis.causes, *run.diagnosis.candidates]]
+    assert "too-few-prompts" not in said, said

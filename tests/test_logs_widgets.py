@@ -3,9 +3,11 @@ search moves, follow/pause counts new lines, detail explains, copy uses OSC 52."
 
 from __future__ import annotations
 
+import re
+
 from console.logs.assembler import parse_lines
 from console.logs.server_stats import StatsAggregator
-from tests.support.logs_fixtures import HOSTILE_LINES, LogTestApp, sample_events
+from tests.support.logs_fixtures import HOSTILE_LINES, SAMPLE_LOG, LogTestApp, sample_events
 from widgets.log_lines import LogLines
 from widgets.log_view import LogView
 
@@ -84,15 +86,29 @@ async def test_follow_pause_counts_new_lines_without_yanking() -> None:
         assert lines.cursor == view.store.visible_count - 1
 
 
-async def test_detail_pane_explains_catalogue_match() -> None:
+async def test_detail_pane_explains_and_numbers_lines_as_the_status() -> None:
+    """The detail explains a catalogue match. One numbering: the status line's "at line N"
+    and the detail pane's "line N" are the file's line N, with the console's polls folded and
+    a filter on (was "PAUSED at 1" beside "line 12" for one line: the first counted rows)."""
+    file_lines = SAMPLE_LOG.read_text("utf-8").splitlines()
     app = LogTestApp()
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.query_one(LogView)
         view.append_events(sample_events())
         await pilot.press("l", "l")  # warnings and worse
         await pilot.press("home")
+        await pilot.pause()
         detail = view.detail_text(view.selected_event).plain
         assert "Unauthenticated HF Hub requests" in detail and "HF_TOKEN" in detail
+        cursor = view.query_one(LogLines).cursor
+        status = str(view.query_one("#log-status").render())
+        found = re.search(r"PAUSED  at line (\d+) ", status)
+        assert found is not None, status
+        at = int(found.group(1))
+        assert at > cursor + 1  # rows above it were filtered away: a row count would differ
+        assert file_lines[at - 1] == view.store.line(cursor)
+        head = detail.splitlines()[0]
+        assert f"line {at}" in head or f"lines {at}\u2013" in head, (status, head)
 
 
 async def test_store_cap_through_the_widget() -> None:
@@ -132,3 +148,4 @@ def test_snapshot_filtered_errors_with_detail(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(LogTestApp(), run_before=setup, terminal_size=(110, 36))
+

@@ -379,7 +379,8 @@ class LogView(Vertical):
                 parts.append((f"  +{self.new_lines} new lines (end: follow)", "bold"))
         store = self.store
         if not self.follow and store.visible_count:
-            parts.append((f"  at {self.lines.cursor + 1}", ""))
+            at = store.source_line(min(self.lines.cursor, store.visible_count - 1))
+            parts.append((f"  at line {at}", ""))
         parts.append((f"  {store.visible_count}/{store.line_count} lines", ""))
         if self.lines.wrap:
             parts.append(("  wrap", "bold"))
@@ -415,7 +416,9 @@ class LogView(Vertical):
             head.append(event.ranks)
         if event.timestamp:
             head.append(event.timestamp)
-        head.append(f"line {event.seq + 1}")
+        first = event.seq + 1  # numbered as the status line's "at line" (LogStore.source_line)
+        last = first + event.line_count - 1
+        head.append(f"line {first}" if last == first else f"lines {first}\u2013{last}")
         text.append(" · ".join(head) + "\n", style="bold")
         for entry_id, label in ((event.catalogue_id, ""), (event.cause_id, "cause: ")):
             entry = self.catalogue.by_id.get(entry_id) if entry_id else None

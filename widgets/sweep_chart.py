@@ -25,7 +25,7 @@ from console.hostnum import drawable
 from widgets.sweep_canvas import Canvas, log2_positions, nice_max, short_number
 
 if TYPE_CHECKING:  # the knee comes with the first finished step, not the empty first frame
-    from console.bench.models import StepResult
+    from console.bench.models import StepMetrics, StepResult
     from console.bench.pareto import ParetoPoint
 
 SERIES_VARIABLES = ("series-a", "series-b", "series-c")
@@ -58,10 +58,21 @@ class ChartRun:
         grouped: dict[int, list[float]] = {}
         for step in self.steps:
             if step.status == "ok" and step.metrics is not None and step.concurrency > 0:
-                value = drawable(getattr(step.metrics, metric))
+                value = drawable(_judged(step.metrics, metric))
                 if value is not None:
                     grouped.setdefault(step.concurrency, []).append(value)
         return grouped
+
+
+def _judged(metrics: StepMetrics, metric: str) -> float | None:
+    """Throughputs as the knee and the verdict judge them (console.bench.knee.step_throughput:
+    the steady-state window's where reached), so the chart's numbers are the knee's."""
+    if metric == "total_tok_s":
+        return metrics.headline_total_tok_s()
+    if metric == "output_tok_s":
+        return metrics.headline_output_tok_s()
+    value = getattr(metrics, metric)
+    return value if isinstance(value, float | int) else None
 
 
 class SweepChart(Widget):
@@ -195,7 +206,7 @@ def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
             f"{m.ttft_ms.p50:,.0f}/{_num(m.ttft_ms.p99, ',.0f')}ms")
         itl_ms = m.itl_ms.p50
         itl = "n/a" if itl_ms is None else f"{itl_ms:.{1 if itl_ms < 100 else 0}f}ms"
-        rates = f"{m.total_tok_s:>6,.0f} {m.output_tok_s:>6,.0f}"
+        rates = f"{m.headline_total_tok_s():>6,.0f} {m.headline_output_tok_s():>6,.0f}"
         lines.append(Text(f"{conc:>4} {rates} {ttft:<13} {itl:>6}"[:width]))
     return lines
 

@@ -83,12 +83,31 @@ def find_knee(
     )
 
 
+def step_throughput(step: StepResult, metric: Literal["total", "output"] = "total"
+                    ) -> float | None:
+    """The throughput an ok step is judged by: its steady-state window's where it had one,
+    else the whole step's (StepMetrics.headline_*). The knee, the verdict, the report's level
+    table and the chart all read this one figure, so their percentages agree."""
+    m = step.metrics
+    if step.status != "ok" or m is None:
+        return None
+    return m.headline_total_tok_s() if metric == "total" else m.headline_output_tok_s()
+
+
+def _steady_label(steps: Sequence[StepResult], metric: str) -> str:
+    """The metric as the step tables name it: "steady" when the steady-state window was used."""
+    ok = [s.metrics for s in steps if s.status == "ok" and s.metrics is not None]
+    steady = [m.steady is not None and m.steady.reached for m in ok]
+    if ok and all(steady):
+        return f"steady {metric} tok/s"
+    if any(steady):
+        return f"{metric} tok/s, steady where reached"
+    return f"{metric} tok/s"
+
+
 def knee_of_steps(
     steps: Sequence[StepResult], *, metric: Literal["total", "output"] = "total"
 ) -> Knee:
-    points = [
-        (s.concurrency, s.metrics.total_tok_s if metric == "total" else s.metrics.output_tok_s)
-        for s in steps
-        if s.status == "ok" and s.metrics is not None
-    ]
-    return find_knee(points, metric=f"{metric} tok/s")
+    points = [(s.concurrency, value) for s in steps
+              if (value := step_throughput(s, metric)) is not None]
+    return find_knee(points, metric=_steady_label(steps, metric))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from console.bench.compare import Comparison
 from console.bench.energy import cost_per_million_output
+from console.bench.fit_table import ColumnGroup, fit_table
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
 from console.config_models import CostConfig
@@ -101,9 +102,11 @@ def _energy_cells(step: StepResult, cost: CostConfig | None) -> list[str]:
     return cells
 
 
-def steps_table(steps: Sequence[StepResult], cost: CostConfig | None = None) -> str:
+def steps_table(steps: Sequence[StepResult], cost: CostConfig | None = None,
+                width: int | None = None) -> str:
     """The steps, with goodput columns when the sweep had an SLO and energy columns when GPU
-    power was sampled (placed before the free-text status)."""
+    power was sampled (placed before the free-text status); with `width`, in as many parts
+    as it needs, conc and rep in each."""
     has_slo = any(s.metrics is not None and s.metrics.slo is not None for s in steps)
     has_energy = any(s.energy is not None for s in steps)
     extra: list[str] = []
@@ -118,12 +121,21 @@ def steps_table(steps: Sequence[StepResult], cost: CostConfig | None = None) -> 
         more = (_slo_cells(step) if has_slo else []) + (
             _energy_cells(step, cost) if has_energy else [])
         rows.append([*cells[:-1], *more, cells[-1]])
-    return table(headers, rows)
+    if width is None:
+        return table(headers, rows)
+    groups = [ColumnGroup("", (header,), [[row[i]] for row in rows])
+              for i, header in enumerate(headers) if i >= 2]
+    return fit_table(headers[:2], [row[:2] for row in rows], groups, width)
 
 
 COMPARE_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
 # Shown when either run has them (an SLO was given, GPU power was sampled).
 OPTIONAL_METRICS = ("goodput req/s", "J/out tok")
+
+
+NOISE_MARK = "~"
+NOISE_LEGEND = (f"{NOISE_MARK} within run-to-run noise (the delta is at most twice the larger "
+                "standard deviation of the repeats)")
 
 
 def compare_metrics(comparison: Comparison) -> tuple[str, ...]:
@@ -136,29 +148,26 @@ def compare_metrics(comparison: Comparison) -> tuple[str, ...]:
     return COMPARE_METRICS + extra
 
 
-def compare_table(comparison: Comparison, metrics: Sequence[str] | None = None) -> str:
+def compare_table(comparison: Comparison, metrics: Sequence[str] | None = None,
+                  width: int = 80) -> str:
+    """Per metric A, B, Δ and Δ% under the metric's name, in as many parts as `width` needs
+    (each with the conc column); a delta within the noise is marked, with its legend."""
     metrics = compare_metrics(comparison) if metrics is None else metrics
-    headers = ["conc"]
+    groups = []
+    noisy = False
     for name in metrics:
-        headers += [f"A {name}", f"B {name}", "\u0394", "\u0394%"]
-    headers.append("note")
-    rows = []
-    for row in comparison.rows:
-        cells = [str(row.concurrency)]
-        noisy = []
-        for name in metrics:
+        cells = []
+        for row in comparison.rows:
             d = row.get(name)
-            cells += [
-                number_cell(d.a),
-                number_cell(d.b),
-                "-" if d.delta is None else f"{d.delta:+,.1f}",
-                "-" if d.pct is None else f"{d.pct:+.1f}%",
-            ]
-            if d.within_noise:
-                noisy.append(name)
-        cells.append(f"within noise: {', '.join(noisy)}" if noisy else "")
-        rows.append(cells)
-    return table(headers, rows)
+            noisy = noisy or bool(d.within_noise)
+            mark = NOISE_MARK if d.within_noise else ""
+            cells.append([number_cell(d.a), number_cell(d.b),
+                          "-" if d.delta is None else f"{d.delta:+,.1f}",
+                          "-" if d.pct is None else f"{d.pct:+.1f}%{mark}"])
+        groups.append(ColumnGroup(name, ("A", "B", "\u0394", "\u0394%"), cells))
+    keys = [[str(row.concurrency)] for row in comparison.rows]
+    text = fit_table(["conc"], keys, groups, width)
+    return f"{text}\n{_fill(NOISE_LEGEND, width)}" if noisy else text
 
 
 def verdict_table(verdict: Verdict) -> str:
@@ -185,12 +194,23 @@ def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
     return table(("flag", "A", "B"), [list(row) for row in differing])
 
 
-def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]]) -> str:
-    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags."""
-    parts = [f"verdict: {verdict.sentence}"]
+def _fill(text: str, width: int | None) -> str:
+    """A sentence wrapped between words to `width` (None: one line), continued indented."""
+    if width is None:
+        return text
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def verdict_report(verdict: Verdict, differing: Sequence[tuple[str, str, str]],
+                   width: int | None = None) -> str:
+    """What `plateau ab` and `plateau compare` print: the sentence, the table, the flags;
+    the sentences wrapped to `width`."""
+    parts = [_fill(f"verdict: {verdict.sentence}", width)]
     if verdict.efficiency:
-        parts.append(f"energy: {verdict.efficiency}")
+        parts.append(_fill(f"energy: {verdict.efficiency}", width))
     parts += ["", verdict_table(verdict)]
-    parts += [f"note: {note}" for note in verdict.notes]
+    parts += [_fill(f"note: {note}", width) for note in verdict.notes]
     parts += ["", flags_table(differing)]
     return "\n".join(parts)

@@ -13,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 
 from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
+from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
 from console.commands import argtypes
@@ -193,7 +194,7 @@ async def _handle(args: argparse.Namespace) -> int:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
         if request.a == request.b:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
-        print(verdict_report(result.verdict, list(result.flags)))
+        print(verdict_report(result.verdict, list(result.flags), terminal_width()))
         if spec.slo is not None:
             for side, steps in (("A", result.steps_a), ("B", result.steps_b)):
                 print(f"{side}: {slo_knee(steps, spec.slo).sentence}")

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 
 from console.bench.compare import compare_runs
+from console.bench.fit_table import terminal_width
 from console.bench.knee import knee_of_steps
 from console.bench.report import compare_table, verdict_report
 from console.bench.verdict import differing_flags, judge
@@ -67,9 +68,10 @@ def _handle(args: argparse.Namespace) -> int:
         print("no concurrency level was measured in both runs")
         return 0
     print()
-    print(verdict_report(verdict, flags))
+    width = terminal_width()
+    print(verdict_report(verdict, flags, width))
     print()
-    print(compare_table(comparison))
+    print(compare_table(comparison, width=width))
     if comparison.only_a or comparison.only_b:
         print(f"\nonly in A: {list(comparison.only_a)}  only in B: {list(comparison.only_b)}")
     return 0

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from console.bench.fit_table import terminal_width
 from console.bench.report import number_cell, steps_table, table
 from console.commands import argtypes
 from console.errors import UsageError
@@ -46,7 +47,7 @@ def _handle(args: argparse.Namespace) -> int:
                 if args.json:
                     print(json.dumps(_finite(run.model_dump(mode="json"))))
                 else:
-                    print(steps_table(run.steps))
+                    print(steps_table(run.steps, width=terminal_width()))
                 return 0
             text = EXPORTERS[args.format](run)
             if args.output:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from console.bench.fit_table import terminal_width
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarted, SweepEvent
 from console.bench.report import steps_table
@@ -266,7 +267,7 @@ async def _handle(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(steps_table(outcome.steps, summary.cost))
+        print(steps_table(outcome.steps, summary.cost, terminal_width()))
         print(f"\nknee: {knee.sentence}")
         for line in summary.lines():
             print(line)

@@ -722,7 +722,9 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
         if c is None or not c.num_prompts:
             continue
         waves = c.num_prompts / c.target
-        if waves >= 2 and c.steady_reached is not False:
+        # A step the client measured at steady state was long enough, however few its waves:
+        # the step tables mark it ok with `steady.reached`, and its figure is the window's.
+        if c.steady_reached is True or (waves >= 2 and c.steady_reached is None):
             continue
         found.append((_ramp_drain(c), step, (c, waves)))
     best = _best(found)

@@ -240,6 +240,12 @@ class LogStore:
         position = self.row_id(visible_index) - self._rows_base
         return _unpack(self._rows[position]), self._row_line[position]
 
+    def source_line(self, visible_index: int) -> int:
+        """The 1-based line number in the log source of a visible row: the one numbering the
+        log view says (its status line and its detail pane), whatever is folded or filtered."""
+        event, line = self.row(visible_index)
+        return event.seq + line + 1
+
     def line(self, visible_index: int) -> str:
         if not 0 <= visible_index < self.visible_count:
             raise IndexError(visible_index)

@@ -87,6 +87,7 @@ class LifecycleDone:
     action: str  # "start", "stop", "restart", "adopt"
     timings: dict[str, float]
     message: str = ""
+    version: str | None = None  # the started server's /server_info version, when known
 
 
 LifecycleEvent = (

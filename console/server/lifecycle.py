@@ -425,7 +425,7 @@ class ServerLifecycle:
                 run.fail(Phase.VALIDATE, f"a server is already running (pid {running.pid}, port "
                          f"{running.port}); use restart")
             record = await self._launch_and_wait(run, name, profile, key)
-            run.done("start", f"{name} ready on port {profile.port}")
+            run.done("start", f"{name} ready on port {profile.port}", record.sglang_version)
             return record
 
     async def stop(self, on_event: EventSink = ignore_events, *, port: int | None = None,
@@ -448,7 +448,7 @@ class ServerLifecycle:
             key = self._require_key(run, profile)
             await self._stop_phases(run, profile.port, profile.host, profile.launch)
             record = await self._launch_and_wait(run, name, profile, key)
-            run.done("restart", f"{name} ready on port {profile.port}")
+            run.done("restart", f"{name} ready on port {profile.port}", record.sglang_version)
             return record
 
     # ------------------------------------------------------------------ phases
@@ -930,6 +930,6 @@ class _Run:
         self.emit(LifecycleFailed(phase, reason, tuple(lines), clean))
         raise LifecycleError(phase, reason, lines)
 
-    def done(self, action: str, message: str) -> None:
+    def done(self, action: str, message: str, version: str | None = None) -> None:
         self.timings["total"] = time.monotonic() - self.t0
-        self.emit(LifecycleDone(action, dict(self.timings), message))
+        self.emit(LifecycleDone(action, dict(self.timings), message, version))

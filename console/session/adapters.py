@@ -213,7 +213,8 @@ def lifecycle_sink(host: str, emit: Emit, profile: str | None = None) -> lev.Eve
         elif isinstance(event, lev.LifecycleDone):
             emit(Problem(host, "server", f"{event.action} done: {event.message}", level="info"))
             if event.action in ("start", "restart"):  # don't wait for the next status poll
-                emit(ServerStatus(host, "ready", profile=profile, detail=event.message))
+                emit(ServerStatus(host, "ready", version=event.version, profile=profile,
+                                  detail=event.message))
 
     return sink
 

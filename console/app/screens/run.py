@@ -11,12 +11,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from console.bench.report import STEP_HEADERS, step_cells
 from console.session.state import EventRecord
 from console.store.models import RunRecord
-from widgets.table_fill import fill_table
+from widgets.split_table import SplitTables
 
 
 def events_during(events: list[EventRecord], run: RunRecord) -> list[EventRecord]:
@@ -51,7 +51,8 @@ class RunScreen(ModalScreen[None]):
             if self.pair:
                 yield Static(Text(self.pair), id="run-pair")
             yield Static(Content.styled("steps", "bold"))
-            yield DataTable(id="run-steps", zebra_stripes=True)
+            # As many tables as the width needs, conc and rep in each: no column cut.
+            yield SplitTables("run-steps", id="run-steps-parts")
             flags = summary.meta.flags
             text = " ".join(f"--{k} {v}" for k, v in flags.items()) if flags else "(none)"
             yield Static(Content.styled("flags", "bold"))
@@ -65,5 +66,6 @@ class RunScreen(ModalScreen[None]):
                          id="run-events")
 
     def on_mount(self) -> None:
-        fill_table(self.query_one("#run-steps", DataTable), STEP_HEADERS,
-                   [[Text(c) for c in step_cells(s)] for s in self.run.steps])
+        self.query_one(SplitTables).show(
+            [Text(h) for h in STEP_HEADERS],
+            [[Text(c) for c in step_cells(s)] for s in self.run.steps], keys=2)

@@ -23,9 +23,10 @@ from console.bench.verdict import Verdict
 from console.diagnose.models import Diagnosis
 from console.session.state import HostState
 from console.store.models import RunRecord
-from widgets.compare_table import CompareTable
+from widgets.compare_table import CompareTable, comparison_cells
 from widgets.event_log import EventLogTable
 from widgets.header import PlateauHeader
+from widgets.split_table import SplitTables
 from widgets.table_fill import fill_table
 from widgets.topology_view import TopologyView
 from widgets.why_view import MAX_CAUSES, WhyView
@@ -97,14 +98,22 @@ class ConfigScreen(HostScreen):
         yield DataTable(id="config-table", cursor_type="row", zebra_stripes=True)
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
-        if aspects is not None:
-            return
+        if aspects is None:
+            self._fill()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fill)  # once the table has its new width
+
+    def _fill(self) -> None:
         app = console_app(self)
         rows = [
             [Text(key), Text(value), Text(source, style="dim")]
             for key, value, source in views_data.config_rows(app.loaded)
         ]
-        fill_table(self.query_one(DataTable), ("key", "value", "source"), rows)
+        table = self.query_one(DataTable)
+        # Every column in view: long keys, values and sources wrap (the source was "sourc").
+        fill_table(table, ("key", "value", "source"), rows,
+                   room=table.scrollable_content_region.width, wrap=(0, 1, 2))
 
 
 def _write_report(screen: HostScreen, runs: list[int]) -> None:
@@ -208,7 +217,9 @@ class CompareScreen(HostScreen):
     TITLE_TEXT = "Compare: the two newest complete runs of this host (B vs A)"
 
     def compose_body(self) -> ComposeResult:
-        yield CompareTable(id="compare-table")
+        # As many tables as the width needs, conc in each: no metric cut at the edge.
+        yield SplitTables("compare-table", lambda table_id: CompareTable(id=table_id),
+                          id="compare-tables")
         yield Static("", id="compare-note")
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
@@ -251,11 +262,13 @@ class CompareScreen(HostScreen):
     def _show_comparison(
         self, comparison: Comparison | None, note: str, verdict: Verdict | None = None
     ) -> None:
-        table = self.query_one("#compare-table", CompareTable)
+        tables = self.query_one("#compare-tables", SplitTables)
         if comparison is None:
-            table.clear()
+            tables.clear()
         else:
-            table.set_comparison(comparison, verdict)
+            keys, labels, rows, groups = comparison_cells(comparison, verdict)
+            tables.show(labels, rows, keys=1, groups=groups, column_keys=keys,
+                        row_keys=[str(row.concurrency) for row in comparison.rows])
         self.query_one("#compare-note", Static).update(Content(note))
 
 
