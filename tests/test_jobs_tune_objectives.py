@@ -32,6 +32,11 @@ def test_a_tok_per_joule_tune_judges_energy_not_throughput(tmp_path: Path) -> No
     tok_a = sum(s.metrics.headline_output_tok_s() for s in a if s.metrics) / len(a)
     tok_b = sum(s.metrics.headline_output_tok_s() for s in b if s.metrics) / len(b)
     assert tok_b > 1.3 * tok_a  # far more tokens a second, not more tokens a joule
+    pair = store.pair_of(first.run_b)
+    assert pair is not None
+    verdict = pair[3]["verdict"]
+    assert verdict["metric"] == "output tok/J"
+    assert verdict["efficiency"].startswith(f"B: +{first.delta_pct:.1f}% output tok/J, \u2212")
     # the larger ceiling, then the NCCL fix: each kept on a real gain in tokens per joule
     assert [(r.change, r.outcome) for r in kept] == [
         ("--cuda-graph-max-bs-decode 256", "kept"), ("unset NCCL_P2P_DISABLE", "kept")]

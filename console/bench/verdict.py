@@ -324,7 +324,8 @@ def judge(
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
     joules = energy_change_pct(steps_a, steps_b, levels)
     efficiency = "" if joules is None else (
-        f"B: {_signed(delta)}% throughput, {_signed(joules)}% J/token at {where}")
+        f"B: {_signed(delta)}% {'throughput' if value_of is None else metric}, "
+        f"{_signed(joules)}% J/token at {where}")
     return Verdict(
         label_a=label_a, label_b=label_b, metric=metric, confidence=confidence, points=points,
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
