@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from console.config_errors import describe_validation_error, key_line, key_lines
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
+from console.hostsources.merge import expand_hosts
+from console.hostsources.origin import HostOrigin, HostSourceError
 from console.text import sanitize
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
@@ -31,6 +32,14 @@ class LoadedConfig:
     config: PlateauConfig
     path: Path | None
     text: str = ""
+    host_origins: tuple[HostOrigin, ...] = ()
+    """Where each of config.hosts came from (same order); empty: all from [[hosts]]."""
+
+    def host_source(self, index: int) -> str:
+        """'FILE:LINE' of the host's entry (an ssh config one adds its alias)."""
+        if index < len(self.host_origins):
+            return self.host_origins[index].source
+        return self.source_of(("hosts", index, "name"))
 
     @cached_property
     def _key_lines(self) -> dict[tuple[str | int, ...], int]:
@@ -40,16 +49,15 @@ class LoadedConfig:
         """'FILE:LINE' for a value set in the file, else 'default'. One pass over the text
         per config, then a lookup per value: `config show` of 2,000 hosts rescanned the
         whole file for each of its ~30,000 values."""
+        if key_path[:1] == ("hosts",) and len(key_path) > 2 and self.host_origins:
+            origin = self.host_origins[int(key_path[1])]
+            found = origin.where.get(str(key_path[2]))
+            if found is not None or origin.kind != "config":
+                return found or "default"
         if self.path is None:
             return "default"
-        lines = self._key_lines
-        # The key itself, else the nearest enclosing key assignment (a value inside an inline
-        # table or array: `flags = { tp-size = 2 }` sets flags.tp-size on that line).
-        for end in range(len(key_path), 0, -1):
-            line = lines.get(key_path[:end])
-            if line is not None:
-                return f"{self.path}:{line}"
-        return "default"
+        line = key_line(self._key_lines, key_path)
+        return f"{self.path}:{line}" if line is not None else "default"
 
 
 def default_config_path() -> Path:
@@ -82,7 +90,12 @@ def load_config_file(path: Path) -> LoadedConfig:
         text = read_toml_text(path, what="config file")
     except TomlFileError as exc:
         raise ConfigError(str(exc)) from None
-    return LoadedConfig(parse_config_text(text, path), path, text)
+    config = parse_config_text(text, path)
+    try:
+        config, origins = expand_hosts(config, text, path)
+    except HostSourceError as exc:
+        raise ConfigError(sanitize(str(exc))) from None
+    return LoadedConfig(config, path, text, origins)
 
 
 def parse_config_text(text: str, path: Path) -> PlateauConfig:
@@ -95,157 +108,7 @@ def parse_config_text(text: str, path: Path) -> PlateauConfig:
     except RecursionError:
         raise ConfigError(f"{path}: values nested too deeply") from None
     except ValidationError as exc:
-        raise ConfigError(_describe_validation_error(exc, text, path)) from None
-
-
-def _describe_validation_error(exc: ValidationError, text: str, path: Path) -> str:
-    """One line for the first error: file, key, line, and what is wrong."""
-    error = exc.errors()[0]
-    location = tuple(error["loc"])
-    key = format_key(location)
-    line = locate_key(text, location)
-    where = f"{path}:{line}" if line else str(path)
-    if error["type"] == "extra_forbidden":
-        message = f"unknown key '{location[-1]}'"
-        suggestion = _suggest(str(location[-1]), _allowed_keys(location[:-1]))
-        if suggestion:
-            message += f" (did you mean '{suggestion}'?)"
-    elif error["type"] == "missing":
-        message = "missing required key"
-        line = locate_key(text, location[:-1])
-        where = f"{path}:{line}" if line else str(path)
-    else:
-        message = error["msg"].removeprefix("Value error, ")
-        if "input" in error and error["type"] != "value_error":
-            message += f" (got {_short_repr(error['input'])})"
-    extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    # Keys are the operator's text: a newline or escape in one stays visible, on one line.
-    return sanitize(f"{where}: {key}: {message}{extra}")
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def format_key(location: tuple[Any, ...]) -> str:
-    parts: list[str] = []
-    for item in location:
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts) or "(top level)"
-
-
-def _suggest(word: str, candidates: list[str]) -> str | None:
-    matches = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
-    return matches[0] if matches else None
-
-
-def _allowed_keys(location: tuple[Any, ...]) -> list[str]:
-    """Field names of the model at `location` (for "did you mean")."""
-    model: type[BaseModel] | None = PlateauConfig
-    for item in location:
-        if model is None:
-            return []
-        if isinstance(item, int):
-            continue
-        field = model.model_fields.get(str(item))
-        if field is None:
-            # A dict of models (profiles.NAME, sweeps.NAME): NAME is free, keep the value model.
-            continue
-        model = _model_of(field.annotation)
-    return sorted(model.model_fields) if model else []
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
-
-
-_TABLE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
-
-
-def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
-    """1-based line of every key assignment in TOML text, by key path (array-of-tables
-    entries carry their index: ("hosts", 3, "name")). Best effort, like locate_key."""
-    found: dict[tuple[str | int, ...], int] = {}
-    table: tuple[str | int, ...] = ()
-    array_counts: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        table_match = _TABLE.match(raw)
-        if table_match:
-            parts = _split_dotted(table_match.group(2))
-            if table_match.group(1) == "[[":
-                name = ".".join(parts)
-                array_counts[name] = array_counts.get(name, -1) + 1
-                table = (*parts, array_counts[name])
-            else:
-                table = tuple(parts)
-            continue
-        key_match = _KEY.match(raw)
-        if key_match:
-            found.setdefault((*table, *_split_dotted(key_match.group(1))), number)
-    return found
-
-
-def locate_key(text: str, location: tuple[Any, ...], *, exact: bool = False) -> int | None:
-    """Best-effort 1-based line of a key path in TOML text (tomllib keeps no positions).
-
-    Without `exact`, the line of the deepest enclosing key or table is returned."""
-    wanted = [str(p) for p in location if not isinstance(p, int)]
-    indexes = [p for p in location if isinstance(p, int)]
-    table: list[str] = []
-    array_counts: dict[str, int] = {}
-    best: int | None = None
-    best_len = -1
-    for number, raw in enumerate(text.splitlines(), start=1):
-        table_match = _TABLE.match(raw)
-        if table_match:
-            table = _split_dotted(table_match.group(2))
-            if table_match.group(1) == "[[":
-                name = ".".join(table)
-                array_counts[name] = array_counts.get(name, -1) + 1
-            path = table
-            if _array_index_matches(table, array_counts, indexes):
-                best, best_len = _better(path, wanted, number, best, best_len)
-            continue
-        key_match = _KEY.match(raw)
-        if key_match and _array_index_matches(table, array_counts, indexes):
-            path = table + _split_dotted(key_match.group(1))
-            best, best_len = _better(path, wanted, number, best, best_len)
-    if exact and best_len != len(wanted):
-        return None
-    return best
-
-
-def _better(
-    path: list[str], wanted: list[str], number: int, best: int | None, best_len: int
-) -> tuple[int | None, int]:
-    if path == wanted[: len(path)] and len(path) > best_len:
-        return number, len(path)
-    return best, best_len
-
-
-def _array_index_matches(
-    table: list[str], array_counts: dict[str, int], indexes: list[int]
-) -> bool:
-    name = ".".join(table)
-    if name not in array_counts or not indexes:
-        return True
-    return array_counts[name] == indexes[0]
-
-
-def _split_dotted(key: str) -> list[str]:
-    parts = re.findall(r'"([^"]*)"|\'([^\']*)\'|([^.\s]+)', key)
-    return [a or b or c for a, b, c in parts]
+        raise ConfigError(describe_validation_error(exc, text, path, PlateauConfig)) from None
 
 
 def is_secret_key(name: str) -> bool:

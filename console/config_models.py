@@ -62,6 +62,13 @@ def _check_address(value: str) -> str:
     return value
 
 
+def _check_run_dir(value: str) -> str:
+    # `~` and `~/...` are resolved against the host's home on connect; `~user` is not.
+    if value.startswith("~") and value != "~" and not value.startswith("~/"):
+        raise ValueError("may start with `~/` (the SSH user's home on the host), not `~user`")
+    return value
+
+
 def _no_control_chars(value: str, what: str) -> str:
     # C0, DEL and C1 (0x9b is a one-byte CSI on some terminals): any of them printed back can
     # fake an output line or drive the terminal.
@@ -94,6 +101,8 @@ class HostConfig(StrictModel):
     # How long the host keeps the lease for a holder whose connection dropped: it may
     # reconnect and carry on; nobody else may take it meanwhile (console/server/lease.py).
     lease_grace_s: Annotated[float, Field(ge=0.0, le=3600.0)] = 30.0
+    # Its [groups.NAME] defaults fill the keys this entry leaves unset.
+    group: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -115,10 +124,7 @@ class HostConfig(StrictModel):
     @field_validator("run_dir")
     @classmethod
     def _check_run_dir(cls, value: str) -> str:
-        # `~` and `~/...` are resolved against the host's home on connect; `~user` is not.
-        if value.startswith("~") and value != "~" and not value.startswith("~/"):
-            raise ValueError("may start with `~/` (the SSH user's home on the host), not `~user`")
-        return value
+        return _check_run_dir(value)
 
     @model_validator(mode="after")
     def _address_unless_local(self) -> HostConfig:
@@ -314,10 +320,56 @@ class SweepPreset(StrictModel):
 class UiConfig(StrictModel):
     ascii: bool = False
     gpu_interval_s: Annotated[float, Field(ge=0.25)] = 1.0
+    # Hosts not on screen (other hosts' dashboards, fleet rows scrolled away) sample slower.
+    offscreen_interval_s: Annotated[float, Field(ge=0.25, le=600.0)] = 5.0
     log_tail_lines: Annotated[int, Field(ge=0, le=100_000)] = 500
     log_max_lines: Annotated[int, Field(ge=1000, le=5_000_000)] = 200_000
     gpu_load_mid: Annotated[float, Field(ge=0, le=100)] = 50.0
     gpu_load_high: Annotated[float, Field(ge=0, le=100)] = 85.0
+
+
+class HostGroup(StrictModel):
+    """Defaults for every host whose `group` names this one (its own keys win)."""
+
+    python: str | None = None
+    run_dir: str | None = None
+    profile: str | None = None
+    user: str | None = None
+    known_hosts: Literal["strict", "accept-new"] | None = None
+    lease_grace_s: Annotated[float, Field(ge=0.0, le=3600.0)] | None = None
+
+    @field_validator("python", "run_dir", "user")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        return None if value is None else _bounded_text(value, "value")
+
+    @field_validator("run_dir")
+    @classmethod
+    def _check_run_dir(cls, value: str | None) -> str | None:
+        return None if value is None else _check_run_dir(value)
+
+
+class SshConfigSource(StrictModel):
+    """Hosts taken from an OpenSSH client config: its `Host` aliases that match `include`."""
+
+    file: str = "~/.ssh/config"
+    include: list[str]
+    exclude: list[str] = Field(default_factory=list)
+    group: str | None = None
+
+    @field_validator("file", "include", "exclude")
+    @classmethod
+    def _check_patterns(cls, value: str | list[str]) -> str | list[str]:
+        for item in [value] if isinstance(value, str) else value:
+            _bounded_text(item, "pattern")
+        return value
+
+    @field_validator("include")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError('name at least one Host pattern, e.g. ["gpu-*"]')
+        return value
 
 
 class PlateauConfig(StrictModel):
@@ -326,13 +378,17 @@ class PlateauConfig(StrictModel):
     theme: str = "plateau-dark"
     default_host: str | None = None
     hosts: list[HostConfig] = Field(default_factory=list)
+    # More hosts, beside [[hosts]]: an inventory file and ~/.ssh/config (console/hostsources).
+    inventory: str | None = None
+    ssh_config: SshConfigSource | None = None
+    groups: dict[str, HostGroup] = Field(default_factory=dict)
     profiles: dict[str, ServerProfile] = Field(default_factory=dict)
     sweeps: dict[str, SweepPreset] = Field(default_factory=dict)
     keymap: dict[str, str] = Field(default_factory=dict)
     ui: UiConfig = Field(default_factory=UiConfig)
     cost: CostConfig | None = None
 
-    @field_validator("profiles", "sweeps", "keymap")
+    @field_validator("profiles", "sweeps", "keymap", "groups")
     @classmethod
     def _check_names(cls, value: dict[str, object], info: ValidationInfo) -> dict[str, object]:
         _check_dict_keys(value, str(info.field_name).rstrip("s"))
@@ -349,12 +405,30 @@ class PlateauConfig(StrictModel):
         duplicates = sorted(name for name, seen in Counter(names).items() if seen > 1)
         if duplicates:
             raise ValueError(f"duplicate host name(s): {', '.join(duplicates)}")
-        if self.default_host is not None and self.default_host not in names:
+        # Hosts from the inventory or ~/.ssh/config are known only once those are read
+        # (console/hostsources/merge.py checks default_host then).
+        others = self.inventory is not None or self.ssh_config is not None
+        if self.default_host is not None and self.default_host not in names and not others:
             raise ValueError(f"default_host {self.default_host!r} is not one of the hosts")
         for host in self.hosts:
-            if host.profile is not None and host.profile not in self.profiles:
-                raise ValueError(f"host {host.name!r} names unknown profile {host.profile!r}")
+            self.check_host_refs(host)
+        for name, group in self.groups.items():
+            if group.profile is not None and group.profile not in self.profiles:
+                raise ValueError(f"group {name!r} names unknown profile {group.profile!r}")
+        if self.ssh_config is not None:
+            self._check_group(self.ssh_config.group, "ssh_config")
         return self
+
+    def check_host_refs(self, host: HostConfig) -> None:
+        """The profile and group a host names exist."""
+        if host.profile is not None and host.profile not in self.profiles:
+            raise ValueError(f"host {host.name!r} names unknown profile {host.profile!r}")
+        self._check_group(host.group, f"host {host.name!r}")
+
+    def _check_group(self, group: str | None, who: str) -> None:
+        if group is not None and group not in self.groups:
+            known = ", ".join(sorted(self.groups)) or "none defined"
+            raise ValueError(f"{who} names unknown group {group!r} (groups: {known})")
 
     def host(self, name: str | None) -> HostConfig:
         """The host called `name`, or the default/first one when `name` is None."""
@@ -369,3 +443,10 @@ class PlateauConfig(StrictModel):
 
     def sweep(self, name: str = "default") -> SweepPreset:
         return self.sweeps.get(name, SweepPreset())
+
+
+class InventoryFile(StrictModel):
+    """An inventory file (`inventory = "hosts.toml"`): [[hosts]] entries, the same keys as the
+    config's own (console/hostsources/inventory.py says why TOML)."""
+
+    hosts: list[HostConfig] = Field(default_factory=list)

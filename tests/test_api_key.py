@@ -13,11 +13,12 @@ import pytest
 from console.cli import main
 from console.store.db import RunStore
 from console.store.models import RunMeta
+from tests.support.sim_fixtures import SimFactory
 
 SECRET = "sk-review-0123456789abcdef"
 
 
-def test_sim_enforces_the_api_key_like_sglang(sim_factory) -> None:  # type: ignore[no-untyped-def]
+def test_sim_enforces_the_api_key_like_sglang(sim_factory: SimFactory) -> None:
     sim = sim_factory("--api-key", SECRET, "--enable-metrics")
     auth = {"Authorization": f"Bearer {SECRET}"}
     for path in ("/health", "/ready", "/metrics"):  # probes are always open
@@ -60,8 +61,9 @@ def test_history_never_stores_server_secrets(tmp_path: Path) -> None:
 
 
 def test_sweep_of_a_keyed_server_authenticates(
-    sim_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:  # type: ignore[no-untyped-def]
+    sim_factory: SimFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     sim = sim_factory("--api-key", SECRET, "--sim-ideal-ttft-ms", "5", "--sim-ideal-itl-ms", "2")
     monkeypatch.setenv("PLATEAU_REVIEW_KEY", SECRET)
     config = tmp_path / "c.toml"

@@ -15,7 +15,7 @@ from console.app.app import PlateauApp
 from console.app.screens.modals import ConfirmScreen
 from tests.support.app_fixtures import app_config, demo_events, fixed_clock
 from tests.test_app_why import SchemaReplay
-from widgets.flags_editor import FlagsEditor
+from widgets.flags_editor import FlagsEditor, FlagSelect
 
 
 def _app(tmp_path: Path) -> PlateauApp:
@@ -58,14 +58,16 @@ async def test_flags_that_are_another_profile_are_named_after_it(tmp_path: Path)
         assert name.value == "cutlass-moe-2"
         await pilot.press("t")  # the focused --moe-runner-backend: the next choice with t
         await pilot.pause()
-        assert editor.query_one("#flag-moe-runner-backend").value == "triton"
+        assert editor.query_one("#flag-moe-runner-backend", FlagSelect).value == "triton"
         assert name.value == "triton-moe"
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
         await pilot.pause(0.1)
-    assert app.active_session.commands == [("restart", "triton-moe")]
+    session = app.active_session
+    assert isinstance(session, SchemaReplay)
+    assert session.commands == [("restart", "triton-moe")]
     assert "triton-moe-2" not in app.config.profiles and "cutlass-moe-2" not in app.config.profiles
 
 

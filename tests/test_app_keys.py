@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widget import Widget
 
 from console.app.bindings import ACTIONS
 from widgets.gpu_panel import GpuPanel
@@ -24,7 +25,7 @@ GLOBAL_KEYS = {k for spec in ACTIONS for k in spec.keys.split(",")} - {"slash"}
 
 
 @pytest.mark.parametrize("widget", [LogView, GpuPanel])
-def test_widget_keys_do_not_shadow_global_actions(widget: type) -> None:
+def test_widget_keys_do_not_shadow_global_actions(widget: type[Widget]) -> None:
     clashes = {
         key for key in _keys(widget.BINDINGS) & GLOBAL_KEYS
         if (widget.__name__, key) not in SAME_MEANING

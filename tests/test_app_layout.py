@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from rich.style import Style
+from textual.widgets._footer import FooterKey  # not re-exported (console/app/footer.py)
 
 from console.app.screens.dashboard import (
     LOG_MIN_LINES,
@@ -105,7 +106,7 @@ async def test_80x24_shows_every_gpu_eight_log_lines_and_a_one_line_sweep(
         # Nothing is pushed off screen: the screen does not scroll.
         assert screen.max_scroll_y == 0
         footer = screen.query_one("PlateauFooter")
-        keys = [key.key for key in footer.query("FooterKey")][:8]
+        keys = [key.key for key in footer.query(FooterKey)][:8]
         assert keys[:3] == ["r", "s", "f"] and "question_mark" in keys and "q" in keys
 
 

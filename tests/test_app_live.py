@@ -270,6 +270,7 @@ async def test_metrics_failures_are_reported_once(
             if stats is not None and stats.source == "metrics":
                 break
             await asyncio.sleep(0.05)
+        assert session.state.server_stats is not None
         assert session.state.server_stats.source == "metrics"
         notes = [r.message for r in session.state.events if r.source == "metrics"]
         assert len(notes) == 2 and "works again" in notes[1]

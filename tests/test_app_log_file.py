@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
+from console.app.app import PlateauApp
 from console.app.launch import log_app
 from console.cli import _normalise_argv, main
 from console.diagnose.client_files import read_client_files
@@ -21,17 +24,18 @@ from widgets.why_view import WhyView
 REAL = Path(__file__).parent / "data" / "logs" / "real"
 
 
-async def _why_text(app, pilot) -> str:  # type: ignore[no-untyped-def]
+async def _why_text(app: PlateauApp, pilot: Pilot[Any]) -> str:
     await pilot.press("W")
     for _ in range(40):
         await pilot.pause(0.05)
         views = app.screen.query("#why-view")
         if views and views.first(WhyView).plain:
-            return views.first(WhyView).plain
+            plain: str = views.first(WhyView).plain
+            return plain
     raise AssertionError("the Why view showed nothing")
 
 
-def _header(app) -> str:  # type: ignore[no-untyped-def]
+def _header(app: PlateauApp) -> str:
     return str(app.screen.query_one(PlateauHeader).render())
 
 

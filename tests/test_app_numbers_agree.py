@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.app.app import PlateauApp
-from console.session.events import SweepDone, SweepPointDone, SweepProgress
+from console.session.events import SessionEvent, SweepDone, SweepPointDone, SweepProgress
 from console.session.replay import ReplaySession
 from tests.support.app_fixtures import app_config, demo_events, fixed_clock, sweep_points
 from widgets.sweep_chart import SweepChart
@@ -15,8 +15,8 @@ from widgets.sweep_chart import SweepChart
 def _app(ending: list[Any]) -> PlateauApp:
     loaded = app_config()
     host = loaded.config.hosts[0]
-    events = [e for e in demo_events(host.name)
-              if not isinstance(e, SweepPointDone | SweepDone)]
+    events: list[SessionEvent] = [e for e in demo_events(host.name)
+                                  if not isinstance(e, SweepPointDone | SweepDone)]
     points = sweep_points()[:3]
     events += [SweepProgress(host.name, "12", 1, 5, 4, "measure")]
     events += [SweepPointDone(host.name, "12", p) for p in points]

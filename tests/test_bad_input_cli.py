@@ -7,6 +7,7 @@ import io
 import json
 import tracemalloc
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from console.cli import main
 from console.commands.logscan import scan_stream
 from console.tomlfile import MAX_TOML_BYTES
 from tests.support.many_hosts import config_text
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 HUGE_RUN_ID = "1" * 40
 
@@ -145,9 +149,10 @@ class _Zeros(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        count = min(len(buffer), self.left)
-        buffer[:count] = bytes(count)
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        count = min(len(view), self.left)
+        view[:count] = bytes(count)
         self.left -= count
         return count
 

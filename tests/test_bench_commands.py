@@ -9,6 +9,7 @@ import pytest
 
 from console.cli import main
 from tests.support.cli_hosts import write_local_ideal_config
+from tests.support.sim_fixtures import SimProcess
 
 
 def _config(tmp_path: Path, port: int) -> Path:
@@ -16,7 +17,7 @@ def _config(tmp_path: Path, port: int) -> Path:
 
 
 def test_sweep_config_host_then_history_and_compare(
-    ideal_sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ideal_sim: SimProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path, ideal_sim.port)
     db = str(tmp_path / "h.db")

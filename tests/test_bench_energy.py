@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,9 +33,10 @@ from console.host.local import LocalTransport
 from console.share.gather import gather
 from console.share.report_md import report_md
 from console.store.db import RunStore
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 
-async def _sweep_with_power(sim, store: RunStore) -> SweepFinished:  # type: ignore[no-untyped-def]
+async def _sweep_with_power(sim: SimProcess, store: RunStore) -> SweepFinished:
     transport = LocalTransport("sim")
     await transport.connect()
     collector = GpuCollector(transport, AgentOptions(
@@ -47,7 +49,9 @@ async def _sweep_with_power(sim, store: RunStore) -> SweepFinished:  # type: ign
 
 
 @pytest.mark.slow
-async def test_each_step_has_its_power_and_joules_per_token(sim_factory, bench_db) -> None:
+async def test_each_step_has_its_power_and_joules_per_token(
+    sim_factory: SimFactory, bench_db: Path
+) -> None:
     """Two simulators swept side by side (B serves twice as fast on the same GPUs): each
     step's energy, and B's verdict in throughput and J per token."""
     sim = sim_factory("--sim-speed", "2", "--sim-seed", "4")
@@ -117,7 +121,7 @@ async def test_each_step_has_its_power_and_joules_per_token(sim_factory, bench_d
 
 
 
-def test_a_database_from_before_energy_still_opens_and_reads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_database_from_before_energy_still_opens_and_reads(tmp_path: Path) -> None:
     """A first-release database: its steps read back with no energy and no goodput, read-only
     (no new columns to read) and once migrated (schema 3 adds them, empty)."""
     from tests.support.bench_fixtures import fake_step

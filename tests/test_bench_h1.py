@@ -8,9 +8,10 @@ import time
 
 import httpx
 
-from console.bench.h1 import H1Client, _Exchange
+from console.bench.h1 import Feed, H1Client, _Exchange
 from console.bench.worker import Job, new_session, run_job
 from console.bench.workload import Workload
+from tests.support.sim_fixtures import SimProcess
 
 BODY = b'data: {"a":1}\n\ndata: [DONE]\n\n'
 CHUNKED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -50,6 +51,10 @@ def test_error_status_keeps_the_start_of_its_body() -> None:
     assert exchange.error_body == text[:300]
 
 
+def _into(chunks: list[bytes]) -> Feed:
+    return lambda _t, data: chunks.append(data)
+
+
 async def _one_shot_server() -> tuple[asyncio.Server, int]:
     """Answers one request per connection, then closes it without saying so (a keep-alive
     connection the server dropped while it sat idle)."""
@@ -72,7 +77,7 @@ async def test_a_dropped_keep_alive_connection_is_retried_once() -> None:
         for _ in range(3):
             got: list[bytes] = []
             status, _ = await client.post(client.request_bytes("/x", b"{}", ()),
-                                          lambda _t, d, got=got: got.append(d))
+                                          _into(got))
             assert status == 200 and b"".join(got) == BODY
             await asyncio.sleep(0.2)  # the server has closed it by now
     finally:
@@ -81,7 +86,7 @@ async def test_a_dropped_keep_alive_connection_is_retried_once() -> None:
         await server.wait_closed()
 
 
-async def test_worker_streams_through_h1_and_reuses_connections(ideal_sim) -> None:
+async def test_worker_streams_through_h1_and_reuses_connections(ideal_sim: SimProcess) -> None:
     workload = Workload(endpoint="generate", input_len=8, output_len=5)
     clients: dict[str, H1Client] = {}
     session = new_session(30)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from console.bench.metrics import RequestRecord, percentile, step_metrics
+from console.bench.metrics import Chunks, RequestRecord, percentile, step_metrics
 from console.bench.sse import parse_stream, split_events
 
 MS = 1_000_000
@@ -101,7 +101,7 @@ def test_throughput_labels_and_littles_law() -> None:
         start = (i // 2) * 100 * MS
         r = RequestRecord(start_ns=start, end_ns=start + 100 * MS, prompt_tokens=30,
                           output_tokens=10, requested_output=10)  # fmt: skip
-        r.chunks = [(start + 10 * MS + k * 10 * MS, 1) for k in range(10)]
+        r.chunks = Chunks([(start + 10 * MS + k * 10 * MS, 1) for k in range(10)])
         records.append(r)
     m = step_metrics(records, 2)
     assert m.duration_s == pytest.approx(0.2)
@@ -114,9 +114,9 @@ def test_throughput_labels_and_littles_law() -> None:
 
 def test_time_box_counts_tokens_of_cut_off_requests_inside_the_window() -> None:
     done = RequestRecord(start_ns=0, end_ns=50 * MS, prompt_tokens=8, output_tokens=5,
-                         chunks=[(k * 10 * MS, 1) for k in range(1, 6)])  # fmt: skip
+                         chunks=Chunks([(k * 10 * MS, 1) for k in range(1, 6)]))  # fmt: skip
     cut = RequestRecord(start_ns=0, end_ns=100 * MS, prompt_tokens=8, incomplete=True,
-                        chunks=[(k * 10 * MS, 1) for k in range(1, 20)])  # fmt: skip
+                        chunks=Chunks([(k * 10 * MS, 1) for k in range(1, 20)]))  # fmt: skip
     m = step_metrics([done, cut], 2, window=(0, 100 * MS))
     assert (m.completed, m.incomplete, m.errors) == (1, 1, 0)
     assert m.output_tokens == 5 + 10  # only the cut request's tokens inside the window

@@ -30,6 +30,7 @@ from console.errors import ConfigError
 from console.host.local import LocalTransport
 from console.store.db import RunStore
 from tests.support.sglang_bench import SHIM_PATH
+from tests.support.sim_fixtures import SimFactory
 from tests.support.tokenizer import build_tokenizer
 
 # The simulator with room for two running requests: at concurrency 4 the other two queue for
@@ -71,7 +72,9 @@ def test_a_preset_slo_is_checked_with_the_config(tmp_path: Path) -> None:
     assert "ttft_ms" in str(typo.value)
 
 
-async def test_goodput_counts_the_requests_that_met_every_objective(sim_factory) -> None:
+async def test_goodput_counts_the_requests_that_met_every_objective(
+    sim_factory: SimFactory
+) -> None:
     """The share and goodput are those of the client's own records: the TTFT objective at
     the step's median TTFT keeps the first-admitted half (about), the TPOT and E2E ones are
     checked per request as bench_serving's calculate_goodput does."""
@@ -106,7 +109,7 @@ async def test_goodput_counts_the_requests_that_met_every_objective(sim_factory)
 
 @pytest.mark.slow
 async def test_the_slo_knee_is_the_highest_level_whose_p99s_meet_it(
-    sim_factory, bench_db, capsys: pytest.CaptureFixture[str]
+    sim_factory: SimFactory, bench_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A real sweep (queueing starts above 2 in flight): thresholds placed between the
     measured p99s move the knee to the level they separate, and the stored steps carry the
@@ -143,16 +146,16 @@ async def test_the_slo_knee_is_the_highest_level_whose_p99s_meet_it(
         assert objective_value(step, "tok-per-joule") is None  # no GPU power sampled
     rates = {s.concurrency: s.metrics.slo.goodput_rps for s in steps
              if s.metrics is not None and s.metrics.slo is not None}
-    knee = find_knee(list(rates.items()), metric="goodput req/s")
+    goodput_knee = find_knee(list(rates.items()), metric="goodput req/s")
     assert main(["diagnose", str(outcome.run_id), "--db", str(bench_db), "--objective",
                  "goodput"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1] == f"goodput: {knee.sentence}"
+    assert out[1] == f"goodput: {goodput_knee.sentence}"
     assert out[2] == "SLO: meets the SLO at every level (up to 4)"
 
 
 @pytest.mark.slow
-def test_sweep_json_carries_the_slo_and_goodput(sim_factory, tmp_path: Path,
+def test_sweep_json_carries_the_slo_and_goodput(sim_factory: SimFactory, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     sim = sim_factory(*QUEUEING)
     code = main(["sweep", "--url", sim.base_url, "--concurrency", "1,4", "--input-len", "32",
@@ -195,7 +198,9 @@ def _bench_serving_records(record: dict[str, object]) -> list[RequestRecord]:
 
 
 @pytest.mark.slow
-async def test_goodput_agrees_with_sglangs_bench_serving(sim_factory, tmp_path: Path) -> None:
+async def test_goodput_agrees_with_sglangs_bench_serving(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
     """Same server, same workload, same SLO: Plateau's native goodput within 2 % of SGLang
     0.5.23 bench_serving's `--goodput` (its request_goodput), and Plateau's count on
     bench_serving's own per-request records is exactly bench_serving's."""

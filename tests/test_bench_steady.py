@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.bench.metrics import RequestRecord
+from console.bench.metrics import Chunks, RequestRecord
 from console.bench.steady import find_window, steady_state
 
 MS = 1_000_000
@@ -14,7 +14,7 @@ def _req(start_ms: float, end_ms: float, tokens: int = 10, prompt: int = 100) ->
     first = start + 10 * MS
     step = (end - first) // max(1, tokens - 1)
     chunks = [(first + i * step, 1) for i in range(tokens)]
-    return RequestRecord(start_ns=start, end_ns=end, chunks=chunks, prompt_tokens=prompt,
+    return RequestRecord(start_ns=start, end_ns=end, chunks=Chunks(chunks), prompt_tokens=prompt,
                          output_tokens=tokens, requested_output=tokens)
 
 
@@ -81,17 +81,17 @@ def test_one_wave_is_all_ramp_and_drain() -> None:
 def test_one_wave_with_staggered_starts_has_no_steady_state() -> None:
     """Streams of one wave start a few ms apart; the late starters replaced nothing (no
     request had finished), so the step has no steady state (README: `(no steady state)`)."""
-    from console.bench.metrics import RequestRecord
+    from console.bench.metrics import Chunks, RequestRecord
     from console.bench.steady import steady_state
 
     ms = 1_000_000
     records = [RequestRecord(start_ns=i * 2 * ms, end_ns=1000 * ms + i * ms,
-                             chunks=[(500 * ms + i * ms, 10)], prompt_tokens=5,
+                             chunks=Chunks([(500 * ms + i * ms, 10)]), prompt_tokens=5,
                              output_tokens=10) for i in range(16)]
     state = steady_state(records, 16)
     assert not state.reached
     # The same streams, each followed by a second request once its first finished: steady.
     again = [RequestRecord(start_ns=r.end_ns + ms, end_ns=r.end_ns + 1000 * ms,
-                           chunks=[(r.end_ns + 500 * ms, 10)], prompt_tokens=5,
+                           chunks=Chunks([(r.end_ns + 500 * ms, 10)]), prompt_tokens=5,
                            output_tokens=10) for r in records]
     assert steady_state(records + again, 16).reached

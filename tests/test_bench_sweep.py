@@ -23,16 +23,21 @@ from console.bench.models import (
     StepFailed,
     StepFinished,
     StepMetrics,
+    StepPhase,
     StepStarted,
     SweepEvent,
     SweepFinished,
 )
 from console.bench.sweep import failure_reason, run_sweep, server_url
 from console.config_models import SweepPreset
+from console.host.forward_proc import ProcessPortForward
+from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from console.store.db import RunStore
 from console.store.models import RunMeta
 from tests.support.bench_fixtures import IDEAL_ITL_MS, IDEAL_TTFT_MS
 from tests.support.sglang_bench import SHIM_PATH
+from tests.support.sim_fixtures import SimProcess
 from tests.support.tokenizer import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +72,9 @@ async def _best_of_three(sweep: Callable[[], Awaitable[SweepFinished]]) -> Sweep
     return outcome
 
 
-async def test_native_sweep_direct_url_measures_the_ideal_timing(ideal_sim, bench_db) -> None:
+async def test_native_sweep_direct_url_measures_the_ideal_timing(
+    ideal_sim: SimProcess, bench_db: Path
+) -> None:
     events: list[SweepEvent] = []
     with RunStore(bench_db) as store:
 
@@ -103,7 +110,7 @@ async def test_native_sweep_direct_url_measures_the_ideal_timing(ideal_sim, benc
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
-async def test_openai_endpoints_use_usage_counts(ideal_sim, endpoint: str) -> None:
+async def test_openai_endpoints_use_usage_counts(ideal_sim: SimProcess, endpoint: str) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2], "endpoint": endpoint})
     outcome = await _best_of_three(
         lambda: run_sweep(spec, ideal_sim.base_url, engine=NativeEngine()))
@@ -116,7 +123,7 @@ async def test_openai_endpoints_use_usage_counts(ideal_sim, endpoint: str) -> No
     assert _close_to(m.tpot_ms.p50, IDEAL_ITL_MS, 0.3)
 
 
-async def test_several_worker_processes_share_a_step(ideal_sim) -> None:
+async def test_several_worker_processes_share_a_step(ideal_sim: SimProcess) -> None:
     spec = QUICK.model_copy(update={"concurrency": [6], "prompts_per_concurrency": 2})
     engine = NativeEngine(streams_per_worker=3, max_workers=2)
     outcome = await run_sweep(spec, ideal_sim.base_url, engine=engine)
@@ -127,7 +134,9 @@ async def test_several_worker_processes_share_a_step(ideal_sim) -> None:
 
 
 @pytest.mark.sshd
-async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) -> None:
+async def test_sweep_through_a_real_sshd_port_forward(
+    ideal_sim: SimProcess, ssh_transport: SshTransport
+) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2]})
     async with server_url(transport=ssh_transport, port=ideal_sim.port) as url:
         assert url != ideal_sim.base_url
@@ -141,10 +150,11 @@ async def test_sweep_through_a_real_sshd_port_forward(ideal_sim, ssh_transport) 
 @pytest.mark.sshd
 @pytest.mark.parametrize("relay", ["python", "openssh"])
 async def test_a_sweeps_load_forward_relays_in_a_child_process(
-    ideal_sim, ssh_transport, relay: str
+    ideal_sim: SimProcess, ssh_transport: SshTransport, relay: str
 ) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2]})
     forward = await ssh_transport.load_forward_port(ideal_sim.port, relay=relay)
+    assert isinstance(forward, ProcessPortForward)
     child = forward._processes[0]
     try:
         outcome = await run_sweep(spec, f"http://127.0.0.1:{forward.local_port}",
@@ -157,7 +167,9 @@ async def test_a_sweeps_load_forward_relays_in_a_child_process(
     assert child.pid != os.getpid() and child.returncode == 0  # relayed there, now gone
 
 
-async def test_server_gone_stops_the_sweep_and_says_so_once(ideal_sim, bench_db) -> None:
+async def test_server_gone_stops_the_sweep_and_says_so_once(
+    ideal_sim: SimProcess, bench_db: Path
+) -> None:
     spec = QUICK.model_copy(update={"concurrency": [1, 2, 4, 8], "request_timeout_s": 5})
     events: list[SweepEvent] = []
 
@@ -187,7 +199,7 @@ async def test_server_gone_stops_the_sweep_and_says_so_once(ideal_sim, bench_db)
     assert stored.steps[1].log_tail == failed.log_tail
 
 
-async def test_failed_steps_with_the_server_up_go_on(ideal_sim) -> None:
+async def test_failed_steps_with_the_server_up_go_on(ideal_sim: SimProcess) -> None:
     # Every request times out (TTFT is 20 ms of simulated time): no request completes, so
     # each step is failed, not "ok" with zero throughput; the server is up, so the sweep
     # goes on, and the knee ignores the failed steps.
@@ -209,7 +221,7 @@ def test_a_step_with_no_completed_request_is_failed() -> None:
     assert failure_reason(timed_out.model_copy(update={"completed": 1})) is None
 
 
-async def test_stop_on_failure_stops(ideal_sim) -> None:
+async def test_stop_on_failure_stops(ideal_sim: SimProcess) -> None:
     spec = QUICK.model_copy(update={"concurrency": [1, 2, 4], "stop_on_failure": True})
     ideal_sim.process.kill()
     ideal_sim.process.wait()
@@ -217,7 +229,7 @@ async def test_stop_on_failure_stops(ideal_sim) -> None:
     assert outcome.status == "failed" and len(outcome.steps) == 1
 
 
-async def test_cancel_mid_step_is_quick_and_recorded(ideal_sim, bench_db) -> None:
+async def test_cancel_mid_step_is_quick_and_recorded(ideal_sim: SimProcess, bench_db: Path) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2, 4], "step_seconds": 60.0})
     cancel = asyncio.Event()
 
@@ -236,7 +248,7 @@ async def test_cancel_mid_step_is_quick_and_recorded(ideal_sim, bench_db) -> Non
         assert store.get_run(outcome.run_id or 0).summary.status == "cancelled"
 
 
-async def test_task_cancel_marks_the_run_cancelled(ideal_sim, bench_db) -> None:
+async def test_task_cancel_marks_the_run_cancelled(ideal_sim: SimProcess, bench_db: Path) -> None:
     spec = QUICK.model_copy(update={"concurrency": [2], "step_seconds": 60.0})
     with RunStore(bench_db) as store:
         task = asyncio.create_task(run_sweep(spec, ideal_sim.base_url, engine=NativeEngine(),
@@ -250,7 +262,9 @@ async def test_task_cancel_marks_the_run_cancelled(ideal_sim, bench_db) -> None:
 
 
 @pytest.mark.slow
-async def test_bench_serving_engine_runs_sglangs_client(ideal_sim, any_transport, tmp_path) -> None:
+async def test_bench_serving_engine_runs_sglangs_client(
+    ideal_sim: SimProcess, any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     """SGLang's client on the 'host', driven through the Transport (local and real sshd)."""
     tokenizer = build_tokenizer(tmp_path / "tok")
     engine = BenchServingEngine(
@@ -264,13 +278,13 @@ async def test_bench_serving_engine_runs_sglangs_client(ideal_sim, any_transport
                                     "warmup_prompts": 1})  # fmt: skip
     lines: list[str] = []
 
+    def keep_output(event: SweepEvent) -> None:
+        if isinstance(event, StepPhase) and event.phase == "output":
+            lines.append(event.detail)
+
     async def sweep() -> SweepFinished:
         lines.clear()
-        return await run_sweep(
-            spec, ideal_sim.base_url, engine=engine,
-            on_event=lambda e: lines.append(e.detail) if getattr(e, "phase", "") == "output"
-            else None,
-        )  # fmt: skip
+        return await run_sweep(spec, ideal_sim.base_url, engine=engine, on_event=keep_output)
 
     outcome = await _best_of_three(sweep)
     (step,) = outcome.steps
@@ -297,7 +311,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_killed_sweep_keeps_completed_steps(ideal_sim, tmp_path) -> None:
+def test_killed_sweep_keeps_completed_steps(ideal_sim: SimProcess, tmp_path: Path) -> None:
     db = tmp_path / "kill.db"
     argv = [
         sys.executable, "-m", "console.cli", "sweep", "--url", ideal_sim.base_url,

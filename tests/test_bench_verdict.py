@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from console.bench.models import SteadyState
+from console.bench.models import SteadyState, StepResult
 from console.bench.verdict import differing_flags, judge, judge_point, t_quantile, welch
 from tests.support.bench_fixtures import fake_step
 
 
-def _steps(values: dict[int, list[float]]) -> list:
-    out = []
+def _steps(values: dict[int, list[float]]) -> list[StepResult]:
+    out: list[StepResult] = []
     for c, repeats in values.items():
         out += [fake_step(c, v, repeat=r, index=len(out)) for r, v in enumerate(repeats)]
     return out
@@ -104,7 +104,7 @@ def test_per_level_verdicts_are_corrected_for_the_number_of_levels() -> None:
     assert judge_point(64, a_vals, b_vals).word == "worse"  # one 95% test alone
 
     def steps(values: list[list[float]]) -> list[StepResult]:
-        out = []
+        out: list[StepResult] = []
         for level, reps in zip((8, 16, 32, 64, 128, 256), values, strict=True):
             for r, v in enumerate(reps):
                 out.append(StepResult(index=len(out), concurrency=level, repeat=r, status="ok",

@@ -10,6 +10,7 @@ from console.bench.compare import compare_runs
 from console.bench.models import StepResult
 from tests.support.bench_fixtures import fake_step
 from tests.support.gpu_fixtures import plateau_dark_theme
+from tests.support.snapshot import SnapCompare
 from widgets.compare_table import CompareTable
 from widgets.sweep_chart import SweepChart
 
@@ -53,17 +54,17 @@ class ChartApp(App[None]):
             self.query_one(CompareTable).set_comparison(compare_runs(a, b, label_a=la, label_b=lb))
 
 
-def test_chart_ab_snapshot(snap_compare) -> None:
+def test_chart_ab_snapshot(snap_compare: SnapCompare) -> None:
     app = ChartApp([("triton-moe", RUN_A), ("cutlass-moe", RUN_B)])
     assert snap_compare(app, terminal_size=(120, 18))
 
 
-def test_chart_ascii_snapshot(snap_compare) -> None:
+def test_chart_ascii_snapshot(snap_compare: SnapCompare) -> None:
     app = ChartApp([("triton-moe", RUN_A), ("cutlass-moe", RUN_B)], ascii_only=True)
     assert snap_compare(app, terminal_size=(80, 18))
 
 
-def test_compare_table_snapshot(snap_compare) -> None:
+def test_compare_table_snapshot(snap_compare: SnapCompare) -> None:
     app = ChartApp([("triton-moe", RUN_A), ("cutlass-moe", RUN_B)], table=True)
     assert snap_compare(app, terminal_size=(160, 34))
 

@@ -9,12 +9,15 @@ import pytest
 
 from console.bench.native import WorkerPool
 from console.bench.workload import Workload
+from tests.support.sim_fixtures import SimProcess
 
 WORK = Workload(endpoint="generate", input_len=8, output_len=40)
 
 
 @pytest.mark.slow
-async def test_a_worker_killed_mid_step_fails_the_step_then_is_replaced(ideal_sim) -> None:
+async def test_a_worker_killed_mid_step_fails_the_step_then_is_replaced(
+    ideal_sim: SimProcess
+) -> None:
     with WorkerPool(streams_per_worker=1, max_workers=2) as pool:
         task = asyncio.ensure_future(
             pool.run(ideal_sim.base_url, WORK, 2, prompts=None, seconds=3, timeout_s=30,

@@ -63,6 +63,7 @@ def test_gpus_unknown_host_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 async def test_a_failing_engine_prepare_does_not_leave_the_run_running(tmp_path: Path) -> None:
+    from console.bench.engines import Emit, StepOutcome
     from console.bench.sweep import run_sweep
     from console.config_models import SweepPreset
     from console.errors import TransportError
@@ -74,7 +75,8 @@ async def test_a_failing_engine_prepare_does_not_leave_the_run_running(tmp_path:
         async def prepare(self, base_url: str, spec: SweepPreset) -> None:
             raise TransportError("box: connection lost")
 
-        async def run_step(self, *args: object) -> None:
+        async def run_step(self, base_url: str, spec: SweepPreset, index: int,
+                           concurrency: int, emit: Emit) -> StepOutcome:
             raise AssertionError("not reached")
 
         def cancel(self) -> None:

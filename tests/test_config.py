@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from console.config import load_config, locate_key, parse_config_text
+from console.config import load_config, parse_config_text
+from console.config_errors import locate_key
 from console.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

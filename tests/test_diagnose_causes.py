@@ -30,7 +30,7 @@ from console.diagnose.sources import EvidenceSources, LocalLog, ScrapedMetrics
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.host.local import LocalTransport
 from console.store.db import RunStore
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 SPEED = "4"
 
@@ -83,7 +83,7 @@ def _applied(case: Case, cause: Cause) -> Case:
     return Case({k: v for k, v in flags.items() if v is not None}, spec, env, case.gpu, workers)
 
 
-def _start(sim_factory: Any, case: Case) -> SimProcess:
+def _start(sim_factory: SimFactory, case: Case) -> SimProcess:
     return sim_factory(*_argv(case.flags), env=case.env, ready=False)
 
 
@@ -110,7 +110,7 @@ async def _sweep(sim: SimProcess, case: Case, db: Path) -> Run:
     return Run(steps, diagnose(steps, evidence), sim)
 
 
-def _side_by_side(sim_factory: Any, tmp_path: Path, a_case: Case, b_case: Case
+def _side_by_side(sim_factory: SimFactory, tmp_path: Path, a_case: Case, b_case: Case
                   ) -> tuple[Run, Run]:
     """Sweep A and B at the same time: each sees the same load on this machine."""
     a_sim = _start(sim_factory, a_case)
@@ -124,7 +124,7 @@ def _side_by_side(sim_factory: Any, tmp_path: Path, a_case: Case, b_case: Case
     return asyncio.run(both())
 
 
-def _ab(sim_factory: Any, tmp_path: Path, case: Case, expected: str,
+def _ab(sim_factory: SimFactory, tmp_path: Path, case: Case, expected: str,
         suggestion: dict[str, Any]) -> tuple[Run, Run]:
     """Sweep A; check the top cause; sweep B = A + the top cause's suggestion. B is started
     with the expected suggestion alongside A (startups overlap), and the test checks that the
@@ -222,8 +222,10 @@ def test_prefill_interference(sim_factory: Any, tmp_path: Path) -> None:
     # The fix works: the running batch decodes inside each 2048-token chunk, so the longest
     # gaps between its tokens shrink (SGLang's mixed chunked prefill).
     a_itl, b_itl = _itl_p99(a, 4), _itl_p99(b, 4)
+    a4, b4 = a.step(4).metrics, b.step(4).metrics
+    assert a4 is not None and b4 is not None
     print(f"ITL p99 at C=4: {a_itl:.0f} ms -> {b_itl:.0f} ms; TTFT p50 "
-          f"{a.step(4).metrics.ttft_ms.p50:.0f} -> {b.step(4).metrics.ttft_ms.p50:.0f} ms")
+          f"{a4.ttft_ms.p50:.0f} -> {b4.ttft_ms.p50:.0f} ms")
     assert b_itl < 0.8 * a_itl, (a_itl, b_itl)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from console.config_models import ServerProfile
 from console.diagnose.known_bad import check_flags, known_bad
+from console.host.local import LocalTransport
 from console.server.events import PhaseProgress
 from console.server.validate import validate_profile
 from tests.support.server_fixtures import ServerEnv
@@ -33,7 +34,9 @@ def test_flags_editor_validation_warns_with_the_source() -> None:
     assert warning.suggestion and "cutlass" in warning.suggestion
 
 
-async def test_server_start_warns_then_starts(server_env: ServerEnv, local_transport) -> None:
+async def test_server_start_warns_then_starts(
+    server_env: ServerEnv, local_transport: LocalTransport
+) -> None:
     life = server_env.lifecycle(local_transport)
     record = await life.restart("bad", server_env.profile(**NVFP4_DEEPGEMM),
                                 server_env.record_event)

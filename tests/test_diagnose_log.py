@@ -7,38 +7,42 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from console.cli import main
 from console.diagnose.client_files import read_client_files
 from console.diagnose.log_diagnosis import (
+    LogDiagnosis,
     diagnose_log,
     log_diagnosis_json,
     log_diagnosis_lines,
     open_log,
 )
+from console.diagnose.models import Cause
 from console.sglang.prefix import parse_prefix
 
 REAL = Path(__file__).parent / "data" / "logs" / "real"
 BENCH_RECORD = Path(__file__).parent / "data" / "bench" / "generate-c4.jsonl"
 
 
-def _diagnose(slug: str, bench: list[str] | None = None):  # type: ignore[no-untyped-def]
+def _diagnose(slug: str, bench: list[str] | None = None) -> LogDiagnosis:
     path = REAL / f"{slug}.log"
     return diagnose_log(open_log(str(path)), read_client_files(bench or []), path=str(path))
 
 
-def _truth(slug: str) -> dict:  # type: ignore[type-arg]
-    return json.loads((REAL / f"{slug}.truth.json").read_text())
+def _truth(slug: str) -> dict[str, Any]:
+    truth: dict[str, Any] = json.loads((REAL / f"{slug}.truth.json").read_text())
+    return truth
 
 
-def _named(result):  # type: ignore[no-untyped-def]
+def _named(result: LogDiagnosis) -> list[Cause]:
     """Causes, then candidates (a mechanism the lines show whose measured effect is small)."""
     return result.diagnosis.causes + result.diagnosis.candidates
 
 
-def _cause(result, cause_id: str):  # type: ignore[no-untyped-def]
+def _cause(result: LogDiagnosis, cause_id: str) -> Cause:
     return next(c for c in _named(result) if c.id == cause_id)
 
 
@@ -178,7 +182,7 @@ def test_sweep_json_windows_find_the_hosts_clock(tmp_path: Path) -> None:
     lag = timedelta(hours=3)
 
     def step(index: int, concurrency: int, first: datetime, last: datetime, total: float
-             ) -> dict:  # type: ignore[type-arg]
+             ) -> dict[str, Any]:
         return {"index": index, "concurrency": concurrency, "status": "ok",
                 "started_at": (first - lag).timestamp() - 0.2,
                 "finished_at": (last - lag).timestamp() + 0.2,

@@ -195,7 +195,7 @@ def test_runnable_commands_end_with_a_documented_code_and_write_only_where_told(
 
 
 @st.composite
-def _toml_value(draw: Any, depth: int = 0) -> str:
+def _toml_value(draw: st.DrawFn, depth: int = 0) -> str:
     scalars = st.one_of(
         st.text(max_size=12).map(lambda s: json.dumps(s, ensure_ascii=True)),
         st.integers(-(2**63), 2**63 - 1).map(str),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,8 @@ from console.gpu.models import AgentError, GpuHeader, GpuSample
 from tests.support.gpu_fixtures import H200_DIR
 
 
-def run_agent(*args: str, env: dict[str, str] | None = None, timeout: float = 30.0):
+def run_agent(*args: str, env: dict[str, str] | None = None,
+              timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", agent_source(), *args],
         capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL,
@@ -186,7 +188,7 @@ def test_sim_backend_follows_state_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stale", [{"updated": 0.0}, {"pid": 2**22 + 12345},
                                    {"phase": "stopped"}, {"version": 9}])
-def test_sim_backend_stale_or_dead_state_is_idle(tmp_path: Path, stale: dict) -> None:
+def test_sim_backend_stale_or_dead_state_is_idle(tmp_path: Path, stale: dict[str, Any]) -> None:
     state = tmp_path / "gpu-state.json"
     write_state(state, **stale)
     proc = run_agent("--backend", "sim", "--sim-state", str(state), "--count", "1",

@@ -27,6 +27,8 @@ from console.gpu.collector import (
 )
 from console.gpu.models import AgentError, AgentWarning, GpuHeader, GpuSample
 from console.gpu.topology import parse_matrix
+from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from tests.support.gpu_fixtures import H200_DIR, h200_events
 
 TOPO_8X_H100 = (
@@ -166,7 +168,7 @@ def _state(path: Path) -> Path:
 
 
 @pytest.mark.sshd
-async def test_agent_streams_over_real_sshd(ssh_transport, tmp_path: Path) -> None:
+async def test_agent_streams_over_real_sshd(ssh_transport: SshTransport, tmp_path: Path) -> None:
     state = _state(tmp_path / "gpu-state.json")
     options = AgentOptions(backend="sim", interval=0.25, python=sys.executable,
                            sim_state=str(state))
@@ -183,7 +185,9 @@ async def test_agent_streams_over_real_sshd(ssh_transport, tmp_path: Path) -> No
     assert collector.garbage_lines == 0
 
 
-async def test_read_once_and_closing_stops_the_agent(local_transport, tmp_path: Path) -> None:
+async def test_read_once_and_closing_stops_the_agent(
+    local_transport: LocalTransport, tmp_path: Path
+) -> None:
     options = AgentOptions(backend="sim", python=sys.executable, sim_gpus=2,
                            sim_state=str(tmp_path / "missing.json"))
     header, sample = await read_once(local_transport, options)
@@ -199,7 +203,7 @@ async def test_read_once_and_closing_stops_the_agent(local_transport, tmp_path: 
     assert time.monotonic() - started < 5
 
 
-async def test_agent_error_raises_plateau_error(local_transport) -> None:
+async def test_agent_error_raises_plateau_error(local_transport: LocalTransport) -> None:
     options = AgentOptions(backend="nvml", python=sys.executable)  # no NVML on this machine
     with pytest.raises(GpuAgentError) as info:
         async with GpuCollector(local_transport, options) as collector:
@@ -208,7 +212,7 @@ async def test_agent_error_raises_plateau_error(local_transport) -> None:
     assert "local-test" in str(info.value) and info.value.code == "no_nvml"
 
 
-async def test_missing_python_is_a_clear_error(local_transport) -> None:
+async def test_missing_python_is_a_clear_error(local_transport: LocalTransport) -> None:
     options = AgentOptions(backend="sim", python="/nonexistent/python3")
     from console.errors import PlateauError
 

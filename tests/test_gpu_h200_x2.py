@@ -16,7 +16,7 @@ import pytest
 from console.gpu import agent
 from console.gpu.collector import agent_source, parse_lines
 from console.gpu.format import nvlink_generation, nvlink_summary, table
-from console.gpu.models import AgentWarning, GpuHeader, GpuSample
+from console.gpu.models import AgentWarning, GpuEvent, GpuHeader, GpuSample
 from console.gpu.topology import parse_matrix
 from tests.support.gpu_fixtures import GPU_DATA
 
@@ -30,7 +30,7 @@ def events(name: str) -> tuple[GpuHeader, list[GpuSample]]:
     return header, [e for e in parsed if isinstance(e, GpuSample)]
 
 
-def run_agent(env: dict[str, str], *args: str) -> list[object]:
+def run_agent(env: dict[str, str], *args: str) -> list[GpuEvent]:
     proc = subprocess.run(
         [sys.executable, "-c", agent_source(), "--backend", "nvml", "--no-xid",
          "--no-smi-topo", "--interval", "0.25", *args],
@@ -116,7 +116,9 @@ def test_gpus_table_has_the_nvlink_column() -> None:
 
 def test_processes_carry_user_and_command() -> None:
     header, samples = events("agent_load")
-    proc = samples[-1].gpus[0].processes[0]
+    processes = samples[-1].gpus[0].processes
+    assert processes is not None
+    proc = processes[0]
     assert proc.user == "root" and proc.uid == header.host.uid == 0
     assert proc.cmd is not None and proc.cmd.startswith("/opt/torch/.venv/bin/python3")
 

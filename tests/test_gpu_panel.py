@@ -7,7 +7,8 @@ from textual.app import App, ComposeResult
 
 from console.gpu.models import GpuHeader, GpuSample
 from tests.support.gpu_fixtures import h200_events, plateau_dark_theme, sim_series
-from widgets.gpu_panel import GpuPanel, GpuRow
+from tests.support.snapshot import SnapCompare
+from widgets.gpu_panel import GpuColumns, GpuPanel, GpuRow
 from widgets.topology_view import TopologyView
 
 
@@ -55,25 +56,25 @@ SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
 
 @pytest.mark.parametrize("gpus", [1, 8, 16])
 @pytest.mark.parametrize("size", ["80x24", "200x60"])
-def test_panel_compact_snapshot(snap_compare, gpus: int, size: str) -> None:
+def test_panel_compact_snapshot(snap_compare: SnapCompare, gpus: int, size: str) -> None:
     header, samples = sim_series(gpus, 40)
     assert snap_compare(PanelApp(header, samples), terminal_size=SIZES[size])
 
 
 @pytest.mark.parametrize("gpus", [1, 8, 16])
 @pytest.mark.parametrize("size", ["80x24", "200x60"])
-def test_panel_full_snapshot(snap_compare, gpus: int, size: str) -> None:
+def test_panel_full_snapshot(snap_compare: SnapCompare, gpus: int, size: str) -> None:
     header, samples = sim_series(gpus, 40)
     app = PanelApp(header, samples, compact=False, metric="power")
     assert snap_compare(app, terminal_size=SIZES[size])
 
 
-def test_panel_ascii_snapshot(snap_compare) -> None:
+def test_panel_ascii_snapshot(snap_compare: SnapCompare) -> None:
     header, samples = sim_series(8, 40)
     assert snap_compare(PanelApp(header, samples, ascii_only=True), terminal_size=(80, 24))
 
 
-def test_panel_real_h200_snapshot(snap_compare) -> None:
+def test_panel_real_h200_snapshot(snap_compare: SnapCompare) -> None:
     """A recorded sample from a real H200 under load (power capped, GPM, PCIe traffic)."""
     header, samples = h200_events("nvml_load_gpm")
     app = PanelApp(header, samples, compact=False, metric="pcie")
@@ -82,12 +83,12 @@ def test_panel_real_h200_snapshot(snap_compare) -> None:
 
 @pytest.mark.parametrize("gpus", [1, 8, 16])
 @pytest.mark.parametrize("size", ["80x24", "200x60"])
-def test_topology_snapshot(snap_compare, gpus: int, size: str) -> None:
+def test_topology_snapshot(snap_compare: SnapCompare, gpus: int, size: str) -> None:
     header, _ = sim_series(gpus, 1)
     assert snap_compare(PanelApp(header, [], topology=True), terminal_size=SIZES[size])
 
 
-def test_topology_real_h200_snapshot(snap_compare) -> None:
+def test_topology_real_h200_snapshot(snap_compare: SnapCompare) -> None:
     header, _ = h200_events("nvml_idle_off")
     assert snap_compare(PanelApp(header, [], topology=True), terminal_size=(80, 24))
 
@@ -184,19 +185,19 @@ def h200_x2_events(name: str) -> tuple[GpuHeader, list[GpuSample]]:
 
 
 @pytest.mark.parametrize("size", [(120, 8), (80, 8)])
-def test_panel_h200_x2_compact_snapshot(snap_compare, size: tuple[int, int]) -> None:
+def test_panel_h200_x2_compact_snapshot(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     """Two real H200s under load: the header row, two GPU rows with NVLink beside PCIe."""
     header, samples = h200_x2_events("agent_load")
     assert snap_compare(PanelApp(header, samples), terminal_size=size)
 
 
-def test_panel_h200_x2_full_snapshot_lists_processes(snap_compare) -> None:
+def test_panel_h200_x2_full_snapshot_lists_processes(snap_compare: SnapCompare) -> None:
     header, samples = h200_x2_events("agent_load")
     app = PanelApp(header, samples, compact=False)
     assert snap_compare(app, terminal_size=(160, 16))
 
 
-def test_topology_h200_x2_snapshot(snap_compare) -> None:
+def test_topology_h200_x2_snapshot(snap_compare: SnapCompare) -> None:
     """The 2x2 matrix with NV18, checked with nvidia-smi; NVLink 4, all links to NVSwitch."""
     header, _ = h200_x2_events("agent_load")
     assert snap_compare(PanelApp(header, [], topology=True), terminal_size=(100, 30))
@@ -207,7 +208,7 @@ async def test_header_row_and_nvlink_column_line_up() -> None:
     app = PanelApp(header, samples)
     async with app.run_test(size=(120, 8)) as pilot:
         await pilot.pause()
-        columns = app.panel.query_one("#gpu-columns").render().plain
+        columns = app.panel.query_one("#gpu-columns", GpuColumns).render().plain
         row = app.panel.rows[0].render().plain
         assert columns.startswith(" # NAME")
         assert "NVLink rx/tx" in columns and "PCIe rx/tx" in columns

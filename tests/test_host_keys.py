@@ -17,7 +17,8 @@ from console.config_models import HostConfig, PlateauConfig
 from console.errors import HostKeyError, UsageError
 from console.host.factory import accept_fingerprint_from_env, transport_for
 from console.host.hostkeys import ACCEPT_ENV
-from console.session.events import HostKeyChanged, HostKeyUnknown, Problem
+from console.host.transport import Transport
+from console.session.events import ConnectionStatus, HostKeyChanged, HostKeyUnknown, Problem
 from console.session.service import HostSession
 from tests.support.host_fixtures import make_ssh_transport
 from tests.support.sshd import Sshd
@@ -159,6 +160,16 @@ def test_headless_command_refuses_then_accepts_by_env(
 # -- the session ------------------------------------------------------------------------------
 
 
+# Read afresh: mypy keeps an earlier assert's narrowing (`== "failed"`, `is None`) across the
+# awaits that change them.
+def connection(session: HostSession) -> ConnectionStatus:
+    return session.state.connection
+
+
+def current_transport(session: HostSession) -> Transport | None:
+    return session.transport
+
+
 async def _drain(session: HostSession, until: type, timeout: float = 10.0) -> list[object]:
     seen: list[object] = []
 
@@ -190,8 +201,9 @@ async def test_session_waits_on_unknown_key_then_accepts(sshd: Sshd, tmp_path: P
         assert not await session.accept_host_key(other_fingerprint())  # not the key asked about
         assert not known.exists()
         assert await session.accept_host_key(asked.fingerprint)
-        assert session.state.connection == "connected" and session.state.host_key is None
-        assert (await session.transport.run(["true"])).ok  # type: ignore[union-attr]
+        assert connection(session) == "connected" and session.state.host_key is None
+        transport = current_transport(session)
+        assert transport is not None and (await transport.run(["true"])).ok
         assert f"[127.0.0.1]:{sshd.port} ssh-ed25519" in known.read_text()
         messages = [r.message for r in session.state.events if r.source == "host-key"]
         assert any("accepted and saved" in m for m in messages), messages
@@ -232,7 +244,7 @@ async def test_session_changed_key_mid_session_reported_once(sshd: Sshd, tmp_pat
         assert len(changed) == 1, collected
         assert changed[0].fingerprint == host_fingerprint(sshd)
         assert session.transport is None and session.state.host_key is None
-        assert session.state.connection == "failed"
+        assert connection(session) == "failed"
         after = collected[collected.index(changed[0]) + 1:]
         assert not [e for e in after if isinstance(e, Problem) and "retrying" in e.message]
         assert known.read_text() == pinned

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def _kill(process: subprocess.Popen[str]) -> None:
 
 
 @pytest.fixture
-def box(sshd: Sshd, tmp_path: Path):
+def box(sshd: Sshd, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     state = tmp_path / "gpu-state.json"
     config = write_sshd_config(tmp_path / "config.toml", sshd, port=free_port(),
                                run_dir=tmp_path / "run", state_file=state)
@@ -42,7 +43,7 @@ def box(sshd: Sshd, tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_concurrent_starts_leave_exactly_one_server(box, tmp_path: Path) -> None:
+def test_concurrent_starts_leave_exactly_one_server(box: tuple[Path, Path], tmp_path: Path) -> None:
     config, state = box
     starts = [spawn_plateau(tmp_path, "--config", str(config), "server", "start", "box")
               for _ in range(2)]
@@ -58,7 +59,9 @@ def test_concurrent_starts_leave_exactly_one_server(box, tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_restart_during_a_sweep_is_refused_naming_the_holder(box, tmp_path: Path) -> None:
+def test_restart_during_a_sweep_is_refused_naming_the_holder(
+    box: tuple[Path, Path], tmp_path: Path
+) -> None:
     config, state = box
     assert finish(spawn_plateau(tmp_path, "--config", str(config), "server", "start",
                                  "box"))[0] == 0

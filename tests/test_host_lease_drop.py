@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,7 +59,7 @@ def _box(sshd: Sshd, tmp_path: Path, grace: float, startup: float = 0.0) -> tupl
 
 
 @pytest.fixture
-def cleanup_sims():
+def cleanup_sims() -> Iterator[Callable[[Path], None]]:
     states: list[Path] = []
     yield states.append
     for state in states:
@@ -85,8 +85,9 @@ def _refused_as_reconnecting(tmp_path: Path, config: Path, state: Path, run_dir:
     assert sim_processes(state) == servers  # the refused restart touched nothing
 
 
-def test_drop_mid_start_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Path,
-                                                       cleanup_sims) -> None:
+def test_drop_mid_start_keeps_the_lease_for_the_holder(
+    sshd: Sshd, tmp_path: Path, cleanup_sims: Callable[[Path], None]
+) -> None:
     config, state = _box(sshd, tmp_path, grace=120.0, startup=4.0)
     cleanup_sims(state)
     run_dir = tmp_path / "run"
@@ -124,8 +125,9 @@ def _sweep_then_drop(sshd: Sshd, tmp_path: Path, config: Path,
     return sweep
 
 
-def test_drop_mid_sweep_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Path,
-                                                       cleanup_sims) -> None:
+def test_drop_mid_sweep_keeps_the_lease_for_the_holder(
+    sshd: Sshd, tmp_path: Path, cleanup_sims: Callable[[Path], None]
+) -> None:
     config, state = _box(sshd, tmp_path, grace=120.0)
     cleanup_sims(state)
     run_dir = tmp_path / "run"
@@ -146,7 +148,7 @@ def test_drop_mid_sweep_keeps_the_lease_for_the_holder(sshd: Sshd, tmp_path: Pat
 
 
 def test_a_holder_away_past_the_grace_loses_the_lease_and_says_so(
-    sshd: Sshd, tmp_path: Path, cleanup_sims
+    sshd: Sshd, tmp_path: Path, cleanup_sims: Callable[[Path], None]
 ) -> None:
     config, state = _box(sshd, tmp_path, grace=2.0)
     cleanup_sims(state)

@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,9 @@ pytestmark = pytest.mark.sshd
 BIG = 8 * 1024 * 1024
 
 
-async def _serve(handler) -> AsyncIterator[int]:  # type: ignore[no-untyped-def]
+async def _serve(
+    handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[int]:
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     try:
         yield int(server.sockets[0].getsockname()[1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,9 +23,12 @@ SHELL_TRAPS = [
     "*", "~", "&& touch {m}", "| touch {m}", "> {m}", "${{IFS}}", "!!", "#", "ä€😀",
 ]
 
+# Typed so mypy matches it to hypothesis's category names (a bare tuple reads as tuple[str]).
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
+
 arguments = st.lists(
     st.one_of(
-        st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+        st.text(st.characters(blacklist_categories=SURROGATES, blacklist_characters="\x00")),
         st.sampled_from(SHELL_TRAPS),
     ),
     min_size=1,

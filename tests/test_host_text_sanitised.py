@@ -84,4 +84,4 @@ def test_gpu_text_from_the_host_is_sanitised() -> None:
     header = parse_line(line)
     assert isinstance(header, GpuHeader)
     assert _terminal_bytes(header.model_dump_json()) == []
-    assert "H200" in header.gpus[0].name
+    assert header.gpus[0].name is not None and "H200" in header.gpus[0].name

@@ -6,6 +6,7 @@ import asyncio
 import random
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -25,7 +26,7 @@ def _pids_matching(pattern: str) -> list[int]:
     return [int(p) for p in result.stdout.split()]
 
 
-async def _wait_until(predicate, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+async def _wait_until(predicate: Callable[[], object], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -112,7 +113,9 @@ async def test_detached_survives_disconnect_and_group_kill(sshd: Sshd, tmp_path:
         await again.close()
 
 
-async def test_detached_appends_never_truncates(any_transport: LocalTransport, tmp_path: Path):
+async def test_detached_appends_never_truncates(
+    any_transport: LocalTransport, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     log.write_text("earlier launch\n")
     process = await any_transport.start_detached(["echo", "second"], log_path=str(log))

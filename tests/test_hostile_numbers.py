@@ -57,7 +57,7 @@ async def test_hostile_numbers_never_crash_the_console(app_factory: Any) -> None
             await pilot.press(key)
             await pilot.pause(0.05)
         assert app.return_value is None and app.is_running
-    assert app._exception is None  # type: ignore[attr-defined]
+    assert app._exception is None
 
 
 def test_histories_hold_only_drawable_numbers() -> None:
@@ -152,7 +152,7 @@ async def _run_app(events: list[Any]) -> None:
             await pilot.press(key)
         await pilot.pause(0.05)
         assert app.is_running
-    assert app._exception is None  # type: ignore[attr-defined]
+    assert app._exception is None
 
 
 @settings(max_examples=25, deadline=None)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from pathlib import Path
 
 import pytest
 
 from console.config_models import ServerProfile, SweepPreset
+from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from console.jobs.ab import (
     ABProgress,
     PassResult,
@@ -30,7 +33,9 @@ QUICK = SweepPreset(
 
 @pytest.mark.slow
 @pytest.mark.sshd
-async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_path) -> None:
+async def test_ab_end_to_end_over_ssh(
+    server_env: ServerEnv, ssh_transport: SshTransport, tmp_path: Path
+) -> None:
     life = server_env.lifecycle(ssh_transport)
     store = RunStore(tmp_path / "runs.sqlite")
     fast = {"sim-speed": 20.0}
@@ -76,6 +81,7 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
     runs = {r.id: r for r in store.list_runs()}
     assert set(runs) == {result.run_a, result.run_b}
     assert all(r.status == "finished" and r.steps_ok == 4 for r in runs.values())
+    assert result.run_a is not None
     assert sorted(s.repeat for s in store.get_run(result.run_a).steps) == [0, 0, 1, 1]
     pair = store.pair_of(result.run_a)
     assert pair is not None and pair[1:3] == (result.run_a, result.run_b)
@@ -86,12 +92,13 @@ async def test_ab_end_to_end_over_ssh(server_env: ServerEnv, ssh_transport, tmp_
 
 
 async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
-                                                          local_transport) -> None:
+                                                          local_transport: LocalTransport) -> None:
     life = server_env.lifecycle(local_transport)
     running = await life.start("current", server_env.profile())
     calls: list[str] = []
 
-    async def sweep(name, profile, record, pass_):  # pragma: no cover - must not run
+    async def sweep(name: str, profile: ServerProfile, record: LaunchRecord,
+                    pass_: SidePass) -> PassResult:  # pragma: no cover - must not run
         calls.append(name)
         return PassResult(None, ())
 
@@ -105,5 +112,5 @@ async def test_ab_validates_both_profiles_before_stopping(server_env: ServerEnv,
         )
     assert calls == []
     status = await life.status()
-    assert status.running and status.record.pid == running.pid
+    assert status.running and status.record is not None and status.record.pid == running.pid
     await life.stop()

@@ -20,6 +20,7 @@ from console.session.events import SessionEvent, SweepDone
 from console.store.db import RunStore
 from console.store.models import RunMeta
 from tests.support.cli_hosts import write_local_ideal_config
+from tests.support.sim_fixtures import SimProcess
 
 
 def _config(tmp_path: Path, port: int) -> Path:
@@ -31,7 +32,9 @@ def _comparable(meta: RunMeta) -> dict[str, object]:
     return meta.model_dump(exclude={"server_info"})
 
 
-async def test_cli_and_console_sweeps_store_identical_runs(ideal_sim, tmp_path: Path) -> None:
+async def test_cli_and_console_sweeps_store_identical_runs(
+    ideal_sim: SimProcess, tmp_path: Path
+) -> None:
     config_path = _config(tmp_path, ideal_sim.port)
     db = tmp_path / "h.db"
     assert await _cli(["--config", str(config_path), "sweep", "box", "--preset", "tiny",

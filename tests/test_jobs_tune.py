@@ -97,7 +97,7 @@ class _NoopSuggestion(VirtualBench):
 
 def test_a_suggestion_that_does_not_help_is_rejected(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "h.sqlite")
-    bench = _NoopSuggestion(store, tmp_path)
+    bench: VirtualBench = _NoopSuggestion(store, tmp_path)
     state, _id, bench = tune(store, tmp_path, bench)
     # the seed as given, then "a larger value" of it: both judged, neither kept
     assert [r.change for r in state.ladder] == ["--random-seed 7", "--random-seed 14"]

@@ -14,9 +14,11 @@ import pytest
 
 from console import aio
 from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
+from console.host.transport import Transport
 from console.logs import remote_follow
 from console.logs.follower import LogFollower
-from console.logs.models import FollowerNotice
+from console.logs.models import FollowerNotice, LogEvent
 
 pytestmark = pytest.mark.sshd
 
@@ -50,12 +52,18 @@ class Collector:
         return [n.kind for n in self.notices]
 
 
-def follower_for(transport, path: Path, start_lines: int = 5) -> LogFollower:
+def ends_with(last: int) -> Callable[[list[int]], bool]:
+    return lambda numbers: numbers[-1:] == [last]
+
+
+def follower_for(transport: Transport, path: Path, start_lines: int = 5) -> LogFollower:
     return LogFollower(transport, str(path), start_lines=start_lines, batch_interval=0.05,
                        idle_flush=0.1, backoff=(0.2, 0.5))
 
 
-async def test_tail_from_last_lines_then_rotation(any_transport, tmp_path: Path) -> None:
+async def test_tail_from_last_lines_then_rotation(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     write(log, 0, 20)
     follower = follower_for(any_transport, log)
@@ -76,7 +84,9 @@ async def test_tail_from_last_lines_then_rotation(any_transport, tmp_path: Path)
         await follower.close()
 
 
-async def test_new_launch_file_behind_symlink(any_transport, tmp_path: Path) -> None:
+async def test_new_launch_file_behind_symlink(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     first, second = tmp_path / "launch-1.log", tmp_path / "launch-2.log"
     current = tmp_path / "current.log"
     write(first, 0, 3)
@@ -101,7 +111,7 @@ async def test_new_launch_file_behind_symlink(any_transport, tmp_path: Path) -> 
 
 
 async def test_dropped_connection_no_dup_no_gap(
-    any_transport, tmp_path: Path, request: pytest.FixtureRequest
+    any_transport: LocalTransport | SshTransport, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     log = tmp_path / "server.log"
     write(log, 0, 10)
@@ -112,7 +122,7 @@ async def test_dropped_connection_no_dup_no_gap(
         for round_ in range(2):
             base = 10 + round_ * 30
             write(log, base, base + 10)
-            await got.until(lambda n, b=base: n[-1:] == [b + 9])
+            await got.until(ends_with(base + 9))
             if isinstance(any_transport, LocalTransport):
                 assert follower.remote_pid is not None
                 os.kill(follower.remote_pid, signal.SIGKILL)
@@ -121,7 +131,7 @@ async def test_dropped_connection_no_dup_no_gap(
             write(log, base + 10, base + 20)  # written while nobody is reading
             await asyncio.sleep(0.3)
             write(log, base + 20, base + 30)
-            await got.until(lambda n, b=base: n[-1:] == [b + 29])
+            await got.until(ends_with(base + 29))
         assert got.numbers == list(range(70))
         kinds = got.kinds()
         assert kinds.count("lost") >= 2 and kinds.count("resumed") >= 2
@@ -157,7 +167,7 @@ async def test_hostile_bytes_survive_the_wire(local_transport: LocalTransport,
     first_line = b"[2026-02-19 05:21:47] a\xff\xfe \x1b]0;T\x07 \x00 [bold]x\r\n"
     log.write_bytes(first_line + b"[2026-02-19 05:21:47] " + b"y" * (1 << 20) + b"\n")
     follower = follower_for(local_transport, log, start_lines=10)
-    events = []
+    events: list[LogEvent] = []
     try:
         async def run() -> None:
             async for batch in follower:
@@ -173,7 +183,9 @@ async def test_hostile_bytes_survive_the_wire(local_transport: LocalTransport,
     assert (first.offset, second.offset) == (0, len(first_line))  # byte offsets, not chars
 
 
-async def test_batched_records_keep_exact_byte_offsets(any_transport, tmp_path: Path) -> None:
+async def test_batched_records_keep_exact_byte_offsets(
+    any_transport: LocalTransport | SshTransport, tmp_path: Path
+) -> None:
     """Many lines per record (B records, split at MAX_RECORD): every line once, in order,
     with the byte offset it has in the file, whatever multi-byte or invalid bytes precede it."""
     log = tmp_path / "server.log"
@@ -185,7 +197,7 @@ async def test_batched_records_keep_exact_byte_offsets(any_transport, tmp_path: 
         expected.append(offset)
         offset += len(line) + 1
     follower = follower_for(any_transport, log, start_lines=len(lines))
-    events = []
+    events: list[LogEvent] = []
     try:
         async def run() -> None:
             async for batch in follower:

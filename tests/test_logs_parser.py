@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from console.logs.assembler import EventAssembler, parse_lines
-from console.logs.models import Severity
+from console.logs.models import LogEvent, Severity
 from tests.support.logs_fixtures import HOSTILE_LINES, sample_events
 
 
-def one(line: str):
+def one(line: str) -> LogEvent:
     events = parse_lines([line])
     assert len(events) == 1
     return events[0]

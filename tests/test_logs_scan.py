@@ -11,11 +11,11 @@ import pytest
 
 from console.cli import main
 from console.logs.assembler import parse_lines
-from console.logs.scan import LogScanner
+from console.logs.scan import LogScanner, ScanReport
 from tests.support.logs_fixtures import SAMPLE_LOG, sample_events
 
 
-def scan():
+def scan() -> ScanReport:
     scanner = LogScanner("sample")
     scanner.feed(sample_events())
     return scanner.report()

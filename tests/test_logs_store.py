@@ -53,6 +53,7 @@ def test_search_wraps_both_ways() -> None:
     store.append(sample_events())
     pattern = re.compile("fired up")
     first = store.search(pattern, 0)
+    assert first is not None
     second = store.search(pattern, first)
     assert first is not None and second is not None and second > first
     assert store.search(pattern, second) == first  # wraps

@@ -4,12 +4,17 @@ search moves, follow/pause counts new lines, detail explains, copy uses OSC 52."
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from textual.pilot import Pilot
 
 from console.logs.assembler import parse_lines
-from console.logs.server_stats import StatsAggregator
+from console.logs.server_stats import ServerStats, StatsAggregator
 from tests.support.logs_fixtures import HOSTILE_LINES, SAMPLE_LOG, LogTestApp, sample_events
+from tests.support.snapshot import SnapCompare
 from widgets.log_lines import LogLines
 from widgets.log_view import LogView
+from widgets.server_strip import ServerStrip
 
 
 def rendered(app: LogTestApp) -> list[str]:
@@ -123,27 +128,27 @@ async def test_store_cap_through_the_widget() -> None:
         assert rendered(app)[-1].rstrip().endswith("line 999")
 
 
-def _stats():
+def _stats() -> ServerStats:
     aggregator = StatsAggregator()
     aggregator.add_events(sample_events())
     return aggregator.snapshot()
 
 
-def test_snapshot_log_view_with_hostile_lines(snap_compare) -> None:
-    async def setup(pilot) -> None:
+def test_snapshot_log_view_with_hostile_lines(snap_compare: SnapCompare) -> None:
+    async def setup(pilot: Pilot[Any]) -> None:
         app = pilot.app
         app.query_one(LogView).append_events(sample_events()[-12:] + parse_lines(HOSTILE_LINES))
-        app.query_one("#strip").update_stats(_stats())
+        app.query_one("#strip", ServerStrip).update_stats(_stats())
         await pilot.pause()
 
     assert snap_compare(LogTestApp(), run_before=setup, terminal_size=(110, 36))
 
 
-def test_snapshot_filtered_errors_with_detail(snap_compare) -> None:
-    async def setup(pilot) -> None:
+def test_snapshot_filtered_errors_with_detail(snap_compare: SnapCompare) -> None:
+    async def setup(pilot: Pilot[Any]) -> None:
         app = pilot.app
         app.query_one(LogView).append_events(sample_events())
-        app.query_one("#strip").update_stats(_stats())
+        app.query_one("#strip", ServerStrip).update_stats(_stats())
         await pilot.press("l", "l", "l", "home")
         await pilot.pause()
 

@@ -3,12 +3,14 @@ would resolve to them (allow_abbrev), checked against the real parser and over s
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import pytest
 
-from console.config_models import ServerProfile
-from console.server.flags import parse_help
+from console.config_models import FlagValue, ServerProfile
+from console.host.ssh import SshTransport
+from console.server.flags import FlagSchema, parse_help
 from console.server.known import TYPE_HINTS
 from console.server.lifecycle import LifecycleError
 from console.server.validate import guarded_target, validate_profile
@@ -26,7 +28,7 @@ HOSTILE = [
 
 
 @pytest.fixture(scope="module")
-def schema():
+def schema() -> FlagSchema:
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"
     try:
@@ -39,16 +41,18 @@ def schema():
     return parse_help(text, version="0.5.23").with_hints(TYPE_HINTS)
 
 
-def _profile(flags: dict, extra: list[str]) -> ServerProfile:
+def _profile(flags: dict[str, FlagValue], extra: list[str]) -> ServerProfile:
     return ServerProfile(model_path="m", port=30000, flags=flags, extra_args=extra)
 
 
-def _parse(profile: ServerProfile):
+def _parse(profile: ServerProfile) -> argparse.Namespace:
     return build_sglang_parser().parse_args(profile.argv()[len(profile.launch):])
 
 
 @pytest.mark.parametrize(("flags", "extra", "target"), HOSTILE)
-def test_abbreviation_refused_as_argparse_resolves_it(schema, flags, extra, target) -> None:
+def test_abbreviation_refused_as_argparse_resolves_it(
+    schema: FlagSchema, flags: dict[str, FlagValue], extra: list[str], target: str
+) -> None:
     profile = _profile(flags, extra)
     # What the server would really do with this command line: argparse takes the abbreviation.
     dest = target.replace("-", "_")
@@ -59,7 +63,7 @@ def test_abbreviation_refused_as_argparse_resolves_it(schema, flags, extra, targ
     assert f"--{target}" in refused[0].message
 
 
-def test_legitimate_names_pass_and_resolution_matches_argparse(schema) -> None:
+def test_legitimate_names_pass_and_resolution_matches_argparse(schema: FlagSchema) -> None:
     assert guarded_target("tp", schema) is None  # --tp-size, an abbreviation argparse allows
     assert guarded_target("host", None) == "host"
     assert guarded_target("po", None) == "port"  # no schema: any prefix of a guarded name
@@ -69,7 +73,9 @@ def test_legitimate_names_pass_and_resolution_matches_argparse(schema) -> None:
 
 
 @pytest.mark.sshd
-async def test_abbreviated_host_refused_over_ssh(server_env: ServerEnv, ssh_transport) -> None:
+async def test_abbreviated_host_refused_over_ssh(
+    server_env: ServerEnv, ssh_transport: SshTransport
+) -> None:
     life = server_env.lifecycle(ssh_transport)
     profile = server_env.profile(ho="0.0.0.0")
     with pytest.raises(LifecycleError) as caught:

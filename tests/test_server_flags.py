@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
 from console.config_models import ServerProfile
-from console.server.flags import parse_help
+from console.server.flags import FlagSchema, FlagSpec, parse_help
 from console.server.known import TYPE_HINTS
 from console.server.records import display_command, redact_argv
-from console.server.validate import check_safety, validate_profile
+from console.server.validate import Issue, ValidationReport, check_safety, validate_profile
 
 
 @pytest.fixture(scope="module")
@@ -30,32 +31,44 @@ def sglang_help() -> str:
 
 
 @pytest.fixture(scope="module")
-def schema(sglang_help: str):
+def schema(sglang_help: str) -> FlagSchema:
     return parse_help(sglang_help, version="0.5.23").with_hints(TYPE_HINTS)
 
 
-def profile(**flags) -> ServerProfile:
+def profile(**flags: Any) -> ServerProfile:
     extra = flags.pop("_extra", [])
     return ServerProfile(model_path="m", flags=flags, extra_args=extra)
 
 
-def codes(report) -> list[tuple[str, str | None]]:
+def codes(report: ValidationReport) -> list[tuple[str, str | None]]:
     return [(i.code, i.flag) for i in report.issues]
 
 
-def test_parses_every_option_with_choices_and_aliases(schema) -> None:
+def spec(schema: FlagSchema, name: str) -> FlagSpec:
+    found = schema.get(name)
+    assert found is not None, name
+    return found
+
+
+def hint(issue: Issue) -> str:
+    assert issue.suggestion is not None, issue
+    return issue.suggestion
+
+
+def test_parses_every_option_with_choices_and_aliases(schema: FlagSchema) -> None:
     assert len(schema.flags) == 531  # reference Appendix A: 531 options besides -h/--help
     moe = schema.get("moe-runner-backend")
-    assert moe is not None and "flashinfer_cutlass" in moe.choices and "cutlass" in moe.choices
-    assert schema.get("tensor-parallel-size").name == "tp-size"
-    assert schema.get("ep").name == "ep-size"
-    assert schema.get("trust-remote-code").takes_value is False
-    assert schema.get("cuda-graph-bs-decode").nargs == "+"
-    assert schema.get("uvicorn-access-log-exclude-prefixes").nargs == "*"
-    assert schema.get("no-enable-tf32-matmul").name == "enable-tf32-matmul"
-    assert schema.get("disable-cuda-graph").deprecated
-    assert schema.get("tp-size").value_type == "int"
-    assert schema.get("mem-fraction-static").value_type == "float"
+    assert moe is not None and moe.choices is not None
+    assert "flashinfer_cutlass" in moe.choices and "cutlass" in moe.choices
+    assert spec(schema, "tensor-parallel-size").name == "tp-size"
+    assert spec(schema, "ep").name == "ep-size"
+    assert spec(schema, "trust-remote-code").takes_value is False
+    assert spec(schema, "cuda-graph-bs-decode").nargs == "+"
+    assert spec(schema, "uvicorn-access-log-exclude-prefixes").nargs == "*"
+    assert spec(schema, "no-enable-tf32-matmul").name == "enable-tf32-matmul"
+    assert spec(schema, "disable-cuda-graph").deprecated
+    assert spec(schema, "tp-size").value_type == "int"
+    assert spec(schema, "mem-fraction-static").value_type == "float"
     assert schema.get("nsa-decode-backend") is None  # gone in 0.5.23
 
 
@@ -71,13 +84,13 @@ def test_python_313_metavar_once_and_foreign_banner() -> None:
         "options:\n  --diffusion-only DIFFUSION_ONLY\n"
     )
     schema = parse_help(text)
-    assert schema.get("tensor-parallel-size").metavar == "TP_SIZE"
-    assert schema.get("attention-backend").choices == ("triton", "fa3")
-    assert schema.get("x-flag").takes_value is False
+    assert spec(schema, "tensor-parallel-size").metavar == "TP_SIZE"
+    assert spec(schema, "attention-backend").choices == ("triton", "fa3")
+    assert spec(schema, "x-flag").takes_value is False
     assert schema.get("diffusion-only") is None
 
 
-def test_renamed_flags_are_translated_with_a_note(schema) -> None:
+def test_renamed_flags_are_translated_with_a_note(schema: FlagSchema) -> None:
     """A profile written for an older SGLang: each exact rename (the old names were aliases
     of the new ones in 0.5.18, srt/server_args.py of v0.5.18) is launched under the host's
     name, with a warning naming it; extra_args are not rewritten and still refused."""
@@ -87,13 +100,13 @@ def test_renamed_flags_are_translated_with_a_note(schema) -> None:
         schema,
     )
     by_flag = {i.flag: i for i in report.warnings if i.code == "translated"}
-    assert "--dsa-decode-backend fa3" in by_flag["nsa-decode-backend"].suggestion
-    assert "--dsa-prefill-backend fa3" in by_flag["nsa-prefill-backend"].suggestion
-    assert "--cuda-graph-max-bs-decode 64" in by_flag["cuda-graph-max-bs"].suggestion
+    assert "--dsa-decode-backend fa3" in hint(by_flag["nsa-decode-backend"])
+    assert "--dsa-prefill-backend fa3" in hint(by_flag["nsa-prefill-backend"])
+    assert "--cuda-graph-max-bs-decode 64" in hint(by_flag["cuda-graph-max-bs"])
     errors = {i.flag: i for i in report.errors}
     assert list(errors) == ["cuda-graph-max-bs"] and errors["cuda-graph-max-bs"].code == \
         "ambiguous"
-    assert "--cuda-graph-max-bs-decode" in errors["cuda-graph-max-bs"].suggestion
+    assert "--cuda-graph-max-bs-decode" in hint(errors["cuda-graph-max-bs"])
     from console.server.translate import translate_profile
 
     launched, renamed = translate_profile(profile(**{"cuda-graph-max-bs": 64}), schema)
@@ -106,7 +119,7 @@ def test_rename_not_suggested_when_the_host_still_has_the_old_flag() -> None:
     assert report.ok, report.summary()
 
 
-def test_near_misses_choices_numbers_switches(schema) -> None:
+def test_near_misses_choices_numbers_switches(schema: FlagSchema) -> None:
     report = validate_profile(
         profile(**{
             "atention-backend": "triton",
@@ -120,16 +133,16 @@ def test_near_misses_choices_numbers_switches(schema) -> None:
         schema,
     )
     errors = {i.flag: i for i in report.errors}
-    assert "--attention-backend" in errors["atention-backend"].suggestion
+    assert "--attention-backend" in hint(errors["atention-backend"])
     assert errors["moe-runner-backend"].code == "bad-choice"
-    assert "cutlass" in errors["moe-runner-backend"].suggestion
+    assert "cutlass" in hint(errors["moe-runner-backend"])
     assert errors["mem-fraction-static"].code == "bad-number"
     assert errors["tp-size"].code == "bad-number"
     assert errors["trust-remote-code"].code == "switch-value"
     assert "max-total-tokens" not in errors and "dtype" not in errors
 
 
-def test_range_abbreviation_duplicate_and_profile_fields(schema) -> None:
+def test_range_abbreviation_duplicate_and_profile_fields(schema: FlagSchema) -> None:
     report = validate_profile(
         profile(**{"mem-fraction-static": 1.5, "tp": 8, "port": 1234,
                    "_extra": ["--tp-size", "4", "--served-model-name", "x"]}),
@@ -143,7 +156,7 @@ def test_range_abbreviation_duplicate_and_profile_fields(schema) -> None:
     assert [i.code for i in report.warnings] == ["abbreviation"]
 
 
-def test_extra_args_grouping_and_stray_values(schema) -> None:
+def test_extra_args_grouping_and_stray_values(schema: FlagSchema) -> None:
     ok = validate_profile(
         profile(_extra=["--cuda-graph-bs-decode", "1", "2", "4", "--enable-metrics",
                         "--kv-cache-dtype=fp8_e4m3"]),
@@ -167,7 +180,9 @@ def test_extra_args_grouping_and_stray_values(schema) -> None:
         ({}, [], {"OK": "multi\nline"}),
     ],
 )
-def test_safety_rejects_hostile_names_and_control_characters(flags, extra, env) -> None:
+def test_safety_rejects_hostile_names_and_control_characters(
+    flags: dict[str, Any], extra: list[str], env: dict[str, str]
+) -> None:
     hostile = ServerProfile.model_construct(
         launch=["python", "-m", "sglang.launch_server"], model_path="m", host="127.0.0.1",
         port=30000, flags=flags, extra_args=extra, env=env, log_dir=None, api_key_env=None,
@@ -176,7 +191,7 @@ def test_safety_rejects_hostile_names_and_control_characters(flags, extra, env) 
     assert not check_safety(hostile).ok
 
 
-def test_shell_metacharacters_are_plain_values(schema) -> None:
+def test_shell_metacharacters_are_plain_values(schema: FlagSchema) -> None:
     values = profile(**{"served-model-name": "; touch /tmp/x", "chat-template": "$(id)`id`"})
     assert validate_profile(values, schema).ok
     assert validate_profile(profile(**{"attention-backend": "; touch /tmp/x"}), schema).errors

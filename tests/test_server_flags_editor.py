@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.widgets import Button, Input, Select, Static
 
 from console.config_models import ServerProfile
 from console.server.flags import FlagSchema, parse_help
 from console.server.known import TYPE_HINTS
 from console.server.profile_edit import editable_flags, flags_from_argv
+from tests.support.snapshot import SnapCompare
 from widgets.flags_editor import FlagsEditor, FlagsEditorResult
 
 
@@ -58,15 +61,17 @@ class EditorApp(App[None]):
 
 def test_fields_come_from_the_discovered_schema() -> None:
     fields = {f.name: f for f in editable_flags(SCHEMA)}
-    assert fields["moe-runner-backend"].choices == SCHEMA.get("moe-runner-backend").choices
+    moe = SCHEMA.get("moe-runner-backend")
+    assert moe is not None
+    assert fields["moe-runner-backend"].choices == moe.choices
     assert "dsa-decode-backend" in fields and "nsa-decode-backend" not in fields
     assert fields["tp-size"].kind == "number" and fields["tp-size"].value_type == "int"
     small = parse_help("options:\n  --moe-runner-backend {auto,triton}\n  --tp-size TP_SIZE\n")
     assert [f.name for f in editable_flags(small)] == ["moe-runner-backend", "tp-size"]
 
 
-def test_editor_snapshot(snap_compare) -> None:
-    async def change(pilot) -> None:
+def test_editor_snapshot(snap_compare: SnapCompare) -> None:
+    async def change(pilot: Pilot[Any]) -> None:
         pilot.app.screen.query_one("#flag-moe-runner-backend", Select).value = "triton"
         await pilot.pause()
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from console.errors import UsageError
+from console.host.local import LocalTransport
 from console.server.config_merge import config_path, merge_key, with_config
 from console.server.events import LifecycleDone
 from console.server.lifecycle import LifecycleError
@@ -40,7 +41,7 @@ def test_the_profiles_config_is_replaced_not_doubled() -> None:
 
 
 async def test_profile_config_and_api_key_both_reach_the_server(
-        server_env: ServerEnv, local_transport) -> None:  # type: ignore[no-untyped-def]
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     (server_env.root / "run").mkdir(exist_ok=True)
     own = server_env.root / "run" / "mine.yaml"
     own.write_text("max-running-requests: 7\n")
@@ -61,7 +62,7 @@ async def test_profile_config_and_api_key_both_reach_the_server(
 
 
 async def test_a_server_that_ignores_the_key_is_stopped(
-        server_env: ServerEnv, local_transport, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        server_env: ServerEnv, local_transport: LocalTransport, tmp_path: Path) -> None:
     # A launcher that drops --config on the way: the server starts without its key.
     dropper = tmp_path / "drop_config.py"
     dropper.write_text(
@@ -84,7 +85,7 @@ async def test_a_server_that_ignores_the_key_is_stopped(
 
 
 async def test_a_key_file_left_by_a_killed_client_goes_at_the_next_stop(
-        server_env: ServerEnv, local_transport) -> None:  # type: ignore[no-untyped-def]
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     run_dir = server_env.root / "run"
     run_dir.mkdir(exist_ok=True)
     left = run_dir / "launch-20261201T000000.000000Z-secret.yaml"

@@ -8,15 +8,20 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from console import aio
+from console.host.local import LocalTransport
+from console.host.ssh import SshTransport
 from console.server.events import (
     CommandShown,
     LifecycleDone,
+    LifecycleEvent,
     LifecycleFailed,
     Phase,
     PhaseFinished,
@@ -28,8 +33,10 @@ from console.server.lifecycle import LifecycleError
 from tests.support.server_fixtures import SIM_LAUNCH, ServerEnv
 
 
-def server_info(port: int) -> dict:
-    return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5, trust_env=False).json()
+def server_info(port: int) -> dict[str, Any]:
+    response = httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5, trust_env=False)
+    info: dict[str, Any] = response.json()
+    return info
 
 
 def pid_alive(pid: int) -> bool:
@@ -40,13 +47,15 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def phases_finished(events) -> list[str]:
+def phases_finished(events: Iterable[LifecycleEvent]) -> list[str]:
     return [e.phase.value for e in events if isinstance(e, PhaseFinished)]
 
 
 @pytest.mark.slow
 @pytest.mark.sshd
-async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, any_transport):
+async def test_restart_with_changed_flags_preserves_logs(
+    server_env: ServerEnv, any_transport: LocalTransport | SshTransport
+) -> None:
     life = server_env.lifecycle(any_transport)
     first = await life.restart(
         "triton", server_env.profile(**{"moe-runner-backend": "triton"}), server_env.record_event
@@ -87,7 +96,9 @@ async def test_restart_with_changed_flags_preserves_logs(server_env: ServerEnv, 
 
 @pytest.mark.slow
 @pytest.mark.sshd
-async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv, any_transport):
+async def test_invalid_flag_rejected_before_anything_stops(
+    server_env: ServerEnv, any_transport: LocalTransport | SshTransport
+) -> None:
     life = server_env.lifecycle(any_transport)
     running = await life.start("a", server_env.profile())
     # removed in 0.5.23 with no flag of that release to translate it to
@@ -105,7 +116,9 @@ async def test_invalid_flag_rejected_before_anything_stops(server_env: ServerEnv
 
 @pytest.mark.slow
 @pytest.mark.sshd
-async def test_startup_crash_reported_with_log_lines(server_env: ServerEnv, any_transport):
+async def test_startup_crash_reported_with_log_lines(
+    server_env: ServerEnv, any_transport: LocalTransport | SshTransport
+) -> None:
     life = server_env.lifecycle(any_transport)
     oom = server_env.profile(**{"sim-weights-gb": 900.0})
     with pytest.raises(LifecycleError) as caught:
@@ -121,8 +134,8 @@ async def test_startup_crash_reported_with_log_lines(server_env: ServerEnv, any_
     assert not (await life.status()).running
 
 
-async def test_port_held_by_another_program_is_not_touched(server_env: ServerEnv,
-                                                            local_transport):
+async def test_port_held_by_another_program_is_not_touched(
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     life = server_env.lifecycle(local_transport, port_free_timeout_s=0.5)
     holder = socket.socket()
     holder.bind(("127.0.0.1", server_env.port))
@@ -138,8 +151,8 @@ async def test_port_held_by_another_program_is_not_touched(server_env: ServerEnv
 
 
 @pytest.mark.slow
-async def test_restart_refused_while_a_sweep_holds_the_lease(server_env: ServerEnv,
-                                                             local_transport):
+async def test_restart_refused_while_a_sweep_holds_the_lease(
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     life = server_env.lifecycle(local_transport)
     await life.start("a", server_env.profile())
     lease = host_lease(server_env.host.name)
@@ -176,7 +189,9 @@ async def test_restart_refused_while_a_sweep_holds_the_lease(server_env: ServerE
     await life.stop()
 
 
-async def test_adopts_a_server_started_by_hand(server_env: ServerEnv, local_transport, tmp_path):
+async def test_adopts_a_server_started_by_hand(
+    server_env: ServerEnv, local_transport: LocalTransport, tmp_path: Path
+) -> None:
     log = tmp_path / "by-hand.log"
     argv = [*SIM_LAUNCH, "--model-path", "hand/Model", "--port", str(server_env.port),
             "--sim-startup-seconds", "0", "--sim-state-file", str(tmp_path / "s.json")]
@@ -205,7 +220,8 @@ async def test_adopts_a_server_started_by_hand(server_env: ServerEnv, local_tran
         assert record.pid == process.pid and record.origin == "adopted"
         assert record.log_path == str(log)
         status = await life.status()
-        assert status.running and status.record.profile == "adopted"
+        assert status.running and status.record is not None
+        assert status.record.profile == "adopted"
         # a restart stops the adopted server and launches ours
         new = await life.restart("mine", server_env.profile())
         assert process.wait(timeout=10) is not None
@@ -216,7 +232,9 @@ async def test_adopts_a_server_started_by_hand(server_env: ServerEnv, local_tran
             process.kill()
 
 
-async def test_cancel_during_startup_leaves_host_clean(server_env: ServerEnv, local_transport):
+async def test_cancel_during_startup_leaves_host_clean(
+    server_env: ServerEnv, local_transport: LocalTransport
+) -> None:
     life = server_env.lifecycle(local_transport)
     task = asyncio.create_task(
         life.restart("slow", server_env.profile(startup_seconds=20.0), server_env.record_event)
@@ -232,12 +250,13 @@ async def test_cancel_during_startup_leaves_host_clean(server_env: ServerEnv, lo
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not pid_alive(record.pid)
-    assert (await life.read_record()).state == "failed"
+    final = await life.read_record()
+    assert final is not None and final.state == "failed"
     assert not host_lease(server_env.host.name).busy
 
 
-async def test_api_key_reaches_server_but_no_record_or_event(server_env: ServerEnv,
-                                                             local_transport):
+async def test_api_key_reaches_server_but_no_record_or_event(
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     secret = "sk-test-0123456789"
     life = server_env.lifecycle(local_transport)
     life._local_env = {"PLATEAU_TEST_KEY": secret}
@@ -300,10 +319,13 @@ def test_plateau_server_demo_cli(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "unknown profile" in bad.stderr
 
 
-async def test_liveness_status_asks_no_http(server_env: ServerEnv, local_transport) -> None:
+async def test_liveness_status_asks_no_http(
+    server_env: ServerEnv, local_transport: LocalTransport
+) -> None:
     """A poller can check liveness without writing access lines into the server's log."""
     life = server_env.lifecycle(local_transport)
     record = await life.restart("p", server_env.profile(), server_env.record_event)
+    assert record.log_path is not None
     log = Path(record.log_path)
 
     def requests() -> int:
@@ -324,8 +346,8 @@ async def test_liveness_status_asks_no_http(server_env: ServerEnv, local_transpo
     await life.stop()
 
 
-async def test_profile_log_dir_holds_the_launch_logs(server_env: ServerEnv,
-                                                     local_transport) -> None:
+async def test_profile_log_dir_holds_the_launch_logs(
+        server_env: ServerEnv, local_transport: LocalTransport) -> None:
     """`profiles.*.log_dir` (config.example.toml): per-launch logs go there, `~` being the
     host's home; current.log in the run dir still points at the newest."""
     life = server_env.lifecycle(local_transport)

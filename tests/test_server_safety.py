@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from console.config_models import ServerProfile
+from console.host.ssh import SshTransport
 from console.server.events import CommandShown, PhaseStarted
 from console.server.lifecycle import LifecycleError
 from tests.support.server_fixtures import ServerEnv
@@ -32,7 +34,8 @@ def raw_profile(base: ServerProfile, **changes: object) -> ServerProfile:
     return ServerProfile.model_construct(**{**base.__dict__, **changes})
 
 
-async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv, ssh_transport,
+async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv,
+                                                          ssh_transport: SshTransport,
                                                           tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     values = hostile(marker)
@@ -58,12 +61,13 @@ async def test_shell_metacharacters_stay_literal_over_ssh(server_env: ServerEnv,
     environ = Path(f"/proc/{record.pid}/environ").read_bytes().split(b"\0")
     assert f"PLATEAU_HOSTILE={values[3]}".encode() in environ
     # the log file name is derived from the profile name but cannot escape the logs dir
+    assert record.log_path is not None
     assert Path(record.log_path).parent == server_env.root / "run" / "logs"
     await life.stop()
     assert not marker.exists()
 
 
-UNSAFE: list[dict] = [
+UNSAFE: list[dict[str, Any]] = [
     {"flags": {"served-model-name": "a\ntouch {m}"}},
     {"flags": {"x; touch {m}": "1"}},
     {"flags": {"--served-model-name": "x"}},
@@ -78,7 +82,7 @@ UNSAFE: list[dict] = [
 
 @pytest.mark.slow
 async def test_unsafe_values_rejected_before_anything_stops(
-    server_env: ServerEnv, ssh_transport, tmp_path: Path
+    server_env: ServerEnv, ssh_transport: SshTransport, tmp_path: Path
 ) -> None:
     marker = tmp_path / "pwned"
 
@@ -96,7 +100,7 @@ async def test_unsafe_values_rejected_before_anything_stops(
     base = server_env.profile()
     for changes in UNSAFE:
         server_env.events = []
-        filled = {k: fill(v) for k, v in changes.items()}
+        filled: dict[str, Any] = {k: fill(v) for k, v in changes.items()}
         if "flags" in filled:
             filled["flags"] = {**base.flags, **filled["flags"]}
         bad = raw_profile(base, **filled)
@@ -106,7 +110,7 @@ async def test_unsafe_values_rejected_before_anything_stops(
         started = [e.phase.value for e in server_env.events if isinstance(e, PhaseStarted)]
         assert started == ["validate"], changes
     status = await life.status()
-    assert status.running and status.record.pid == running.pid
+    assert status.running and status.record is not None and status.record.pid == running.pid
     assert len(server_env.logs()) == 1
     await life.stop()
     assert not marker.exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,7 @@ print("\n".join(found))
 
 
 @pytest.fixture
-def fake_sglang(tmp_path: Path):
+def fake_sglang(tmp_path: Path) -> Iterator[Path]:
     shared = Path(tempfile.mkdtemp(prefix="plateau-fake-sglang-", dir="/tmp"))
     shared.chmod(0o755)
     script = shared / "fake_sglang.py"

@@ -22,7 +22,8 @@ SLUGS = sorted(p.name[: -len(".truth.json")] for p in REAL.glob("*.truth.json"))
 
 
 def _truth(slug: str) -> dict[str, Any]:
-    return json.loads((REAL / f"{slug}.truth.json").read_text("utf-8"))
+    truth: dict[str, Any] = json.loads((REAL / f"{slug}.truth.json").read_text("utf-8"))
+    return truth
 
 
 def _lines(slug: str) -> list[str]:

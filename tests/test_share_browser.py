@@ -50,7 +50,11 @@ def _open(browser: Any, path: Path, shots: Path, name: str) -> Loaded:  # noqa: 
     page.on("console", lambda m: seen.console.append(f"{m.type}: {m.text}")
             if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: seen.errors.append(str(e)))
-    page.on("dialog", lambda d: (seen.dialogs.append(d.message), d.dismiss()))
+    def dismiss(dialog: Any) -> None:
+        seen.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     page.on("request", lambda r: seen.requests.append(r.url)
             if not r.url.startswith("file://") else None)
     page.goto(path.as_uri(), wait_until="load")

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import llmd_benchmark_report
 import pytest
+from llmd_benchmark_report.schema_v0_2 import BenchmarkReportV02
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from console.cli import main
@@ -30,7 +31,8 @@ def _export(capsys: pytest.CaptureFixture[str], db: Path, run: int, fmt: str) ->
 
 def _schema() -> dict[str, Any]:
     text = resources.files(llmd_benchmark_report).joinpath("br_v0_2_json_schema.json")
-    return json.loads(text.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    return schema
 
 
 def test_csv_and_json_re_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,6 +115,7 @@ def test_benchmark_report_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert len(files) == len(REFERENCE) + 1  # the failed step has a report with no results
     for path in files:
         report = llmd_benchmark_report.import_benchmark_report(str(path))
+        assert isinstance(report, BenchmarkReportV02)
         assert report.scenario is not None and report.scenario.stack is not None
     last = json.loads(files[-1].read_text())
     assert last["results"] == {} and last["scenario"]["load"]["standardized"]["concurrency"] == 256

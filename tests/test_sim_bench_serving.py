@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sglang_bench import SHIM_PATH
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 from tests.support.tokenizer import build_tokenizer
 
 pytest.importorskip("numpy", reason="needs tests/requirements-bench.txt")
@@ -34,7 +34,7 @@ RESULT_LABELS = [
 
 @pytest.mark.parametrize("backend", ["sglang", "sglang-oai"])
 def test_bench_serving_runs_against_sim(
-    backend: str, sim_factory, tmp_path: Path
+    backend: str, sim_factory: SimFactory, tmp_path: Path
 ) -> None:
     sim: SimProcess = sim_factory("--sim-speed", "20")
     tok = build_tokenizer(tmp_path / "tok")

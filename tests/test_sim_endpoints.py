@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 
 def _events(text: str) -> list[str]:
@@ -93,7 +93,7 @@ def test_openai_streams_and_usage(sim_server: SimProcess) -> None:
     assert full["usage"]["completion_tokens"] == 3
 
 
-def test_context_length_error(sim_factory) -> None:
+def test_context_length_error(sim_factory: SimFactory) -> None:
     sim = sim_factory("--context-length", "16")
     resp = httpx.post(f"{sim.base_url}/generate",
                       json={"input_ids": list(range(20)), "sampling_params": {}})

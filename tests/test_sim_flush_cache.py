@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 
 from tests.support.bench_fixtures import IDEAL_ITL_MS
+from tests.support.sim_fixtures import SimProcess
 
 LONG_TOKENS = 400  # 400 x 5 ms of simulated decode: in flight for 2 s or more
 
@@ -33,7 +34,7 @@ async def _open_stream(client: httpx.AsyncClient, base: str) -> AsyncIterator[by
     return rest()
 
 
-async def test_flush_waits_for_idle_and_refuses_a_second_one(ideal_sim) -> None:
+async def test_flush_waits_for_idle_and_refuses_a_second_one(ideal_sim: SimProcess) -> None:
     base = ideal_sim.base_url
     async with httpx.AsyncClient(timeout=120) as client:
         stream = await _open_stream(client, base)

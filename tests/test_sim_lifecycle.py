@@ -7,10 +7,12 @@ import json
 import re
 import threading
 import time
+from typing import Any
 
 import httpx
 
 from console.sim.gpu_state import GpuLoad, compute_state
+from tests.support.sim_fixtures import SimFactory
 
 STARTUP_ORDER = [
     "server_args={'model_path': 'test-model'",
@@ -31,7 +33,7 @@ STARTUP_ORDER = [
 LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: TP\d+)?(?: EP\d+)?\] ")
 
 
-def test_startup_log_order_and_rank_prefix(sim_factory) -> None:
+def test_startup_log_order_and_rank_prefix(sim_factory: SimFactory) -> None:
     sim = sim_factory("--tp", "2")
     log = sim.log_text()
     positions = [log.find(marker) for marker in STARTUP_ORDER]
@@ -54,9 +56,9 @@ def test_startup_log_order_and_rank_prefix(sim_factory) -> None:
     assert all(g["memory_used_mib"] == 0 for g in state["gpus"] if not g["in_use"])
 
 
-def test_sigterm_drains_in_flight_requests(sim_factory) -> None:
+def test_sigterm_drains_in_flight_requests(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-speed", "4")
-    result: dict[str, object] = {}
+    result: dict[str, Any] = {}
 
     def long_request() -> None:
         # Long enough to still be decoding when the SIGTERM lands on a loaded machine.
@@ -86,7 +88,7 @@ def test_sigterm_drains_in_flight_requests(sim_factory) -> None:
     assert all(g["memory_used_mib"] == 0 and not g["in_use"] for g in state["gpus"])
 
 
-def test_oom_at_startup_when_weights_do_not_fit(sim_factory) -> None:
+def test_oom_at_startup_when_weights_do_not_fit(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-weights-gb", "300", ready=False)
     code = sim.wait_exit(20)
     assert code == -9  # SGLang kills its own process tree
@@ -97,14 +99,14 @@ def test_oom_at_startup_when_weights_do_not_fit(sim_factory) -> None:
     assert json.loads(sim.state_file.read_text())["phase"] == "stopped"
 
 
-def test_not_enough_memory_for_kv_cache(sim_factory) -> None:
+def test_not_enough_memory_for_kv_cache(sim_factory: SimFactory) -> None:
     sim = sim_factory("--mem-fraction-static", "0.3", ready=False)
     assert sim.wait_exit(20) == -9
     assert ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
             "mem_fraction_static=0.3") in sim.log_text()
 
 
-def test_nan_crash_for_flag_combination(sim_factory) -> None:
+def test_nan_crash_for_flag_combination(sim_factory: SimFactory) -> None:
     sim = sim_factory("--attention-backend", "triton", "--kv-cache-dtype", "fp8_e4m3",
                       "--sim-nan-when", "attention-backend=triton,kv-cache-dtype=fp8_e4m3",
                       "--sim-nan-after-steps", "20")
@@ -118,7 +120,7 @@ def test_nan_crash_for_flag_combination(sim_factory) -> None:
     assert "SIGQUIT received. signum=None, frame=None. It usually means one child failed." in log
 
 
-def test_nan_flag_combination_not_matching_runs_fine(sim_factory) -> None:
+def test_nan_flag_combination_not_matching_runs_fine(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-nan-when", "attention-backend=triton", "--sim-nan-after-steps", "2")
     body = {"input_ids": [5] * 8, "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}}
     resp = httpx.post(f"{sim.base_url}/generate", json=body, timeout=10)

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 
 def _gen(sim: SimProcess, n: int = 12) -> list[int]:
@@ -18,7 +18,7 @@ def _gen(sim: SimProcess, n: int = 12) -> list[int]:
     return list(httpx.post(f"{sim.base_url}/generate", json=body, timeout=10).json()["output_ids"])
 
 
-def test_seed_makes_outputs_deterministic(sim_factory) -> None:
+def test_seed_makes_outputs_deterministic(sim_factory: SimFactory) -> None:
     a = sim_factory("--sim-seed", "11")
     b = sim_factory("--sim-seed", "11")
     c = sim_factory("--sim-seed", "12")
@@ -55,7 +55,7 @@ def _ideal_timing_problem(events: list[tuple[float, int]], start: float) -> str 
     return None
 
 
-def test_ideal_timing_mode_is_exact(sim_factory) -> None:
+def test_ideal_timing_mode_is_exact(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-ideal-ttft-ms", "80", "--sim-ideal-itl-ms", "20")
     body = {"input_ids": [9] * 10, "stream": True,
             "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}}
@@ -82,7 +82,7 @@ def test_ideal_timing_mode_is_exact(sim_factory) -> None:
     raise AssertionError("; ".join(problems))
 
 
-def test_metrics_only_with_enable_metrics(sim_factory) -> None:
+def test_metrics_only_with_enable_metrics(sim_factory: SimFactory) -> None:
     sim = sim_factory("--enable-metrics")
     _gen(sim, 6)
     text = httpx.get(f"{sim.base_url}/metrics").text
@@ -100,7 +100,7 @@ def test_metrics_only_with_enable_metrics(sim_factory) -> None:
     assert all(n.startswith("sglang:") for n in names), names
 
 
-def test_state_file_follows_load(sim_factory) -> None:
+def test_state_file_follows_load(sim_factory: SimFactory) -> None:
     sim = sim_factory("--tp", "4", "--sim-speed", "2")
     body = {"input_ids": [9] * 200, "sampling_params": {"max_new_tokens": 200,
             "ignore_eos": True}}
@@ -116,7 +116,7 @@ def test_state_file_follows_load(sim_factory) -> None:
     assert busy["tokens_per_s"] > 0
 
 
-def test_ideal_mode_reports_its_own_lateness(sim_factory) -> None:
+def test_ideal_mode_reports_its_own_lateness(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-ideal-ttft-ms", "5", "--sim-ideal-itl-ms", "2")
     body = {"input_ids": [9] * 10, "stream": True,
             "sampling_params": {"max_new_tokens": 6, "ignore_eos": True}}
@@ -134,12 +134,12 @@ def test_ideal_mode_reports_its_own_lateness(sim_factory) -> None:
     assert again["chunk"]["count"] == 0  # reset cleared it
 
 
-def test_lateness_is_ideal_mode_only(sim_factory) -> None:
+def test_lateness_is_ideal_mode_only(sim_factory: SimFactory) -> None:
     sim = sim_factory()
     assert httpx.get(f"{sim.base_url}/_sim/lateness").status_code == 404
 
 
-def test_slow_reader_gets_every_event_in_order(sim_factory) -> None:
+def test_slow_reader_gets_every_event_in_order(sim_factory: SimFactory) -> None:
     """A reader that stops reading fills the socket: the engine stops writing directly
     (console/sim/streams.py) and the handler waits for the drain; nothing is lost or reordered."""
     sim = sim_factory("--sim-ideal-ttft-ms", "1", "--sim-ideal-itl-ms", "0.5")

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 INPUT_IDS = list(range(3, 131))  # 128 prompt tokens
 OUTPUT = 48
@@ -81,7 +81,7 @@ def _sim_clock_throughput(sim: SimProcess, concurrency: int) -> float:
 
 
 @pytest.mark.slow
-def test_throughput_rises_then_plateaus(sim_factory) -> None:
+def test_throughput_rises_then_plateaus(sim_factory: SimFactory) -> None:
     sim = sim_factory("--sim-speed", SPEED, "--sim-seed", "1")
     curve = {c: _sim_clock_throughput(sim, c) for c in (1, 4, 16, 48)}
     t1, t4, t16, t48 = (curve[c] for c in (1, 4, 16, 48))
@@ -97,7 +97,7 @@ def test_throughput_rises_then_plateaus(sim_factory) -> None:
 
 
 @pytest.mark.slow
-def test_moe_runner_backend_changes_the_curve(sim_factory) -> None:
+def test_moe_runner_backend_changes_the_curve(sim_factory: SimFactory) -> None:
     # Real time, not the shape test's faster clock: the sim's steps catch up after late
     # wakeups (console/sim/engine.py), so at a faster clock both servers outran this
     # one-process client on a busy 2-core machine and measured the client, not the backend.

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from console.sim.args import parse
-from tests.support.sim_fixtures import SimProcess
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 IDEAL = ("--sim-ideal-ttft-ms", "2", "--sim-ideal-itl-ms", "1")
 BODY = {"input_ids": [9] * 10, "stream": True,
@@ -45,7 +45,7 @@ def _fresh(sim: SimProcess, path: str) -> httpx.Response:
         return client.get(sim.base_url + path)
 
 
-def test_two_processes_serve_the_port_and_lateness_merges_both(sim_factory) -> None:
+def test_two_processes_serve_the_port_and_lateness_merges_both(sim_factory: SimFactory) -> None:
     sim = sim_factory(*IDEAL, "--sim-ideal-procs", "2")
     assert len(_children(sim.pid)) == 1
     _fresh(sim, "/_sim/lateness?reset=1")  # the warmup's samples, wherever it went
@@ -67,7 +67,7 @@ def test_two_processes_serve_the_port_and_lateness_merges_both(sim_factory) -> N
         assert struct.unpack("<QQ", _fresh(sim, "/_sim/lateness/local").content[:16]) == (0, 0)
 
 
-def test_sigterm_stops_every_child(sim_factory) -> None:
+def test_sigterm_stops_every_child(sim_factory: SimFactory) -> None:
     sim = sim_factory(*IDEAL, "--sim-ideal-procs", "3")
     children = _children(sim.pid)
     assert len(children) == 2
@@ -76,7 +76,7 @@ def test_sigterm_stops_every_child(sim_factory) -> None:
     assert "Finished server process" in sim.log_text()
 
 
-def test_children_stop_when_the_parent_is_killed(sim_factory) -> None:
+def test_children_stop_when_the_parent_is_killed(sim_factory: SimFactory) -> None:
     sim = sim_factory(*IDEAL, "--sim-ideal-procs", "2")
     children = _children(sim.pid)
     os.kill(sim.pid, signal.SIGKILL)  # no handler runs: the lifeline pipe's EOF stops them

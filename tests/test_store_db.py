@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from console.bench.compare import compare_runs
-from console.store.db import RunStore, default_db_path
+from console.store.db import RunStore
 from console.store.export import to_csv, to_json, to_markdown
 from console.store.models import RunMeta
+from console.store.paths import default_db_path
 from tests.support.bench_fixtures import fake_step
 
 META = RunMeta(

@@ -18,9 +18,11 @@ from console.bench.models import StepFinished, SweepEvent
 from console.bench.sweep import run_sweep
 from console.cli import main
 from console.config_models import SweepPreset
-from console.store.db import RunStore, StoreError
+from console.errors import StoreError
+from console.store.db import RunStore
 from console.store.models import RunMeta
 from tests.support.bench_fixtures import fake_step
+from tests.support.sim_fixtures import SimProcess
 
 QUICK = SweepPreset(concurrency=[1, 2, 4], input_len=32, output_len=12, prompts_per_concurrency=1)
 
@@ -42,7 +44,9 @@ def _fill_the_disk(store: RunStore) -> None:
     store._db.execute("PRAGMA max_page_count = 1")
 
 
-async def test_disk_full_mid_sweep_keeps_the_stored_steps(ideal_sim, tmp_path: Path) -> None:
+async def test_disk_full_mid_sweep_keeps_the_stored_steps(
+    ideal_sim: SimProcess, tmp_path: Path
+) -> None:
     path = tmp_path / "history.sqlite3"
     _small_page_db(path)
     store = RunStore(path)
@@ -117,8 +121,8 @@ def _as_reader_without_write_access(path: Path, argv: list[str]) -> tuple[int, s
     with os.fdopen(read_fd) as pipe:
         data = pipe.read()
     os.waitpid(pid, 0)
-    code, out, err = data.split("\0")
-    return int(code), out, err
+    status, said, complained = data.split("\0")
+    return int(status), said, complained
 
 
 def test_a_read_only_history_is_still_readable() -> None:

@@ -14,13 +14,14 @@ from console.bench.pareto import ParetoPoint, frontier, gpus_serving, pareto_jso
 from console.bench.slo import parse_slo, slo_knee
 from console.bench.sweep import run_sweep
 from console.config_models import SweepPreset
+from tests.support.sim_fixtures import SimFactory
 from widgets.pareto_chart import render_pareto
 from widgets.sweep_chart import ChartRun, SweepChart, render_chart
 
 COLOURS = [Style(color="#5B9BD5"), Style(color="#E5A84B"), Style(color="#B48EDC")]
 
 
-async def _real_steps(sim_factory) -> list[StepResult]:  # type: ignore[no-untyped-def]
+async def _real_steps(sim_factory: SimFactory) -> list[StepResult]:
     """A sweep of a simulator that queues above two running requests, with a TTFT SLO."""
     sim = sim_factory("--max-running-requests", "2", "--sim-speed", "8", "--sim-seed", "3")
     spec = SweepPreset(concurrency=[1, 2, 4, 8], input_len=32, output_len=8,
@@ -42,7 +43,7 @@ def test_the_frontier_keeps_what_nothing_beats_on_both_axes() -> None:
     assert gpus_serving(None) == 1
 
 
-async def test_pareto_points_and_the_chart_modes_from_a_real_sweep(sim_factory) -> None:
+async def test_pareto_points_and_the_chart_modes_from_a_real_sweep(sim_factory: SimFactory) -> None:
     steps = await _real_steps(sim_factory)
     points = pareto_points(steps, gpus=2)
     assert [p.concurrency for p in points] == [1, 2, 4, 8]

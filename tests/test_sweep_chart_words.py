@@ -32,6 +32,7 @@ def test_table_columns_fit_slow_latencies() -> None:
     from widgets.sweep_chart import LATENCY_PANEL_WIDTH, _latency_lines
 
     slow = fake_step(16, 171.0, ttft=4230.0)
+    assert slow.metrics is not None
     slow = slow.model_copy(update={"metrics": slow.metrics.model_copy(update={
         "itl_ms": slow.metrics.itl_ms.model_copy(update={"p50": 281.04})})})
     row = _latency_lines(ChartRun("live", [slow]), LATENCY_PANEL_WIDTH, Style())[-1].plain

@@ -9,6 +9,7 @@ that changed on the visible screen, in place. Nothing here waits on the network:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -80,11 +81,23 @@ if TYPE_CHECKING:
 REPLAY_REFUSED = frozenset({"restart", "sweep", "ab", "flags", "cancel-sweep",
                             "gpu-processes", "tune"})
 
+CONNECTS_AT_ONCE = 8
+CONNECT_HOLD_S = 5.0
+RETRY_FAILED_S = 30.0
+
 TERMINAL_GRACE_S = 0.1
 """After the first frame, how long the terminal has the CPU to itself before the sessions
 start (a real terminal only; headless apps start them at once)."""
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune")
+SCREENS = ("dashboard", "history", "compare", "topology", "events", "config", "why", "tune",
+           "fleet")
+# The dashboard's keys for the active host: on the fleet view (whose rows are every host) they
+# are left out of the footer, and pressed they say to open a host first.
+FLEET_HIDDEN = frozenset({"restart", "sweep", "cancel-sweep", "flags", "ab", "maximize",
+                          "gpu-processes", "tune", "fleet"})
+# What an off-screen host's events change that a screen shows anyway (the event log, the
+# host-key question, the footer's host list); its GPU, log and load news wait for its turn.
+_OFF_SCREEN_ASPECTS = frozenset({"events", "host-key", "connection", "server", "sweep"})
 
 _ASPECTS: dict[type, tuple[str, ...]] = {
     GpuUpdate: ("gpus",),
@@ -132,6 +145,12 @@ def _view_screen(name: str) -> Callable[[], Screen[Any]]:
     return _mode_screen(make)
 
 
+def _fleet_screen() -> Screen[Any]:
+    from console.app.screens.fleet import FleetScreen
+
+    return FleetScreen()
+
+
 def _tune_screen() -> Screen[Any]:
     """The Tune view (console.app.screens.tune), imported when first shown."""
     from console.app.screens.tune import TuneScreen
@@ -152,6 +171,9 @@ class PlateauApp(App[int]):
         "events": _view_screen("EventsScreen"),
         "config": _view_screen("ConfigScreen"),
         "why": _view_screen("WhyScreen"),
+        "fleet": _mode_screen(_fleet_screen),
+
+
         "tune": _mode_screen(_tune_screen),
     }
 
@@ -185,6 +207,7 @@ class PlateauApp(App[int]):
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
+        self.on_screen_hosts: set[str] = set(self.sessions)
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, Any] = {}  # host -> the ABPlan of the A/B it runs
@@ -265,8 +288,65 @@ class PlateauApp(App[int]):
         # frame on screen by about as much on a 2-core machine (tmux, bench_app_startup.py).
         self.set_timer(TERMINAL_GRACE_S, self._start_pumps)
 
-    def _start_pumps(self) -> None:
+    async def _start_session(self, session: Session) -> None:
+        """Start `session` when one of CONNECTS_AT_ONCE places is free; the place is held
+        while it connects (at most CONNECT_HOLD_S: a hung host holds one place, not all),
+        and its events flow meanwhile. 64 hosts connecting at once made their first commands
+        time out on a loaded console (and a bastion's sshd drops unauthenticated connections
+        beyond 10 by default). A recording starts at once."""
+        from console.session.service import HostSession
+
+        if not isinstance(session, HostSession):
+            await session.start()
+            return
+        await self._connect_gate.acquire()
+        try:
+            await session.start()
+        except BaseException:
+            self._connect_gate.release()
+            raise
+        self.run_worker(self._hold_place(session), group="connect-gate", exit_on_error=False,
+                        description=f"connect place of {session.host.name}")
+
+    async def _hold_place(self, session: Session) -> None:
+        try:
+            held = 0.0
+            while session.state.connection == "connecting" and held < CONNECT_HOLD_S:
+                await asyncio.sleep(0.05)
+                held += 0.05
+        finally:
+            self._connect_gate.release()
+
+    def _retry_failed(self) -> None:
+        """Connect again to hosts whose connection failed (a timeout, a refusal), as the
+        exporter does; not after a host-key refusal: that is the operator's decision. A
+        recording is replayed once."""
+        from console.session.service import HostSession
+
         for session in self.sessions.values():
+            state = session.state
+            if isinstance(session, HostSession) and state.connection == "failed" \
+                    and state.host_key is None \
+                    and "HOST KEY" not in state.connection_detail:
+                self.run_worker(self._start_session(session), group="reconnect",
+                                exit_on_error=False)
+
+    def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
+        """These hosts' figures are on screen: they sample at the full rate, the others at
+        `ui.offscreen_interval_s` (HostSession.set_pace)."""
+        self.on_screen_hosts = set(hosts)
+        for name, session in self.sessions.items():
+            session.set_pace(name in self.on_screen_hosts)
+
+    def _start_pumps(self) -> None:
+        if self.start_screen != "fleet":
+            self.set_on_screen_hosts([self.active_host])
+        self._connect_gate = asyncio.Semaphore(CONNECTS_AT_ONCE)
+        self.set_interval(RETRY_FAILED_S, self._retry_failed)
+        # The active and on-screen hosts connect first.
+        order = sorted(self.host_names, key=lambda n: (n != self.active_host,
+                                                       n not in self.on_screen_hosts))
+        for session in (self.sessions[name] for name in order):
             self.run_worker(
                 self._pump(session),
                 name=f"pump:{session.host.name}",
@@ -276,7 +356,7 @@ class PlateauApp(App[int]):
             )
 
     async def _pump(self, session: Session) -> None:
-        await session.start()
+        await self._start_session(session)
         name = session.host.name
         self._session_started(name)
         events_rev = session.state.revision.get("events", 0)
@@ -286,6 +366,8 @@ class PlateauApp(App[int]):
             if rev != events_rev:
                 events_rev = rev
                 aspects = (*aspects, "events")
+            if name not in self.on_screen_hosts:
+                aspects = tuple(a for a in aspects if a in _OFF_SCREEN_ASPECTS)
             if aspects:
                 self.post_message(HostChanged(name, aspects))
 
@@ -417,6 +499,8 @@ class PlateauApp(App[int]):
 
     def unavailable_reason(self, action_id: str) -> str | None:
         state = self.active_state
+        if action_id in FLEET_HIDDEN and self.current_mode == "fleet":
+            return "this is the fleet view: enter opens a host's dashboard"
         if action_id in REPLAY_REFUSED and self._replay_label(state.host):
             return "this is a replay: it runs nothing on a host"
         busy_server = state.server_state in ("starting", "stopping")
@@ -449,7 +533,9 @@ class PlateauApp(App[int]):
         and its key says why) or "hidden" (irrelevant now; its key still says why)."""
         if self.unavailable_reason(action_id) is None:
             return "enabled"
-        return "hidden" if action_id in HIDDEN_WHEN_UNAVAILABLE else "disabled"
+        hidden = HIDDEN_WHEN_UNAVAILABLE | (FLEET_HIDDEN if self.current_mode == "fleet"
+                                            else frozenset())
+        return "hidden" if action_id in hidden else "disabled"
 
     def run_action_id(self, action_id: str) -> None:
         self.call_later(self.run_action, BY_ID[action_id].action)
@@ -698,7 +784,7 @@ class PlateauApp(App[int]):
             self.app_note("flags", f"profile {name} kept for this run (not saved)")
         profiles = {**self.config.profiles, name: profile}
         self.config = self.config.model_copy(update={"profiles": profiles})
-        self.loaded = LoadedConfig(self.config, self.loaded.path, self.loaded.text)
+        self.loaded = dataclasses.replace(self.loaded, config=self.config)
         for session in self.sessions.values():
             session.set_profiles(profiles)
         return True
@@ -885,6 +971,8 @@ class PlateauApp(App[int]):
         if name not in self.sessions or name == self.active_host:
             return
         self.active_host = name
+        if self.current_mode != "fleet":
+            self.set_on_screen_hosts([name])
         render = getattr(self.screen, "render_host", None)
         if callable(render):
             render(self.active_state, None)

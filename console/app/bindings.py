@@ -48,6 +48,10 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("events", "e", "show('events')", "Events", "Event log: failures and changes"),
     ActionSpec("config", "g", "show('config')", "Config", "Effective config and sources"),
     ActionSpec("dashboard", "d", "show('dashboard')", "Dashboard", "Back to the dashboard"),
+    ActionSpec(
+        "fleet", "F", "show('fleet')", "Fleet",
+        "Every host in one row each: o sorts, / filters, enter opens its dashboard",
+    ),
     ActionSpec("filter", "slash", "filter", "Filter", "Filter the log", key_display="/"),
     ActionSpec("toggle-gpus", "1", "toggle('gpus')", "GPUs", "Show/hide the GPU panel", False),
     ActionSpec("toggle-server", "2", "toggle('server')", "Server", "Show/hide server strip", False),

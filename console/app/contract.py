@@ -9,6 +9,7 @@ console/app/app.py), and `console_app(widget)` gives a widget its app as this co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -18,7 +19,7 @@ from textual.app import App
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig
 from console.session.protocol import Session
-from console.session.state import EventRecord, HostState
+from console.session.state import Clock, EventRecord, HostState
 from widgets.header import HeaderInfo
 
 
@@ -37,6 +38,7 @@ class ConsoleApp(Protocol):
     profiles_dir: Path
     """Run ids marked in history for compare."""
     plateau_theme_names: list[str]
+    clock: Clock
 
     @property
     def active_state(self) -> HostState: ...
@@ -54,6 +56,10 @@ class ConsoleApp(Protocol):
     def run_action_id(self, action_id: str) -> None: ...
 
     def switch_host(self, name: str) -> None: ...
+
+    def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
+        """The hosts whose figures are on screen now (the others sample slower)."""
+        ...
 
     def use_theme(self, name: str) -> None: ...
 

@@ -69,11 +69,14 @@ class PlateauFooter(Footer):
         active = list(self.screen.active_bindings.values())
         order = {id(a): n for n, a in enumerate(active)}
 
+        # A screen of its own keys (the fleet: sort, filter) shows them before the app's.
+        own_first = getattr(self.screen, "footer_own_keys_first", False)
+
         def rank(item: Any) -> tuple[int, int]:
             binding_id = item.binding.id
             if item.node is app and binding_id in _RANK:
                 return (0, _RANK[binding_id])
-            return (1, order[id(item)])
+            return (-1 if own_first else 1, order[id(item)])
 
         room = self.size.width or app.size.width
         chosen: list[tuple[Any, str, str | None]] = []

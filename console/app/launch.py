@@ -35,7 +35,9 @@ class Launch:
     stop_on_exit: bool = False
     store_path: Path | None = None
     theme: str | None = None
-    screen: str = "dashboard"
+    screen: str | None = None
+    """None: the fleet overview when two or more hosts are configured (and none was named),
+    else the dashboard."""
     profile_notes: tuple[str, ...] = ()
     record: Path | None = None
     """`--record FILE`: every session event goes to this recording as well."""
@@ -92,14 +94,16 @@ def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
 
 
 def _make_app(launch: Launch, sessions: list[HostSession], active: str) -> PlateauApp:
-    if launch.screen not in SCREENS:
-        raise UsageError(f"unknown screen {launch.screen!r} (have: {', '.join(SCREENS)})")
+    screen = launch.screen or ("fleet" if len(sessions) > 1 and launch.host is None
+                               else "dashboard")
+    if screen not in SCREENS:
+        raise UsageError(f"unknown screen {screen!r} (have: {', '.join(SCREENS)})")
     return PlateauApp(
         launch.loaded,
         sessions,
         active_host=active,
         store_path=launch.store_path,
-        start_screen=launch.screen,
+        start_screen=screen,
         theme=launch.theme,
         startup_notes=launch.profile_notes,
         profiles_dir=launch.profiles_dir,

@@ -45,15 +45,23 @@ def _show(args: argparse.Namespace) -> int:
             {"key": key, "value": value, "source": loaded.source_of(path)}
             for key, path, value in flatten_config(data)
         ]
-        print(json.dumps({"file": str(loaded.path) if loaded.path else None, "values": rows}))
+        hosts = [{"name": host.name, "source": loaded.host_source(index)}
+                 for index, host in enumerate(loaded.config.hosts)]
+        print(json.dumps({"file": str(loaded.path) if loaded.path else None, "values": rows,
+                          "hosts": hosts}))
         return 0
     print(f"# config: {loaded.path or 'none'} (from {reason})")
+    shown_host: object = None
     for key, path, value in flatten_config(data):
-        print(f"{key} = {json.dumps(value)}    # {_source(loaded, path)}")
+        if len(path) > 1 and path[0] == "hosts" and path[1] != shown_host:
+            shown_host = path[1]
+            print(_host_header(loaded, int(path[1])))
+        print(f"{key} = {json.dumps(value)}    # {loaded.source_of(path)}")
     return 0
 
 
-def _source(loaded: LoadedConfig, path: tuple[str | int, ...]) -> str:
-    return loaded.source_of(path)
+def _host_header(loaded: LoadedConfig, index: int) -> str:
+    """`# host gpu-01: /home/me/.ssh/config:12 (Host gpu-01)` before each host's values."""
+    return f"# host {loaded.config.hosts[index].name}: {loaded.host_source(index)}"
 
 

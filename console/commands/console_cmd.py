@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("host", nargs="?", help="host name from the config")
     parser.add_argument("--theme", help="theme for this run (overrides the config)")
     parser.add_argument(
-        "--screen", default="dashboard",
-        help="screen to open: dashboard, history, compare, topology, events, config",
+        "--screen", default=None,
+        help="screen to open: fleet, dashboard, history, compare, topology, events, config "
+             "(default: fleet with two or more hosts, else dashboard)",
     )
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="also record the session to FILE (plateau replay FILE)")
@@ -52,4 +53,5 @@ async def _log(args: argparse.Namespace) -> int:
 
     if args.host is not None or args.record is not None:
         raise UsageError("--log FILE opens the console on a file: no HOST, no --record")
-    return await run_log(args.log, args.bench, theme=args.theme, screen=args.screen)
+    return await run_log(args.log, args.bench, theme=args.theme,
+                         screen=args.screen or "dashboard")

@@ -67,7 +67,7 @@ def current_log_path(host: HostConfig) -> str:
 
 async def gpu_events(
     transport: Transport, host: HostConfig, config: PlateauConfig,
-    on_warning: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None, interval: float | None = None,
 ) -> AsyncIterator[GpuHeader | GpuSample]:
     """console.gpu's collector: a GpuHeader (once per connection), then GpuSamples; the
     agent's warnings (e.g. a counter the GPU does not support) go to `on_warning`.
@@ -77,7 +77,7 @@ async def gpu_events(
 
     options = AgentOptions(
         backend="sim" if host.sim_state_file else "auto",
-        interval=config.ui.gpu_interval_s,
+        interval=interval or config.ui.gpu_interval_s,
         python=host.python,
         sim_state=host.sim_state_file,
     )

@@ -10,6 +10,7 @@ entries whose name looks secret are left out of the file (the caller is told whi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tomllib
@@ -159,4 +160,4 @@ def with_saved_profiles(
     if not added:
         return loaded, notes
     merged = config.model_copy(update={"profiles": {**config.profiles, **added}})
-    return LoadedConfig(merged, loaded.path, loaded.text), notes
+    return dataclasses.replace(loaded, config=merged), notes

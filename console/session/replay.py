@@ -143,6 +143,9 @@ class ReplaySession(EventFeed):
     def set_profiles(self, profiles: dict[str, ServerProfile]) -> None:
         self.profiles = dict(profiles)
 
+    def set_pace(self, on_screen: bool) -> None:
+        """A recording plays at its own pace."""
+
     async def flag_schema(self, profile: str) -> FlagSchema:
         raise RuntimeError("a replay has no host to discover flags on")
 

@@ -107,6 +107,7 @@ class HostSession(EventFeed):
         # owner guard must hold before any server it is to clean up after exists.
         self.server_gate = server_gate
         self.store_path = store_path
+        self.on_screen = True  # set_pace: full-rate sampling while on screen
 
     # -- events -------------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ class HostSession(EventFeed):
         transport.subscribe(partial(self._on_connection_event, transport))
         self.emit(ConnectionChanged(self.host.name, "connected"))
         self._loops = [
-            self._spawn(self._supervise("gpu", self._gpu_loop), "gpu"),
+            self._start_gpu_loop(),
             self._spawn(self._supervise("log", self._log_loop), "log"),
             self._spawn(self._supervise("server", self._status_loop), "server"),
             self._spawn(self._supervise("metrics", self._metrics_loop), "metrics"),
@@ -286,9 +287,39 @@ class HostSession(EventFeed):
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
+    # -- pace: hosts off screen are sampled less often ----------------------------------------
+
+    @property
+    def pace(self) -> float:
+        """How many times slower than configured this host samples now (1: on screen)."""
+        if self.on_screen:
+            return 1.0
+        ui = self.config.ui
+        return max(1.0, ui.offscreen_interval_s / ui.gpu_interval_s)
+
+    def set_pace(self, on_screen: bool) -> None:
+        """Full rate while the host's figures are on screen; `ui.offscreen_interval_s`
+        between GPU samples otherwise (status polls and /metrics slow down alike). The GPU
+        agent is restarted at the new interval, on the same connection."""
+        if on_screen == self.on_screen:
+            return
+        self.on_screen = on_screen
+        if self.transport is None or self._closed or not self._loops:
+            return
+        gpu = self._loops[0]
+        gpu.cancel()
+        self._loops[0] = self._start_gpu_loop()
+
+    def _start_gpu_loop(self) -> asyncio.Task[None]:
+        return self._spawn(self._supervise("gpu", self._gpu_loop), "gpu")
+
+    async def _paced_sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds * self.pace)
+
     async def _gpu_loop(self, transport: Transport) -> None:
+        interval = self.config.ui.gpu_interval_s * self.pace
         async for event in adapters.gpu_events(transport, self.host, self.config,
-                                               self._gpu_warning):
+                                               self._gpu_warning, interval):
             self.taps.gpu(event)
             if isinstance(event, GpuHeader):
                 self.emit(TopologyUpdate(self.host.name, event))
@@ -355,7 +386,7 @@ class HostSession(EventFeed):
             else:
                 previous = None  # after a restart, ask HTTP again at once
             self._expire_stats()
-            await asyncio.sleep(STATUS_POLL_S)
+            await self._paced_sleep(STATUS_POLL_S)
 
     def _expire_stats(self) -> None:
         """Age the strip's gen rate out when nothing new arrived (no batch lines when idle)."""
@@ -408,7 +439,7 @@ class HostSession(EventFeed):
                         if self.state.server_state != "ready" or self.restart_running:
                             break
                         await self._scrape(client)
-                        await asyncio.sleep(self.taps.metrics_period(METRICS_PERIOD_S))
+                        await self._paced_sleep(self.taps.metrics_period(METRICS_PERIOD_S))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the forward itself failed

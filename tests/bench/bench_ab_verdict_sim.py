@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from console.bench.models import StepResult
 from tests.support.ab_sim import (
     FASTER,
     FIVE_PERCENT_SPEC,
@@ -32,8 +33,9 @@ from tests.support.ab_sim import (
 )
 
 
-def _throughput(step) -> float:  # type: ignore[no-untyped-def]
+def _throughput(step: StepResult) -> float:
     metrics = step.metrics
+    assert metrics is not None
     steady = metrics.steady
     return float(steady.total_tok_s if steady and steady.reached else metrics.total_tok_s)
 

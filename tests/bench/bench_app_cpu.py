@@ -15,6 +15,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
@@ -64,7 +68,7 @@ async def measure(seconds: float, feed: bool) -> tuple[float, int]:
                 next_gpu += 1.0
             await asyncio.sleep(FLUSH_S)
 
-    async def pilot_body(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def pilot_body(pilot: Pilot[Any]) -> None:
         await pilot.pause(0.5)
         task = asyncio.create_task(producer()) if feed else None
         await asyncio.sleep(1.0)  # warm up

@@ -54,9 +54,10 @@ class Bare(App):
         yield Static("bare textual app: first frame")
 Bare().run()
 """
-DEMO_LAYOUT = ("host demo", "━ GPUs ━", "─ Server ─", "─ Log ─", "─ Sweep ─", "q Quit")
+DEMO_LAYOUT: tuple[str, ...] = (
+    "host demo", "━ GPUs ━", "─ Server ─", "─ Log ─", "─ Sweep ─", "q Quit")
 BARE_LAYOUT = ("bare textual app: first frame",)
-DEMO_LATER = {"GPU data": ("kW",), "server ready": ("READY",)}
+DEMO_LATER: dict[str, tuple[str, ...]] = {"GPU data": ("kW",), "server ready": ("READY",)}
 PROMPT = "plateau-bench$ "
 
 
@@ -251,7 +252,8 @@ def cpu_run(code: str, cwd: Path, home: Path) -> float:
 def headless_run(code: str) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def _median(rows: list[dict[str, float]], key: str) -> float:
@@ -309,7 +311,8 @@ def main() -> None:
         home = Path(home_name)
         bare_app = home / "bare_app.py"
         bare_app.write_text(BARE_APP)
-        apps = {"plateau demo": (f"{PLATEAU} demo --seed 1", DEMO_LAYOUT, DEMO_LATER)}
+        apps: dict[str, tuple[str, tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+            "plateau demo": (f"{PLATEAU} demo --seed 1", DEMO_LAYOUT, DEMO_LATER)}
         if args.compare_baseline:
             tree = extract(args.compare_baseline, home)
             apps[f"demo@{args.compare_baseline}"] = (
@@ -337,9 +340,9 @@ def main() -> None:
         print(f"  {name:<24} first frame {first * 1000:6.0f} ms {_spread(runs, 'first frame'):<13}"
               f" x{first / peer:.2f} peer;  app CPU by then {cpu * 1000:5.0f} ms "
               f"x{cpu / peer_cpu:.2f} peer")
-        for later in DEMO_LATER if name != "bare Textual app" else ():
-            print(f"  {'':<24} {later:<11} {_median(runs, later) * 1000:6.0f} ms "
-                  f"{_spread(runs, later)}")
+        for moment in DEMO_LATER if name != "bare Textual app" else ():
+            print(f"  {'':<24} {moment:<11} {_median(runs, moment) * 1000:6.0f} ms "
+                  f"{_spread(runs, moment)}")
     if cpu_rows:
         bare = statistics.median(cpu_rows["bare Textual app"])
         print(f"CPU, headless: interpreter start to the first frame with the layout; median of "

@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -54,6 +54,8 @@ from tests.support.sglang_bench import SHIM_PATH  # noqa: E402
 from tests.support.sglang_rust_bench import SHIM_PATH as RUST_SHIM_PATH  # noqa: E402
 from tests.support.sim_fixtures import free_port  # noqa: E402
 from tests.support.tokenizer import build_tokenizer  # noqa: E402
+
+EngineName = Literal["native", "bench-serving"]  # SweepPreset.engine
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -112,7 +114,7 @@ async def _one(engine: Any, spec: SweepPreset, url: str,
 
 
 def _clients(args: argparse.Namespace, transport: LocalTransport, url: str, tokenizer: Path,
-             tmp: Path) -> dict[str, tuple[Callable[[], Any], str]]:
+             tmp: Path) -> dict[str, tuple[Callable[[], Any], EngineName]]:
     def external(shim: Path) -> Callable[[], Any]:
         return lambda: BenchServingEngine(
             transport, host_base_url=url, command=[sys.executable, str(shim)],
@@ -121,16 +123,17 @@ def _clients(args: argparse.Namespace, transport: LocalTransport, url: str, toke
     def native(streams: int) -> Callable[[], Any]:
         return lambda: NativeEngine(max_workers=args.native_workers, streams_per_worker=streams)
 
-    every = {"native": (native(args.streams_per_worker), "native"),
-             "rust": (external(RUST_SHIM_PATH), "bench-serving"),
-             "python": (external(SHIM_PATH), "bench-serving")}
+    every: dict[str, tuple[Callable[[], Any], EngineName]] = {
+        "native": (native(args.streams_per_worker), "native"),
+        "rust": (external(RUST_SHIM_PATH), "bench-serving"),
+        "python": (external(SHIM_PATH), "bench-serving")}
     for name in args.clients:  # native@N: the native engine with N streams per worker
         if name.startswith("native@"):
             every[name] = (native(int(name.split("@", 1)[1])), "native")
     return {name: every[name] for name in args.clients}
 
 
-def _spec(args: argparse.Namespace, conc: int, engine: str, *, prompts: int | None = None,
+def _spec(args: argparse.Namespace, conc: int, engine: EngineName, *, prompts: int | None = None,
           warmup: int | None = None, output_len: int | None = None) -> SweepPreset:
     return SweepPreset(
         concurrency=[conc], input_len=args.input_len,

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from console.gpu import agent
 
 
-def cpu_per_call(fn, n: int) -> float:
+def cpu_per_call(fn: Callable[[], object], n: int) -> float:
     t0 = time.process_time()
     for _ in range(n):
         fn()

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.host.local import LocalTransport
+from console.host.transport import CommandResult
 from tests.support.host_fixtures import make_ssh_transport, make_user_transport
 from tests.support.sshd import start_sshd
 
@@ -32,8 +34,8 @@ def _summary(name: str, samples: list[float]) -> tuple[str, float]:
     return name, p50
 
 
-async def _time_async(call, n: int) -> list[float]:  # type: ignore[no-untyped-def]
-    samples = []
+async def _time_async(call: Callable[[], Awaitable[CommandResult]], n: int) -> list[float]:
+    samples: list[float] = []
     for _ in range(n):
         start = time.perf_counter()
         result = await call()

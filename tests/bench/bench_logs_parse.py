@@ -220,7 +220,8 @@ def run_child(tree: str, what: str, args: argparse.Namespace, path: Path) -> dic
     done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=tree)
     if done.returncode != 0:
         raise SystemExit(f"{what} on {tree} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def extract(rev: str, into: Path) -> Path:

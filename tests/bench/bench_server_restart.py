@@ -59,13 +59,15 @@ async def bench(transport: Transport, label: str, restarts: int, startup: float)
         steps: list[tuple[str, float]] = []
         t0 = time.monotonic()
 
-        def sink(event: LifecycleEvent, steps=steps, t0=t0) -> None:
+        def sink(event: LifecycleEvent, steps: list[tuple[str, float]] = steps,
+                 t0: float = t0) -> None:
             if isinstance(event, LifecycleDone):
                 timings.append(event.timings)
             elif isinstance(event, PhaseProgress) and event.step is not None:
                 steps.append((event.step.value, time.monotonic() - t0))
 
-        await life.restart(backend, env.profile(startup, **{"moe-runner-backend": backend}), sink)
+        profile = env.profile(startup_seconds=startup, **{"moe-runner-backend": backend})
+        await life.restart(backend, profile, sink)
         startup_steps.append(steps)
         if i == 0:
             first_validate = timings.pop(0)["validate"]  # cold: runs --help, fills the cache

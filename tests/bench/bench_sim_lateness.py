@@ -163,12 +163,12 @@ async def main() -> None:
                 print(_row(name, conc, med))
         print("\nratios this / baseline (medians)")
         for conc in args.concurrency:
-            this = results[(names[0], conc)]
-            base = results[(names[1], conc)]
+            this_runs = results[(names[0], conc)]
+            base_runs = results[(names[1], conc)]
             parts = []
             for key in ("first_p50", "first_p99", "chunk_p99", "cpu_us_tok"):
-                a = statistics.median(r[key] for r in this)
-                b = statistics.median(r[key] for r in base)
+                a = statistics.median(r[key] for r in this_runs)
+                b = statistics.median(r[key] for r in base_runs)
                 parts.append(f"{key} {a / b:.2f}" if b else f"{key} n/a")
             print(f"C={conc}: " + ", ".join(parts))
     finally:

@@ -80,7 +80,8 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _worker(args: tuple[str, str, int, int, int | None], queue: mp.Queue) -> None:
+def _worker(args: tuple[str, str, int, int, int | None],
+            queue: mp.Queue[tuple[int, int, float]]) -> None:
     url, api, streams, tokens, cpu = args
     if cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {cpu})
@@ -124,7 +125,7 @@ def main() -> None:
                 time.sleep(0.1)
         per = [opts.streams // opts.workers + (i < opts.streams % opts.workers)
                for i in range(opts.workers)]
-        queue: mp.Queue = mp.Queue()
+        queue: mp.Queue[tuple[int, int, float]] = mp.Queue()
         procs = [mp.Process(target=_worker, args=((url, opts.api, n, opts.tokens,
                                                    client_cpus[i % len(client_cpus)]), queue))
                  for i, n in enumerate(per)]

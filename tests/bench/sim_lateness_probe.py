@@ -72,7 +72,7 @@ def main() -> int:
             probe[0].reset()
         return web.json_response(body)
 
-    build_app = runner.build_app
+    build_app = server.build_app  # what runner.py imported; patched in its namespace below
 
     def probed_build_app(state: Any) -> web.Application:
         sim = state.cfg.sim
@@ -82,7 +82,7 @@ def main() -> int:
         app.router.add_get("/_sim/lateness", lateness_route)
         return app
 
-    runner.build_app = probed_build_app
+    runner.build_app = probed_build_app  # type: ignore[attr-defined]  # an import there
     return int(sim_main.main(argv))
 
 

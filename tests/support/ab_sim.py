@@ -21,7 +21,7 @@ from console.bench.engines import NativeEngine
 from console.bench.sweep import run_sweep
 from console.config_models import FlagValue, HostConfig, ServerProfile, SweepPreset
 from console.host.local import LocalTransport
-from console.jobs.ab import ABResult, PassResult, SidePass, run_ab
+from console.jobs.ab import ABResult, PassResult, SidePass, SweepFn, run_ab
 from console.server.lifecycle import LifecycleOptions, ServerLifecycle
 from console.server.records import LaunchRecord
 from console.store.db import RunStore
@@ -57,7 +57,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _lean_sweep(spec: SweepPreset, store: RunStore):  # type: ignore[no-untyped-def]
+def _lean_sweep(spec: SweepPreset, store: RunStore) -> SweepFn:
     async def sweep(name: str, profile: ServerProfile, record: LaunchRecord,
                     pass_: SidePass) -> PassResult:
         finished = await run_sweep(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from console.bench.models import Distribution, StepMetrics, StepResult
+from tests.support.sim_fixtures import SimFactory, SimProcess
 
 IDEAL_TTFT_MS = 20.0
 IDEAL_ITL_MS = 5.0
@@ -19,7 +20,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "bench"
 
 
 @pytest.fixture
-def ideal_sim(sim_factory):  # type: ignore[no-untyped-def]
+def ideal_sim(sim_factory: SimFactory) -> SimProcess:
     return sim_factory(
         "--sim-seed", "1",
         "--sim-ideal-ttft-ms", str(IDEAL_TTFT_MS),

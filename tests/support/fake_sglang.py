@@ -11,11 +11,11 @@ import json
 import sys
 
 
-def merged(argv):
+def merged(argv: list[str]) -> list[str]:
     if "--config" not in argv:
         return argv
     i = argv.index("--config")
-    extra = []
+    extra: list[str] = []
     with open(argv[i + 1]) as f:
         for line in f:
             key, sep, raw = line.partition(":")
@@ -24,7 +24,7 @@ def merged(argv):
     return extra + argv[:i] + argv[i + 2:]
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(prog="sglang serve")
     parser.add_argument("--model-path", required=True)
     parser.add_argument("--host", default="127.0.0.1")
@@ -36,7 +36,7 @@ def main():
           flush=True)
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             # SGLang's API-key middleware: probes open, everything else needs the bearer key.
             open_path = self.path.startswith(("/health", "/ready", "/metrics"))
             given = self.headers.get("Authorization", "")
@@ -47,7 +47,7 @@ def main():
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *a):
+        def log_message(self, *a: object) -> None:
             pass
 
     server = http.server.HTTPServer((args.host, args.port), Handler)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import cast
 
 import pytest
+from textual.theme import Theme
 
 from console.gpu import agent
 from console.gpu.collector import parse_lines
@@ -46,7 +48,7 @@ def sim_series(n_gpus: int, count: int, *, seed: int = 7, dt: float = 1.0) -> tu
         samples.append(GpuSample.model_validate(
             {"type": "sample", "seq": k + 1, "t": 1.8e9 + k * dt, "cost_ms": 0.21,
              "gpus": readings}))
-    header_dict = agent.SimBackend.header(_FakeSim(gpus))
+    header_dict = agent.SimBackend.header(cast(agent.SimBackend, _FakeSim(gpus)))
     header_dict.update({"type": "header", "backend": "sim", "interval": dt,
                         "host": {"hostname": "gpu-box-1"}})
     header = parse_lines([_json(header_dict)])[0]
@@ -85,7 +87,7 @@ def fake_pynvml_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return env
 
 
-def plateau_dark_theme():  # type: ignore[no-untyped-def]
+def plateau_dark_theme() -> Theme:
     """The project's default theme, so snapshots show the real $gpu-load-* colours."""
     from console.app.theming import parse_theme_file
 

@@ -99,10 +99,10 @@ def hostile_events(host: str, header: Any) -> list[SessionEvent]:
     for value in ("NaN", "+Inf", "-Inf", "1e400", "-3"):
         aggregator.add_metrics(parse_metrics(hostile_metrics(value)))
         events.append(ServerStats(host, aggregator.snapshot()))
-    for seq, value in enumerate(
+    for seq, reading in enumerate(
             (float("nan"), float("inf"), -1.0, 1e300, "nan", "1e400", 10**400), start=1):
-        gpus = [{"index": i, "name": "GPU", **hostile_gpu_fields(value)} for i in range(8)]
-        sample = GpuSample.model_validate({"seq": seq, "t": 1.0, "cost_ms": value,
+        gpus = [{"index": i, "name": "GPU", **hostile_gpu_fields(reading)} for i in range(8)]
+        sample = GpuSample.model_validate({"seq": seq, "t": 1.0, "cost_ms": reading,
                                            "gpus": gpus})
         events.append(GpuUpdate(host, sample))
     return events

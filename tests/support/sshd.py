@@ -155,7 +155,11 @@ def ensure_login_user(shell: str, *, tag: str = "") -> pwd.struct_passwd:
         raise RuntimeError(f"useradd {name} failed: {result.stderr.strip()}") from None
 
 
-def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
+def start_sshd(
+    directory: Path, *, max_sessions: int = 10, max_startups: int | None = None
+) -> Sshd:
+    """`max_startups`: unauthenticated connections at once before sshd drops new ones (its
+    default, 10:30:100, drops 30% beyond 10: many hosts connecting at once need more)."""
     if not SSHD.exists():
         raise RuntimeError(
             "OpenSSH server not installed (/usr/sbin/sshd): apt-get install openssh-server "
@@ -182,6 +186,7 @@ def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
         "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
         f"MaxSessions {max_sessions}\nSubsystem sftp {_sftp_server()}\nLogLevel VERBOSE\n"
+        + (f"MaxStartups {max_startups}\n" if max_startups else "")
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)

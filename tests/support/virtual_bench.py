@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Coroutine, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from console.bench.abplan import SIM_PROCESS_S
 from console.bench.models import StepResult
@@ -39,8 +39,8 @@ from console.diagnose.evidence import startup_facts, topology_of
 from console.diagnose.models import Diagnosis, RunEvidence
 from console.jobs.tune_bench import CandidateFailed, SweepOutcome, check_change
 from console.jobs.tune_models import Change
-from console.server.discovery import TYPE_HINTS
 from console.server.flags import FlagSchema, parse_help
+from console.server.known import TYPE_HINTS
 from console.server.lease import host_lease
 from console.sglang.crash import exception_line
 from console.sim.args import parse
@@ -107,7 +107,8 @@ class _Server:
     def crash(self) -> str | None:
         if not self.engine.done() or self.engine.cancelled():
             return None
-        return exception_line(self.runner.log.err.getvalue().splitlines()) or "the server died"
+        err = cast(io.StringIO, self.runner.log.err)  # set by VirtualBench when it launched
+        return exception_line(err.getvalue().splitlines()) or "the server died"
 
     async def stop(self) -> None:
         for task in (self.sampler, self.engine):
@@ -150,12 +151,12 @@ class VirtualBench:
         args, sim, sglang_argv = parse(argv)
         cfg = resolve(args, sim, sglang_argv, env=dict(profile.env))
         runner = Runner(cfg)
-        runner.log.err = io.StringIO()
+        err = runner.log.err = io.StringIO()
         runner.log.out = io.StringIO()
         runner.write_state = lambda: None  # type: ignore[method-assign]
 
         def die() -> None:
-            raise SimDied(runner.log.err.getvalue()[-4000:])
+            raise SimDied(err.getvalue()[-4000:])
 
         runner._die = die  # type: ignore[method-assign]
         try:

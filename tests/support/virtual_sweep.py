@@ -218,7 +218,8 @@ class _Driver:
         cpu, lag = self._client_health(finished - started)
         metrics = metrics.model_copy(update={
             "client_cpu_max": cpu, "client_loop_lag_p99_ms": lag,
-            "client_warning": client_warning(cpu, lag) if cpu is not None else None,
+            "client_warning": (client_warning(cpu, lag)
+                               if cpu is not None and lag is not None else None),
             "steady": steady_state(records, concurrency, ratio=self.spec.steady_ratio),
             # as console/bench/engines.py counts it when the sweep has an SLO
             "slo": attainment(records, self.spec.slo, metrics.duration_s)
@@ -276,12 +277,12 @@ def virtual_sweep(flags: dict[str, Any], spec: SweepPreset, *, tmp: Path,
 async def _run(cfg: Any, spec: SweepPreset, env: dict[str, str], flags: dict[str, Any],
                client: Client) -> VirtualRun:
     runner = Runner(cfg)
-    runner.log.err = io.StringIO()
+    err = runner.log.err = io.StringIO()
     runner.log.out = io.StringIO()
     runner.write_state = lambda: None  # type: ignore[method-assign]  # no state file needed
 
     def die() -> None:  # the sim's crash kills its own process: here, fail the sweep instead
-        raise SimDied(runner.log.err.getvalue()[-2000:])
+        raise SimDied(err.getvalue()[-2000:])
 
     runner._die = die  # type: ignore[method-assign]
     await runner.startup()
@@ -311,8 +312,8 @@ async def _run(cfg: Any, spec: SweepPreset, env: dict[str, str], flags: dict[str
     header = {"gpus": [{"name": cfg.sim.gpu_name}] * cfg.sim.num_gpus,
               "topology": {"links": [["NV18" if cfg.sim.nvlink else "NODE"]],
                            "source": "sim"}}
-    evidence = RunEvidence(
+    run_evidence = RunEvidence(
         steps=step_ev, startup=startup_facts(startup_lines, None, sglang_flags),
         flags=sglang_flags, env=env, topology=topology_of(header),
         sources=["client", "gpu", "log"])
-    return VirtualRun(steps, evidence, diagnose(steps, evidence), runner.log.err.getvalue())
+    return VirtualRun(steps, run_evidence, diagnose(steps, run_evidence), err.getvalue())
