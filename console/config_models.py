@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -24,6 +25,13 @@ _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _DNS_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
 
 DEFAULT_CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+WorkloadKind = Literal["random", "shared-prefix", "multi-turn", "long-context", "sharegpt",
+                       "trace"]
+
+
+def rate_out(value: float) -> float | str:
+    """A request rate for JSON: infinity (bench_serving's "all at once") as "inf"."""
+    return "inf" if value == float("inf") else value
 
 
 class StrictModel(BaseModel):
@@ -306,6 +314,24 @@ class SweepPreset(StrictModel):
     # Steady state: measure over the longest span with in-flight >= ratio x the step's
     # concurrency (SGLang's steady_state.py; console/bench/steady.py).
     steady_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
+    # What the requests hold (console/bench/workload.py says each kind's source): random,
+    # shared-prefix (bench_serving's generated-shared-prefix: `prefix_groups` system prompts
+    # of `prefix_len` tokens, `prompts_per_group` questions of input_len each), multi-turn
+    # (`turns` per conversation, each carrying the previous answers), long-context (inputs up
+    # to the model's context length), sharegpt (bundled real lengths), trace (`trace_file`,
+    # a Mooncake JSONL trace replayed at its timestamps).
+    workload: WorkloadKind = "random"
+    prefix_groups: Annotated[int, Field(ge=1)] = 64
+    prompts_per_group: Annotated[int, Field(ge=1)] = 16
+    prefix_len: Annotated[int, Field(ge=1)] = 2048
+    turns: Annotated[int, Field(ge=1, le=1000)] = 4
+    trace_file: str | None = None
+    # Open loop: a step per rate (requests/s, inf = all at once), arrivals Poisson, or gamma
+    # with `burstiness` != 1; `max_concurrency` caps requests in flight as bench_serving's
+    # --max-concurrency. None: the closed-loop concurrency sweep.
+    request_rate: list[Annotated[float, Field(gt=0.0)]] | None = None
+    burstiness: Annotated[float, Field(gt=0.0, le=100.0)] = 1.0
+    max_concurrency: Annotated[int, Field(ge=1, le=65536)] | None = None
     # Latency objectives: per step, the share of requests meeting them and goodput.
     slo: SloSpec | None = None
 
@@ -315,6 +341,24 @@ class SweepPreset(StrictModel):
         if not value:
             raise ValueError("at least one concurrency level is needed")
         return value
+
+    @field_validator("request_rate")
+    @classmethod
+    def _rates(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not value:
+            raise ValueError("at least one request rate is needed")
+        return value
+
+    @field_serializer("request_rate")
+    def _rates_out(self, value: list[float] | None) -> list[float | str] | None:
+        # JSON has no infinity: "inf" (which float() and this model read back)
+        return None if value is None else [rate_out(v) for v in value]
+
+    @model_validator(mode="after")
+    def _trace_needs_file(self) -> SweepPreset:
+        if self.workload == "trace" and not self.trace_file:
+            raise ValueError("workload 'trace' needs trace_file")
+        return self
 
 
 class UiConfig(StrictModel):

@@ -212,3 +212,32 @@ def test_tune_view_snapshot(snap_compare: Any, app_factory: Any, size: tuple[int
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+async def test_o_cycles_the_objective_the_next_tune_raises(hermetic: Path) -> None:
+    """Without an SLO in the preset goodput is not offered; with one it is, and Enter's
+    request carries the objective and the preset's SLO."""
+    from console.app.tune_control import tune_objectives, tune_request
+    from console.config_models import SloSpec
+
+    app = make_app(screen="tune")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "objective total tok/s (o: change)" in export_text(app)
+        seen = []
+        for _ in range(3):
+            await pilot.press("o")
+            await pilot.pause()
+            seen.append(app.tunes["demo"].objective)
+        assert seen == ["output", "tok-per-joule", "total"]
+        await pilot.press("o", "o")
+        await pilot.pause()
+        assert "objective output tok/J (o: change)" in export_text(app)
+        assert "Tune objective: output tok/J" in [str(n.message) for n in app._notifications]
+    with_slo = app.config.model_copy(update={"sweeps": {
+        "quick": SPEC.model_copy(update={"slo": SloSpec(ttft_p99_ms=500)})}})
+    assert tune_objectives(with_slo) == ["total", "output", "goodput", "tok-per-joule"]
+    request = tune_request(with_slo, "demo", "cutlass-moe", "goodput")
+    assert request.metric == "goodput req/s" and request.spec.slo == SloSpec(ttft_p99_ms=500)
+    with pytest.raises(ValueError, match="needs an SLO"):
+        tune_request(app.config, "demo", "cutlass-moe", "goodput")

@@ -1,6 +1,9 @@
 """CompareTable: per-concurrency A vs B deltas (absolute and %), better/worse coloured,
 "~" where the delta is within run-to-run noise, and the verdict per concurrency (the delta of
-total tok/s with its confidence interval and one word) when there is one.
+total tok/s with its confidence interval and one word) when there is one. Goodput and the
+energy figure (J per output token) join the five fixed metrics when either run has them (an
+SLO was given, GPU power was sampled: console.bench.report.compare_metrics), each a group of
+A, B and delta that widgets.split_table keeps whole (at 80 columns: a part of its own).
 No I/O: `set_comparison(comparison, verdict)`."""
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.bench.compare import CompareRow, Comparison, Delta
+from console.bench.report import COMPARE_METRICS, compare_metrics
 from console.bench.verdict import PointVerdict, Verdict
 from widgets.table_fill import fill_table
 
-DEFAULT_METRICS = ("total tok/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms")
+DEFAULT_METRICS = COMPARE_METRICS
 
 
 def _num(value: float | None) -> str:
@@ -59,14 +63,14 @@ class CompareTable(DataTable[Text]):
 
     def __init__(
         self,
-        metrics: Sequence[str] = DEFAULT_METRICS,
+        metrics: Sequence[str] | None = None,  # None: the fixed five and those the runs have
         *,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes, zebra_stripes=True, cursor_type="row")
-        self.metrics = tuple(metrics)
+        self.metrics = tuple(metrics) if metrics is not None else None
         self.comparison: Comparison | None = None
         self.verdict: Verdict | None = None
 
@@ -79,10 +83,12 @@ class CompareTable(DataTable[Text]):
 
 
 def comparison_cells(
-    comparison: Comparison, verdict: Verdict | None, metrics: Sequence[str] = DEFAULT_METRICS,
+    comparison: Comparison, verdict: Verdict | None, metrics: Sequence[str] | None = None,
 ) -> tuple[list[str], list[Text], list[list[Text]], list[int]]:
     """(column keys, labels, rows, group sizes after conc): the verdict, then A, B and the
-    delta of each metric, read together (widgets.split_table keeps a group whole)."""
+    delta of each metric, read together (widgets.split_table keeps a group whole). `metrics`
+    None: DEFAULT_METRICS, then goodput and J/out tok where a run has them."""
+    metrics = compare_metrics(comparison) if metrics is None else metrics
     keys = ["conc"]
     labels = ["conc"]
     groups = []

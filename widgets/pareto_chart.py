@@ -93,10 +93,35 @@ def render_pareto(
                       f"{short_number(x_top):>6}", style=dim))
     newest = shown[-1] if shown else []
     if newest:
-        where = ", ".join(f"{p.concurrency}: {p.per_user_tok_s:,.0f}/{p.per_gpu_tok_s:,.0f}"
-                          for p in newest)
-        on = [str(p.concurrency) for p in newest if p in front]
-        tail = f"  frontier at {', '.join(on)}" if on else "  (none on the frontier)"
-        lines.append(Text(f"{LETTERS[len(shown) - 1]} conc: user/GPU tok/s  {where}{tail}"))
+        lines.append(Text(_ellipsized(f"{LETTERS[len(shown) - 1]} {_newest_text(newest, front)}",
+                                      width)))
     out = Text("\n").join(lines[:height])
     return out
+
+
+def _ellipsized(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(1, width - 1)] + "\u2026"
+
+
+def _newest_text(newest: Sequence[ParetoPoint], front: Sequence[ParetoPoint]) -> str:
+    """Where the newest run stands: the levels on the frontier first (what a narrow line
+    must keep), then each level's per-user/per-GPU tok/s."""
+    on = [str(p.concurrency) for p in newest if p in front]
+    head = f"frontier at {', '.join(on)}" if on else "(none on the frontier)"
+    where = ", ".join(f"{p.concurrency}: {p.per_user_tok_s:,.0f}/{p.per_gpu_tok_s:,.0f}"
+                      for p in newest)
+    return f"{head}  \u00b7  conc: user/GPU tok/s  {where}"
+
+
+def pareto_line(runs: Sequence[tuple[str, Sequence[StepResult]]],
+                history: Sequence[ParetoPoint], width: int) -> Text:
+    """The Pareto mode in one line, for a chart too low to plot it (80x24's dashboard): the
+    newest run's frontier levels and points, and that z shows the plot."""
+    shown = [pareto_points(steps, gpus=run_gpus(steps), label=label) for label, steps in runs]
+    usable = [p for p in history if drawable(p.per_user_tok_s) and drawable(p.per_gpu_tok_s)]
+    newest = shown[-1] if shown else []
+    if not newest:
+        return Text(_ellipsized("Pareto (p): no finished step with a TPOT yet", width))
+    front = frontier([p for pts in shown for p in pts] + usable)
+    said = f"Pareto (p, z: plot): {LETTERS[len(shown) - 1]} {_newest_text(newest, front)}"
+    return Text(_ellipsized(said, width))

@@ -165,7 +165,14 @@ class SweepChart(Widget):
         width = max(self.size.width, 20)
         height = max(self.size.height, 1)
         if height < CHART_MIN_HEIGHT:
-            return render_summary(self.runs, width, height, self._colours(), self.progress)
+            summary = render_summary(self.runs, width, height, self._colours(), self.progress)
+            if self.mode != "pareto":
+                return summary
+            from widgets.pareto_chart import pareto_line  # p pressed: say so, even this low
+
+            lines = [pareto_line([(r.label, r.steps) for r in self.runs], self.history, width),
+                     *summary.split("\n")]
+            return Text("\n").join(lines[:height])
         if self.mode == "pareto":
             from widgets.pareto_chart import render_pareto
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from console.config_models import PlateauConfig, ServerProfile
 from console.errors import PlateauError
 from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState
+from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES
 
 if TYPE_CHECKING:
     from console.jobs.tune_bench import TuneBench
@@ -30,11 +31,25 @@ Listener = Callable[[], None]
 TUNE_PRESET_ORDER = ("quick", "default")  # the demo's fast preset first, as the A/B picker
 
 
-def tune_request(config: PlateauConfig, host: str, profile: str) -> TuneRequest:
+def tune_preset(config: PlateauConfig) -> str:
+    return next((p for p in TUNE_PRESET_ORDER if p in config.sweeps), "default")
+
+
+def tune_objectives(config: PlateauConfig) -> list[str]:
+    """The objectives the view's `o` offers: goodput only when the preset has an SLO."""
+    spec = config.sweep(tune_preset(config))
+    return [name for name, goal in OBJECTIVES.items() if spec.slo is not None
+            or not goal.needs_slo]
+
+
+def tune_request(config: PlateauConfig, host: str, profile: str,
+                 objective: str = DEFAULT_OBJECTIVE) -> TuneRequest:
     """What the view's Enter starts: the host's profile at the first preset of
-    TUNE_PRESET_ORDER the config has, the default objective, no budget but the stop key."""
-    preset = next((p for p in TUNE_PRESET_ORDER if p in config.sweeps), "default")
-    return TuneRequest(host=host, profile=profile, preset=preset, spec=config.sweep(preset))
+    TUNE_PRESET_ORDER the config has (its SLO with it), the objective chosen with `o`, no
+    budget but the stop key."""
+    preset = tune_preset(config)
+    return TuneRequest(host=host, profile=profile, preset=preset, spec=config.sweep(preset),
+                       objective=objective)
 
 
 @dataclass
@@ -47,6 +62,7 @@ class TuneControl:
     stopping: bool = False
     error: str = ""  # why the job failed (empty when it did not)
     saved: str = ""  # where the tuned profile was written
+    objective: str = DEFAULT_OBJECTIVE  # what the next Enter tunes for (`o` cycles it)
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     listeners: list[Listener] = field(default_factory=list)
 
@@ -57,6 +73,13 @@ class TuneControl:
     def progress(self, p: TuneProgress) -> None:
         self.phase = p
         self.changed()
+
+    def next_objective(self, offered: list[str]) -> str:
+        """The objective after the current one among `offered` (the first when it is gone)."""
+        at = offered.index(self.objective) if self.objective in offered else -1
+        self.objective = offered[(at + 1) % len(offered)]
+        self.changed()
+        return self.objective
 
     def stop(self) -> bool:
         """Ask the running tune to stop at its next safe point; False when none runs."""
@@ -125,4 +148,4 @@ def _state_json(state: TuneState, tune_id: int | None) -> dict[str, object]:
     return state_json(state, tune_id)
 
 
-__all__ = ["TuneControl", "session_bench", "tune_request"]
+__all__ = ["TuneControl", "session_bench", "tune_objectives", "tune_preset", "tune_request"]

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from console.bench.engines import Emit, StepError, StepOutcome, prompts_for
+from console.bench.engines import Emit, StepError, StepOutcome, prompts_for, prompts_for_rate
 from console.bench.models import Distribution, StepMetrics, StepPhase
 from console.bench.slo import from_bench_serving, goodput_argv
 from console.config_models import SweepPreset
@@ -136,6 +136,16 @@ def record_to_metrics(
     )
 
 
+def _arrival_args(spec: SweepPreset, concurrency: int) -> list[str]:
+    """Closed loop: --max-concurrency C at rate inf. A rate step (open loop): its rate,
+    Poisson (0.5.23's get_request has no burstiness), and the cap if there is one."""
+    rate = spec.request_rate[0] if spec.request_rate else None
+    if rate is None:
+        return ["--max-concurrency", str(concurrency), "--request-rate", "inf"]
+    cap = ["--max-concurrency", str(spec.max_concurrency)] if spec.max_concurrency else []
+    return [*cap, "--request-rate", "inf" if rate == float("inf") else f"{rate:g}"]
+
+
 def bench_argv(
     prefix: Sequence[str],
     spec: SweepPreset,
@@ -157,13 +167,21 @@ def bench_argv(
         "--random-output-len", str(spec.output_len),
         "--random-range-ratio", f"{spec.range_ratio:g}",
         "--num-prompts", str(num_prompts),
-        "--max-concurrency", str(concurrency),
-        "--request-rate", "inf",
+        *_arrival_args(spec, concurrency),
         "--warmup-requests", str(spec.warmup_prompts),
         "--output-file", output_file,
         "--seed", str(seed),
         "--disable-tqdm",
     ]  # fmt: skip
+    if spec.workload == "shared-prefix":
+        # benchmark/datasets/generated_shared_prefix.py, instead of random-ids
+        at = argv.index("--dataset-name")
+        argv[at + 1:at + 8] = [
+            "generated-shared-prefix", "--gsp-num-groups", str(spec.prefix_groups),
+            "--gsp-prompts-per-group", str(spec.prompts_per_group),
+            "--gsp-system-prompt-len", str(spec.prefix_len),
+            "--gsp-question-len", str(spec.input_len),
+            "--gsp-output-len", str(spec.output_len)]
     if tokenizer:
         argv += ["--tokenizer", tokenizer]
     if spec.endpoint == "generate":
@@ -223,6 +241,9 @@ class BenchServingEngine:
             num_prompts = max(concurrency * 4, int(spec.step_seconds * concurrency))
         else:
             num_prompts = prompts_for(spec, concurrency) or concurrency
+        if spec.request_rate:  # open loop: the rate step's own count
+            num_prompts = prompts_for_rate(spec) or max(1, int(
+                min(spec.request_rate[0], 1e5) * (spec.step_seconds or 60)))
         workdir = await self.transport.resolve_path(self.workdir)  # `~`: the host's home
         output_file = f"{workdir}/plateau-bench-{self.token}-{index}.jsonl"
         argv = bench_argv(
@@ -275,6 +296,9 @@ class BenchServingEngine:
         metrics = record_to_metrics(data, concurrency, num_prompts)
         slo = from_bench_serving(data, spec.slo, num_prompts, metrics.duration_s)
         metrics = metrics.model_copy(update={"slo": slo})
+        if spec.request_rate:  # an open-loop step: its rate is its place on the x axis
+            metrics = metrics.model_copy(update={"request_rate": spec.request_rate[0],
+                                                 "max_concurrency": spec.max_concurrency})
         raw = dict(record) if record is not None else {"result_block": block}
         raw.pop("server_info", None)  # large, and stored once per run already
         return StepOutcome(metrics, raw)

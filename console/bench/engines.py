@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import httpx
 
+from console.bench.arrivals import arrival_offsets
 from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
 from console.bench.server_probe import describe_http_error
 from console.bench.slo import attainment
 from console.bench.steady import steady_state
-from console.bench.workload import Workload
+from console.bench.workload import TraceRow, Workload, load_trace, trace_offsets
 from console.config_models import SweepPreset
 
 Emit = Callable[[StepPhase], None]
@@ -80,14 +81,40 @@ async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = ()) ->
 
 async def served_model(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> str:
     """The first model id from /v1/models (the OpenAI endpoints want one)."""
+    return str((await _first_model(base_url, headers)).get("id") or "default")
+
+
+async def context_length(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> int:
+    """The model's context length: /v1/models' `max_model_len` (SGLang's ModelCard,
+    srt/entrypoints/openai/protocol.py); 0 when the server does not say."""
+    value = (await _first_model(base_url, headers)).get("max_model_len")
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+async def _first_model(base_url: str, headers: Sequence[tuple[str, str]]) -> dict[str, Any]:
     try:
         async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
             resp = await client.get(base_url.rstrip("/") + "/v1/models")
             resp.raise_for_status()
             data = resp.json().get("data") or []
-            return str(data[0]["id"]) if data else "default"
+            return data[0] if data and isinstance(data[0], dict) else {}
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
-        return "default"
+        return {}
+
+
+def prompts_for_rate(spec: SweepPreset) -> int | None:
+    """Requests in an open-loop step: `num_prompts`; None when time-boxed; else
+    prompts_per_concurrency x (max_concurrency or 64)."""
+    if spec.num_prompts is not None:
+        return spec.num_prompts
+    if spec.step_seconds is not None:
+        return None
+    return spec.prompts_per_concurrency * (spec.max_concurrency or 64)
+
+
+def step_rate(spec: SweepPreset) -> float | None:
+    """The open-loop step's rate: run_sweep hands each rate step a spec holding only it."""
+    return spec.request_rate[0] if spec.request_rate else None
 
 
 CPU_WARN = 0.75  # AIPerf's threshold for a worker that may be distorting its measurement
@@ -123,10 +150,19 @@ class NativeEngine:
         self.seed = seed
         self.headers = tuple(headers)
         self.model = "default"
+        self.context_len = 0
+        self.trace: tuple[TraceRow, ...] = ()
 
     async def prepare(self, base_url: str, spec: SweepPreset) -> None:
         if spec.endpoint != "generate":
             self.model = await served_model(base_url, self.headers)
+        if spec.workload in ("long-context", "sharegpt"):
+            self.context_len = await context_length(base_url, self.headers)
+        if spec.workload == "trace" and spec.trace_file:
+            try:
+                self.trace = load_trace(spec.trace_file)
+            except (OSError, ValueError) as exc:
+                raise StepError(f"trace: {exc}") from None
 
     def _workload(self, spec: SweepPreset, seed: int) -> Workload:
         return Workload(
@@ -137,7 +173,37 @@ class NativeEngine:
             range_ratio=spec.range_ratio,
             model=self.model,
             seed=seed,
+            kind=spec.workload,
+            groups=spec.prefix_groups,
+            prompts_per_group=spec.prompts_per_group,
+            prefix_len=spec.prefix_len,
+            turns=spec.turns,
+            context_len=self.context_len,
+            trace=self.trace,
         )
+
+    def _open_loop(self, spec: SweepPreset, seed: int) -> tuple[list[float], int] | None:
+        """(send times, expected in flight) for an open-loop step, None for a closed one.
+        A trace replays its own timestamps (bench_serving ignores --request-rate for
+        mooncake), scaled in a rate sweep so its mean rate is the step's."""
+        rate = step_rate(spec)
+        if spec.workload == "trace" and (rate is not None or spec.max_concurrency):
+            rows = self.trace[: spec.num_prompts] if spec.num_prompts else self.trace
+            offsets = trace_offsets(rows)
+            if rate is not None and offsets[-1] > 0:
+                scale = 0.0 if rate == float("inf") else (len(rows) - 1) / offsets[-1] / rate
+                offsets = [t * scale for t in offsets]
+            return offsets, min(len(rows), spec.max_concurrency or len(rows))
+        if rate is None:
+            return None
+        try:
+            offsets = arrival_offsets(rate, count=prompts_for_rate(spec),
+                                      seconds=spec.step_seconds,
+                                      burstiness=spec.burstiness, seed=seed)
+        except ValueError as exc:
+            raise StepError(str(exc)) from None
+        expect = len(offsets) if rate == float("inf") else max(1, int(rate * 30))
+        return offsets, min(expect, spec.max_concurrency or expect, 4096)
 
     async def run_step(
         self, base_url: str, spec: SweepPreset, index: int, concurrency: int, emit: Emit
@@ -145,13 +211,8 @@ class NativeEngine:
         seed = self.seed * 100_003 + index
         if spec.warmup_prompts:
             emit(StepPhase(index, "warmup", f"{spec.warmup_prompts} request(s)"))
-            warm = Workload(
-                endpoint=spec.endpoint,
-                input_len=spec.input_len,
-                output_len=min(spec.output_len, 16),
-                ignore_eos=spec.ignore_eos,
-                model=self.model,
-            )
+            warm = replace(self._workload(spec, 0), output_len=min(spec.output_len, 16),
+                           range_ratio=1.0, kind="random")
             await self.pool.run(
                 base_url,
                 warm,
@@ -168,17 +229,22 @@ class NativeEngine:
             if problem:
                 raise StepError(problem)
         prompts = prompts_for(spec, concurrency)
+        open_loop = self._open_loop(spec, seed)
+        if open_loop is not None:
+            prompts = len(open_loop[0])
         emit(StepPhase(index, "measure", f"{prompts or 'time-boxed'} request(s)"))
         try:
             records, window, workers = await self.pool.run(
                 base_url,
                 self._workload(spec, seed),
-                concurrency,
+                open_loop[1] if open_loop else concurrency,
                 prompts=prompts,
                 seconds=spec.step_seconds,
                 timeout_s=spec.request_timeout_s,
                 seed=seed,
                 headers=self.headers,
+                arrivals=open_loop[0] if open_loop else None,
+                cap=spec.max_concurrency,
             )
         except RuntimeError as exc:
             raise StepError(str(exc)) from exc
@@ -186,20 +252,21 @@ class NativeEngine:
             raise StepError("no request was sent")
         metrics = step_metrics(records, concurrency, window=window, workers=workers)
         cpu, lag = self.pool.last_health
-        return StepOutcome(
-            metrics.model_copy(
-                update={
-                    "client_cpu_max": cpu,
-                    "client_loop_lag_p99_ms": lag,
-                    "client_warning": client_warning(cpu, lag),
-                    "steady": steady_state(
-                        records, concurrency, ratio=spec.steady_ratio, step_window=window
-                    ),
-                    "slo": attainment(records, spec.slo, metrics.duration_s)
-                    if spec.slo is not None else None,
-                }
+        update: dict[str, Any] = {
+            "client_cpu_max": cpu,
+            "client_loop_lag_p99_ms": lag,
+            "client_warning": client_warning(cpu, lag),
+            "slo": attainment(records, spec.slo, metrics.duration_s)
+            if spec.slo is not None else None,
+        }
+        if open_loop is None:
+            update["steady"] = steady_state(
+                records, concurrency, ratio=spec.steady_ratio, step_window=window
             )
-        )
+        else:  # no target concurrency to hold: the step's whole window is its measurement
+            update["request_rate"] = step_rate(spec)
+            update["max_concurrency"] = spec.max_concurrency
+        return StepOutcome(metrics.model_copy(update=update))
 
     def cancel(self) -> None:
         self.pool.cancel()

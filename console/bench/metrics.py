@@ -78,6 +78,7 @@ class RequestRecord:
     error: str | None = None
     incomplete: bool = False  # cut off by a time box (not an error)
     client_tokens: int = 0  # client-side count (chunks / deltas), only a cross-check
+    cached_tokens: int = 0  # prompt tokens the server's prefix cache supplied, as it said
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunks, Chunks):
@@ -106,6 +107,7 @@ class RequestRecord:
             self.error,
             self.incomplete,
             self.client_tokens,
+            self.cached_tokens,
         )
 
     @classmethod
@@ -220,4 +222,5 @@ def step_metrics(
         ),
         error_samples=samples,
         workers=workers,
+        cached_tokens=sum(r.cached_tokens for r in done),
     )

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
+
+from console.config_models import rate_out
 
 
 class Frozen(BaseModel):
@@ -111,6 +113,16 @@ class StepMetrics(Frozen):
     # Steady-state window (native engine); None for steps stored before it existed and for
     # engines without per-request timestamps (bench_serving).
     steady: SteadyState | None = None
+    # Open-loop steps (console/bench/arrivals.py): the offered request rate (inf: all at once)
+    # and the cap on requests in flight; None for a closed-loop concurrency step.
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+    # Prompt tokens the server said its prefix cache supplied (meta_info.cached_tokens).
+    cached_tokens: int = 0
+
+    @field_serializer("request_rate")
+    def _rate_out(self, value: float | None) -> float | str | None:
+        return None if value is None else rate_out(value)
     # Latency SLO attainment and goodput when the sweep had an SLO (console/bench/slo.py).
     slo: SloResult | None = None
 
@@ -166,6 +178,7 @@ class StepStarted:
     repeat: int
     total_steps: int
     kind: Literal["step-started"] = "step-started"
+    rate: float | None = None  # an open-loop step's request rate (then concurrency is its cap)
 
 
 @dataclass(frozen=True)

@@ -148,14 +148,24 @@ class WorkerPool:
         timeout_s: float,
         seed: int,
         headers: Sequence[tuple[str, str]] = (),
+        arrivals: Sequence[float] | None = None,
+        cap: int | None = None,
     ) -> tuple[list[RequestRecord], tuple[int, int] | None, int]:
-        """Run one closed-loop step. Returns (records, time-box window or None, workers);
-        `self.last_health` then holds (max CPU share, max loop-lag p99 ms) over the workers."""
+        """Run one step: closed loop at `concurrency`, or with `arrivals` (send times, s) an
+        open loop of at most `cap` in flight, `concurrency` then being how many to expect in
+        flight (it sets the worker count). Arrivals are dealt round-robin, so the workers
+        together keep the schedule's process. Returns (records, time-box window or None,
+        workers); `self.last_health` then holds (max CPU share, max loop-lag p99 ms)."""
         count = workers_for(concurrency, self.streams_per_worker, self.max_workers)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._ensure, count)
         streams = split(concurrency, count)
         shares = split(prompts, count) if prompts is not None else [None] * count
+        dealt: list[tuple[float, ...] | None] = [None] * count
+        if arrivals is not None:
+            dealt = [tuple(arrivals[i::count]) for i in range(count)]
+            streams = split(cap, count) if cap else [0] * count
+            shares = [len(d or ()) for d in dealt]
         # Start together a little in the future, so each worker has its prompts ready.
         start_at = time.perf_counter_ns() + int((0.05 + 0.05 * count) * 1e9)
         deadline = start_at + int(seconds * 1e9) if seconds else None
@@ -173,9 +183,10 @@ class WorkerPool:
         active = []
         for index, worker in enumerate(self._workers[:count]):
             share = shares[index]
-            if streams[index] == 0 or share == 0:
+            if (streams[index] == 0 and arrivals is None) or share == 0:
                 continue
-            job = replace(base, streams=streams[index], prompts=share, seed=seed * 1009 + index)
+            job = replace(base, streams=streams[index], prompts=share, seed=seed * 1009 + index,
+                          part=index, parts=count, arrivals=dealt[index])
             try:
                 worker.conn.send(job)
             except OSError as exc:  # died since _ensure: the step cannot run at this level

@@ -51,6 +51,16 @@ STEP_HEADERS = (
 )
 
 
+def level_cell(step: StepResult) -> str:
+    """The step's x: its concurrency, or an open-loop step's offered rate ('4/s', 'inf/s',
+    with its in-flight cap as '4/s c64')."""
+    m = step.metrics
+    if m is None or m.request_rate is None:
+        return str(step.concurrency)
+    rate = "inf" if m.request_rate == float("inf") else f"{m.request_rate:g}"
+    return f"{rate}/s" + (f" c{m.max_concurrency}" if m.max_concurrency else "")
+
+
 def step_cells(step: StepResult) -> list[str]:
     m = step.metrics
     status = step.status if not step.error else f"{step.status}: {step.error[:60]}"
@@ -59,13 +69,13 @@ def step_cells(step: StepResult) -> list[str]:
     if m is not None and m.no_steady_state:
         status += " (no steady state)"
     if m is None:
-        return [str(step.concurrency), str(step.repeat), *["-"] * 11, status]
+        return [level_cell(step), str(step.repeat), *["-"] * 11, status]
     if m.completed == 0:  # no request finished: rates from cut-off streams measure nothing
-        return [str(step.concurrency), str(step.repeat), *["-"] * 10, str(m.errors),
+        return [level_cell(step), str(step.repeat), *["-"] * 10, str(m.errors),
                 f"{status} (no request completed)"]
     steady = m.steady.total_tok_s if m.steady is not None and m.steady.reached else None
     return [
-        str(step.concurrency),
+        level_cell(step),
         str(step.repeat),
         number_cell(m.request_per_s, 2),
         number_cell(m.output_tok_s),

@@ -64,12 +64,16 @@ def _error_text(value: Any) -> str:
 
 
 class StreamParser:
-    """Feeds one request's stream into its record, event by event, keeping no text."""
+    """Feeds one request's stream into its record, event by event, keeping no text (but the
+    answer, when a multi-turn conversation needs it for its next turn)."""
 
-    __slots__ = ("buffer", "endpoint", "prev_server", "record", "saw_finish")
+    __slots__ = ("answer", "buffer", "endpoint", "prev_server", "record", "saw_finish")
 
-    def __init__(self, endpoint: str, record: RequestRecord) -> None:
+    def __init__(self, endpoint: str, record: RequestRecord, keep_answer: bool = False) -> None:
         self.endpoint = endpoint
+        # The answer, kept only for a multi-turn workload's next turn: token ids (/generate)
+        # or text pieces (OpenAI endpoints).
+        self.answer: list[Any] | None = [] if keep_answer else None
         self.record = record
         self.buffer = b""  # the incomplete tail of the current event, nothing more
         self.prev_server = 0  # cumulative completion tokens reported so far
@@ -120,7 +124,12 @@ class StreamParser:
             self.prev_server = total
         record.output_tokens = max(record.output_tokens, total)
         record.prompt_tokens = int(meta.get("prompt_tokens") or record.prompt_tokens)
-        record.client_tokens = len(event.get("output_ids") or ()) or record.client_tokens
+        record.cached_tokens = int(meta.get("cached_tokens") or record.cached_tokens)
+        ids = event.get("output_ids") or ()
+        record.client_tokens = len(ids) or record.client_tokens
+        if self.answer is not None and ids:
+            # Cumulative unless --incremental-streaming-output (then each event's new ids).
+            self.answer = ids if len(ids) >= total else [*self.answer, *ids]
         finish = meta.get("finish_reason")
         if isinstance(finish, dict):
             self.saw_finish = True
@@ -141,6 +150,8 @@ class StreamParser:
                 if choice["finish_reason"] == "abort":
                     record.error = "aborted by the server"
         if text:
+            if self.answer is not None:
+                self.answer.append(text)
             record.client_tokens += 1
             if usage and usage.get("completion_tokens") is not None:
                 new = int(usage["completion_tokens"]) - self.prev_server
@@ -151,6 +162,9 @@ class StreamParser:
                 record.chunks.append((t_ns, 1))
         if usage:
             record.prompt_tokens = int(usage.get("prompt_tokens") or record.prompt_tokens)
+            details = usage.get("prompt_tokens_details")  # with --enable-cache-report
+            if isinstance(details, dict) and details.get("cached_tokens") is not None:
+                record.cached_tokens = int(details["cached_tokens"])
             if usage.get("completion_tokens") is not None:
                 record.output_tokens = int(usage["completion_tokens"])
 

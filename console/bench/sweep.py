@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -142,20 +143,24 @@ async def run_sweep(
         run_id = store.create_run(meta)
     if recorder is not None:
         await _quietly(recorder.start(run_id, meta.server_info))
-    plan = [(c, repeat_base + r) for c in spec.concurrency for r in range(spec.repeats)]
-    index_base = repeat_base * len(spec.concurrency)
-    emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, len(plan)))
+    levels = sweep_levels(spec)
+    plan = [(lv, repeat_base + r) for lv in levels for r in range(spec.repeats)]
+    index_base = repeat_base * len(levels)
+    emit(SweepStarted(run_id, tuple(level.concurrency for level in levels), spec.repeats,
+                      len(plan)))
     results: list[StepResult] = []
     status = "finished"
     reason: str | None = None
     try:
         await engine.prepare(base_url, spec)
-        for index, (concurrency, repeat) in enumerate(plan):
+        for index, (level, repeat) in enumerate(plan):
+            concurrency, step_spec = level.concurrency, level.spec
             if cancel_event is not None and cancel_event.is_set():
                 status = "cancelled"
                 break
             index += index_base
-            emit(StepStarted(index, concurrency, repeat, index_base + len(plan)))
+            emit(StepStarted(index, concurrency, repeat, index_base + len(plan),
+                             rate=level.rate))
             if recorder is not None:
                 await _quietly(recorder.step_started(index))
             started = time.time()
@@ -163,7 +168,7 @@ async def run_sweep(
             metrics = None
             raw = None
             step_task = asyncio.ensure_future(
-                engine.run_step(base_url, spec, index, concurrency, lambda e: emit(e))
+                engine.run_step(base_url, step_spec, index, concurrency, lambda e: emit(e))
             )
             try:
                 outcome = await _with_cancel(step_task, engine, cancel_event)
@@ -248,6 +253,24 @@ def _with_energy(recorder: StepObserver, result: StepResult) -> StepResult:
     except Exception:  # evidence is a bonus (as in _quietly)
         return result
     return result.model_copy(update={"energy": energy}) if energy is not None else result
+
+
+@dataclass(frozen=True)
+class Level:
+    """One point of the sweep's x axis: a concurrency, or an open-loop request rate (then
+    `concurrency` is the --max-concurrency cap, 0 without one, and `spec` holds only this
+    rate)."""
+
+    concurrency: int
+    spec: SweepPreset
+    rate: float | None = None
+
+
+def sweep_levels(spec: SweepPreset) -> list[Level]:
+    if spec.request_rate is None:
+        return [Level(c, spec) for c in spec.concurrency]
+    return [Level(spec.max_concurrency or 0, spec.model_copy(update={"request_rate": [rate]}),
+                  rate) for rate in spec.request_rate]
 
 
 async def _quietly(work: Awaitable[Any]) -> None:

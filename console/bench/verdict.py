@@ -34,7 +34,7 @@ from typing import Literal
 
 from console.bench.energy import energy_change_pct
 from console.bench.knee import find_knee
-from console.bench.models import Frozen, StepMetrics, StepResult
+from console.bench.models import Frozen, StepResult
 
 CONFIDENCE = 0.95
 Word = Literal["better", "worse", "within noise", "no repeats"]
@@ -164,11 +164,16 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}".replace("-", "\u2212")
 
 
+ValueOf = Callable[[StepResult], float | None]
+
+
 def _values(steps: Sequence[StepResult], metric: str = "total tok/s",
-            value_of: Callable[[StepMetrics], float] | None = None,
+            value_of: ValueOf | None = None,
             ) -> dict[int, tuple[list[float], int]]:
-    """Per concurrency: the headline `metric` (total or output tok/s, or `value_of` a step's
-    metrics where given) of every ok step, and how many lacked a steady state."""
+    """Per concurrency: the headline `metric` (total or output tok/s, or `value_of` the step
+    where given) of every ok step, and how many lacked a steady state. A step `value_of` has
+    no value for (None: no SLO, no power sampled) is left out; its 0 is kept (a repeat where
+    no request met the SLO counts against its side, it is not a failed step)."""
     grouped: dict[int, list[float]] = defaultdict(list)
     flagged: dict[int, int] = defaultdict(int)
     for step in steps:
@@ -176,11 +181,14 @@ def _values(steps: Sequence[StepResult], metric: str = "total tok/s",
         if step.status != "ok" or m is None:
             continue
         if value_of is not None:
-            value = value_of(m)
+            got = value_of(step)
+            if got is None or not math.isfinite(got) or got < 0:
+                continue
+            value = got
         else:
             value = m.headline_output_tok_s() if metric == "output tok/s" else \
                 m.headline_total_tok_s()
-        if math.isfinite(value) and value > 0:
+        if math.isfinite(value) and (value > 0 or value_of is not None):
             grouped[step.concurrency].append(value)
             flagged[step.concurrency] += int(m.no_steady_state)
     return {c: (v, flagged[c]) for c, v in grouped.items()}
@@ -262,15 +270,21 @@ def judge(
     confidence: float = CONFIDENCE,
     interleaved: bool | None = None,
     metric: str = "total tok/s",
-    value_of: Callable[[StepMetrics], float] | None = None,
+    value_of: ValueOf | None = None,
 ) -> Verdict:
     """The verdict on B against A. `interleaved` False adds a note that each side ran in one
     server lifetime (a launch-to-launch difference then looks like a real one). `metric`:
-    "total tok/s" (the default) or "output tok/s", named so; `value_of` computes it from a step's
-    metrics where given (a tune's objective, console.jobs.tune_objective)."""
+    "total tok/s" (the default) or "output tok/s", named so; `value_of` computes it from a step
+    where given (a tune's objective, console.jobs.tune_objective). A level where A's mean is
+    0 (no request met the SLO) has no % change and is left out, with a note."""
     a, b = _values(steps_a, metric, value_of), _values(steps_b, metric, value_of)
-    common = sorted(set(a) & set(b))
     notes: list[str] = []
+    nothing = sorted(c for c in set(a) & set(b) if statistics.fmean(a[c][0]) <= 0)
+    if nothing:
+        b_says = ", ".join(f"{c}: B {statistics.fmean(b[c][0]):,.2f}" for c in nothing)
+        notes.append(f"A's {metric} is 0 at {','.join(map(str, nothing))} ({b_says}): no % "
+                     "change to judge there")
+    common = sorted(c for c in set(a) & set(b) if c not in nothing)
     per_level = 1.0 - (1.0 - confidence) / max(1, len(common))
     points = [
         judge_point(c, a[c][0], b[c][0], confidence=per_level,
@@ -281,8 +295,9 @@ def judge(
         notes.append(f"per-level intervals at {per_level:.1%} (Bonferroni over {len(common)} "
                      f"levels): together they hold at {confidence:.0%}")
     if not points:
-        return Verdict(label_a=label_a, label_b=label_b, confidence=confidence,
-                       sentence="no concurrency was measured in both runs")
+        return Verdict(label_a=label_a, label_b=label_b, metric=metric, confidence=confidence,
+                       sentence=notes[0] if nothing else
+                       "no concurrency was measured in both runs", notes=notes)
     flagged = sum(p.no_steady_state for p in points)
     if flagged:
         notes.append(
@@ -309,7 +324,8 @@ def judge(
         sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
     joules = energy_change_pct(steps_a, steps_b, levels)
     efficiency = "" if joules is None else (
-        f"B: {_signed(delta)}% throughput, {_signed(joules)}% J/token at {where}")
+        f"B: {_signed(delta)}% {'throughput' if value_of is None else metric}, "
+        f"{_signed(joules)}% J/token at {where}")
     return Verdict(
         label_a=label_a, label_b=label_b, metric=metric, confidence=confidence, points=points,
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,

@@ -5,7 +5,10 @@ connection per in-flight stream, HTTP/1.1, each chunk stamped with `perf_counter
 the loop's read callback and fed to an incremental parser (console.bench.sse) that keeps only
 arrival times and token counts: no stream bytes outlive their event. Anything else (https://):
 aiohttp (`TCPConnector(limit=0)`), the chunk stamped the moment `iter_any()` hands it over.
-Closed loop: `share` long-lived coroutines, each sending requests back to back.
+Closed loop: `streams` long-lived coroutines, each sending requests back to back. Open loop
+(`arrivals`, console.bench.arrivals): each request is sent at its arrival time, whatever is
+in flight, except that at most `streams` are (bench_serving's --max-concurrency semaphore,
+taken before the request's clock starts, as `limited_request_func` does).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import random
 import signal
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +30,7 @@ import aiohttp
 from console.bench.h1 import H1Client, HttpError, client_for
 from console.bench.metrics import RequestRecord
 from console.bench.sse import StreamParser
-from console.bench.workload import PATHS, Workload, request_body
+from console.bench.workload import PATHS, Prompt, PromptSource, Workload
 
 _PARENT_PID = 0  # set in main(): the console process that started this worker
 
@@ -44,6 +48,11 @@ class Job:
     timeout_s: float
     seed: int
     headers: tuple[tuple[str, str], ...] = ()
+    part: int = 0  # this worker's index among `parts` (shared-prefix slots, trace rows)
+    parts: int = 1
+    # Open loop: send times in seconds after start_at_ns (None: closed loop); `streams`
+    # then caps the requests in flight (0: no cap).
+    arrivals: tuple[float, ...] | None = None
 
 
 def _connector() -> aiohttp.TCPConnector:
@@ -55,9 +64,9 @@ class _Request:
 
     __slots__ = ("parser", "record")
 
-    def __init__(self, start_ns: int, requested: int, endpoint: str) -> None:
+    def __init__(self, start_ns: int, requested: int, endpoint: str, keep: bool = False) -> None:
         self.record = RequestRecord(start_ns=start_ns, requested_output=requested)
-        self.parser = StreamParser(endpoint, self.record)
+        self.parser = StreamParser(endpoint, self.record, keep)
 
 
 async def _send(
@@ -122,48 +131,89 @@ async def run_job(
     health: Health | None = None,
     clients: dict[str, H1Client] | None = None,
 ) -> list[RequestRecord]:
-    """Drive `job.streams` closed-loop streams; return every request's record.
-    Plain http:// goes through console.bench.h1 (`clients` keeps its keep-alive connections
-    from one job to the next, e.g. the warmup's); anything else through `session`."""
+    """Drive `job.streams` closed-loop streams (or the open loop of `job.arrivals`); return
+    every request's record. Plain http:// goes through console.bench.h1 (`clients` keeps its
+    keep-alive connections from one job to the next, e.g. the warmup's); anything else
+    through `session`."""
     path = PATHS[job.workload.endpoint]
     url = job.base_url.rstrip("/") + path
     h1 = client_for(clients if clients is not None else {}, job.base_url) \
         if H1Client.supports(job.base_url) else None
-    rng = random.Random(job.seed)
-    remaining = [job.prompts]
-    bodies = []  # pre-build bodies so generating prompts never delays a stream
-    if job.prompts is not None:
-        bodies = [request_body(job.workload, rng) for _ in range(job.prompts)]
+    source = PromptSource(job.workload, random.Random(job.seed), job.part, job.parts)
+    keep = source.keeps_answers
+    total = len(job.arrivals) if job.arrivals is not None else job.prompts
+    remaining = [total]
+    # Pre-build bodies so generating prompts never delays a stream (not multi-turn: a turn
+    # needs the previous answer).
+    prebuilt: deque[Prompt] = deque()
+    if total is not None and source.prebuildable:
+        prebuilt.extend(source.next() for _ in range(total))
     requests: list[_Request] = []
     in_flight: set[_Request] = set()
 
+    def take() -> Prompt | None:
+        if remaining[0] is not None:
+            if remaining[0] <= 0:
+                return None
+            remaining[0] -= 1
+        return prebuilt.popleft() if prebuilt else source.next()
+
+    async def send(prompt: Prompt) -> None:
+        req = _Request(time.perf_counter_ns(), prompt.output_len, job.workload.endpoint, keep)
+        requests.append(req)
+        in_flight.add(req)
+        if h1 is not None:
+            await _send_h1(h1, h1.request_bytes(path, prompt.body, job.headers), req, job)
+        else:
+            await _send(session, url, prompt.body, req, job)
+        in_flight.discard(req)
+        if keep:
+            ok = req.record.error is None and not req.record.incomplete
+            source.answered(prompt, req.parser.answer if ok else None)
+            req.parser.answer = None
+
+    def past_deadline() -> bool:
+        return job.deadline_ns is not None and time.perf_counter_ns() >= job.deadline_ns
+
     async def stream_loop() -> None:
-        while True:
-            if remaining[0] is not None:
-                if remaining[0] <= 0:
-                    return
-                remaining[0] -= 1
-                body, requested = bodies[remaining[0]]
-            else:
-                body, requested = request_body(job.workload, rng)
-            now = time.perf_counter_ns()
-            if job.deadline_ns is not None and now >= job.deadline_ns:
+        while (prompt := take()) is not None:
+            if past_deadline():
                 return
-            req = _Request(now, requested, job.workload.endpoint)
-            requests.append(req)
-            in_flight.add(req)
-            if h1 is not None:
-                await _send_h1(h1, h1.request_bytes(path, body, job.headers), req, job)
-            else:
-                await _send(session, url, body, req, job)
-            in_flight.discard(req)
+            await send(prompt)
             if stop is not None and stop.is_set():
                 return
+
+    tasks: list[asyncio.Task[None]] = []
+    spawned: list[asyncio.Task[None]] = []  # the open loop's requests
+
+    async def limited(prompt: Prompt, gate: asyncio.Semaphore | None) -> None:
+        if gate is None:
+            await send(prompt)
+            return
+        async with gate:
+            if not past_deadline():
+                await send(prompt)
+
+    async def open_loop(arrivals: tuple[float, ...]) -> None:
+        gate = asyncio.Semaphore(job.streams) if job.streams > 0 else None
+        for offset in arrivals:
+            wait = (job.start_at_ns + offset * 1e9 - time.perf_counter_ns()) / 1e9
+            if wait > 0:
+                await asyncio.sleep(wait)
+            prompt = take()
+            if prompt is None or past_deadline() or (stop is not None and stop.is_set()):
+                break
+            spawned.append(asyncio.create_task(limited(prompt, gate)))
+        if spawned:
+            await asyncio.wait(spawned)
 
     delay = (job.start_at_ns - time.perf_counter_ns()) / 1e9
     if delay > 0:
         await asyncio.sleep(delay)
-    tasks = [asyncio.create_task(stream_loop()) for _ in range(job.streams)]
+    if job.arrivals is not None:
+        tasks.append(asyncio.create_task(open_loop(job.arrivals)))
+    else:
+        tasks.extend(asyncio.create_task(stream_loop()) for _ in range(job.streams))
     gc.freeze()  # fewer GC pauses while streaming (as vLLM's bench does)
     all_done = asyncio.gather(*tasks)
     lags: list[float] = []
@@ -181,10 +231,11 @@ async def run_job(
             if timed_out or (stop is not None and stop.is_set()):
                 for req in in_flight:
                     req.record.incomplete = True
-                for task in tasks:
+                for task in (*tasks, *spawned):
                     task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await all_done
+                await asyncio.gather(*spawned, return_exceptions=True)
                 break
     finally:
         gc.unfreeze()

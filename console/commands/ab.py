@@ -17,8 +17,8 @@ from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
 from console.commands import argtypes
-from console.commands.sweep import _int_list, _progress
-from console.config_models import HostConfig, PlateauConfig
+from console.commands.sweep import _int_list, _progress, add_workload_args, workload_updates
+from console.config_models import HostConfig, PlateauConfig, SweepPreset
 from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
 from console.errors import UsageError
@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
                    help="latency SLO for both sides (as `sweep --slo`): goodput per step and "
                    "where each side stops meeting it")
+    add_workload_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)
@@ -76,6 +77,19 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
         raise UsageError(f"unknown sweep preset {args.preset!r} (known: {known})")
     levels = tuple(args.concurrency) if args.concurrency else None
     return ABRequest(a, b, preset, args.repeats, args.interleave, levels)
+
+
+def _with_workload(spec: SweepPreset, args: argparse.Namespace) -> SweepPreset:
+    updates = workload_updates(args)
+    if updates.get("request_rate") or spec.request_rate:
+        # The verdict judges per concurrency (console.bench.verdict); rate steps share one.
+        raise UsageError("an A/B compares concurrency levels: --request-rate is for sweeps")
+    if not updates:
+        return spec
+    try:
+        return SweepPreset.model_validate({**spec.model_dump(), **updates})
+    except ValueError as exc:
+        raise UsageError(f"invalid workload setting: {exc}") from None
 
 
 @contextlib.asynccontextmanager
@@ -143,7 +157,7 @@ async def _handle(args: argparse.Namespace) -> int:
         try:
             config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
             request = _request(args, config)
-            spec = request.spec(config.sweep(request.preset))
+            spec = _with_workload(request.spec(config.sweep(request.preset)), args)
         except BaseException:  # a usage error leaves no temp run dir behind
             shutil.rmtree(_run_dir, ignore_errors=True)
             raise
@@ -155,7 +169,7 @@ async def _handle(args: argparse.Namespace) -> int:
         except KeyError as exc:
             raise UsageError(str(exc.args[0])) from None
         request = _request(args, config)
-        spec = request.spec(config.sweep(request.preset))
+        spec = _with_workload(request.spec(config.sweep(request.preset)), args)
     if args.slo is not None:
         spec = spec.model_copy(update={"slo": args.slo})
     host = config.host(host_name)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from console.bench.arrivals import format_rate
 from console.bench.fit_table import terminal_width
 from console.bench.knee import knee_of_steps
 from console.bench.models import StepFailed, StepFinished, StepPhase, StepStarted, SweepEvent
@@ -38,6 +39,55 @@ def _int_list(text: str) -> list[int]:
     if not values or any(v < 1 for v in values):
         raise argparse.ArgumentTypeError("concurrency values must be positive")
     return values
+
+
+def _rate_list(text: str) -> list[float]:
+    """Request rates like 1,2,4,inf (requests/s; inf: all at once, as bench_serving)."""
+    try:
+        values = [float(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected rates like 1,2,4,inf: {text!r}") from None
+    if not values or any(not v > 0 for v in values):  # NaN too
+        raise argparse.ArgumentTypeError("request rates must be positive (or inf)")
+    return values
+
+
+WORKLOADS = ("random", "shared-prefix", "multi-turn", "long-context", "sharegpt", "trace")
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """What the requests hold and how they arrive (sweep and ab)."""
+    g = p.add_argument_group("workload")
+    g.add_argument("--workload", choices=WORKLOADS,
+                   help="request contents (default random; trace needs --trace FILE)")
+    g.add_argument("--trace", dest="trace_file", metavar="FILE",
+                   help="Mooncake-format JSONL trace to replay (implies --workload trace)")
+    g.add_argument("--prefix-groups", type=argtypes.positive_int,
+                   help="shared-prefix: system prompts (bench_serving --gsp-num-groups)")
+    g.add_argument("--prompts-per-group", type=argtypes.positive_int,
+                   help="shared-prefix: questions per system prompt")
+    g.add_argument("--prefix-len", type=argtypes.positive_int,
+                   help="shared-prefix: system prompt tokens (questions: --input-len)")
+    g.add_argument("--turns", type=argtypes.int_at_least(1, 1000),
+                   help="multi-turn: turns per conversation")
+    g.add_argument("--request-rate", type=_rate_list,
+                   help="open loop: one step per rate in requests/s, e.g. 1,2,4,inf")
+    g.add_argument("--burstiness", type=argtypes.float_at_least(0.0, exclusive=True),
+                   help="gamma arrivals (1: Poisson, <1 burstier); with --request-rate")
+    g.add_argument("--max-concurrency", type=argtypes.int_at_least(1, 65536),
+                   help="with --request-rate: at most this many requests in flight")
+
+
+WORKLOAD_FIELDS = ("workload", "trace_file", "prefix_groups", "prompts_per_group",
+                   "prefix_len", "turns", "request_rate", "burstiness", "max_concurrency")
+
+
+def workload_updates(args: argparse.Namespace) -> dict[str, Any]:
+    updates = {name: getattr(args, name) for name in WORKLOAD_FIELDS
+               if getattr(args, name, None) is not None}
+    if updates.get("trace_file") and "workload" not in updates:
+        updates["workload"] = "trace"
+    return updates
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,6 +127,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "per step the share of requests meeting it, goodput (req/s meeting it, as "
                    "SGLang's bench_serving --goodput counts it) and the highest concurrency "
                    "whose p99s meet it")
+    add_workload_args(p)
     p.add_argument("--engine", choices=["native", "bench-serving"])
     p.add_argument("--bench-command", type=argtypes.command_words,
                    help="bench_serving command prefix on the host "
@@ -112,6 +163,7 @@ def build_spec(base: SweepPreset, args: argparse.Namespace) -> SweepPreset:
         value = getattr(args, name, None)
         if value is not None:
             updates[name] = value
+    updates.update(workload_updates(args))
     if getattr(args, "no_flush", False):
         updates["flush_cache"] = False
     if getattr(args, "stop_on_failure", False):
@@ -166,8 +218,11 @@ def _ms(value: float | None) -> str:
 
 def _progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
+        level = f"concurrency {event.concurrency}" if event.rate is None else (
+            f"request rate {format_rate(event.rate)}"
+            + (f", at most {event.concurrency} in flight" if event.concurrency else ""))
         print(
-            f"step {event.index + 1}/{event.total_steps}: concurrency {event.concurrency}"
+            f"step {event.index + 1}/{event.total_steps}: {level}"
             + (f" (repeat {event.repeat + 1})" if event.repeat else ""),
             file=sys.stderr,
             flush=True,
@@ -178,7 +233,9 @@ def _progress(event: SweepEvent) -> None:
         m = event.result.metrics
         print(
             f"  done: {m.total_tok_s:,.1f} total tok/s, {m.output_tok_s:,.1f} output tok/s, "
-            f"TTFT p50 {_ms(m.ttft_ms.p50)}, {m.errors} error(s)",
+            f"TTFT p50 {_ms(m.ttft_ms.p50)}, {m.errors} error(s)"
+            + (f", {m.cached_tokens / m.input_tokens:.0%} of prompt tokens from the prefix "
+               "cache" if m.input_tokens and m.cached_tokens >= 0.01 * m.input_tokens else ""),
             file=sys.stderr,
             flush=True,
         )

@@ -1,5 +1,6 @@
 """`plateau tune (--demo | HOST) [--profile P] [--preset NAME | workload options]
-[--objective total|output] [--budget N | --minutes M] [--json] [--resume [ID]] [--report ID]`:
+[--objective total|output|goodput|tok-per-joule] [--slo KEY=MS,...] [--target VALUE]
+[--budget N | --minutes M] [--json] [--resume [ID]] [--report ID]`:
 an explained, closed-loop flag search (console/jobs/tune.py). Prints the ladder (step, cause,
 change, verdict at the knee, cumulative gain, restarts, minutes), stores it with the runs, and
 saves the kept profile as `profiles.d/<profile>-tuned.toml`."""
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console.bench.slo import slo_text
 from console.commands import argtypes
 from console.commands.ab import _lifecycle
 from console.commands.sweep import _int_list, build_spec
@@ -27,7 +29,7 @@ from console.errors import UsageError
 from console.jobs.tune import load_state, new_state, run_tune, tuned_profile
 from console.jobs.tune_bench import HostBench
 from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState, ladder_rows, state_json
-from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES
+from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES, value_text
 from console.session.profiles import ProfileSaveError, profiles_dir, save_profile
 from console.store.db import RunStore
 from console.store.export import _finite
@@ -58,8 +60,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="what a change must raise: "
                    + "; ".join(f"{o.name}: {o.help}" for o in OBJECTIVES.values())
                    + f" (default {DEFAULT_OBJECTIVE})")
-    p.add_argument("--target", type=float, metavar="TOK_S",
-                   help="stop once the objective at the top level reaches this")
+    p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
+                   help="latency SLO of every sweep, as sweep's --slo (e.g. "
+                   "ttft_p99_ms=500,itl_p99_ms=50,e2e_p99_ms=20000); goodput needs one")
+    p.add_argument("--target", type=float, metavar="VALUE",
+                   help="stop once the objective at the top level reaches this, in its unit "
+                   "(tok/s, req/s for goodput, tok/J)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--budget", type=argtypes.int_at_least(1, 10000), metavar="N",
                         help="at most N server restarts")
@@ -94,6 +100,9 @@ def _request(args: argparse.Namespace, config: PlateauConfig, host: str) -> Tune
     if args.minutes is not None and not 0 < args.minutes < 100000:
         raise UsageError("--minutes must be a positive number")
     spec = build_spec(config.sweep(preset), args)
+    if OBJECTIVES[args.objective].needs_slo and spec.slo is None:
+        raise UsageError(f"--objective {args.objective} needs an SLO: pass --slo "
+                         "ttft_p99_ms=...,itl_p99_ms=...,e2e_p99_ms=... (or a preset with slo)")
     return TuneRequest(host=host, profile=name, preset=preset, spec=spec,
                        objective=args.objective, budget_restarts=args.budget,
                        budget_minutes=args.minutes, repeats=args.ab_repeats,
@@ -139,10 +148,11 @@ def _print_ladder(state: TuneState, tune_id: int | None) -> None:
     for note in state.notes:
         print(f"note: {note}")
     top = max(state.start_value, default=None)
+    goal = state.request.goal
     if top is not None and top in state.value:
-        print(f"{state.request.metric} at {top}: {state.start_value[top]:.0f} at the start, "
-              f"{state.value[top]:.0f} now (one sweep each); kept verdicts "
-              f"{state.gain_pct:+.1f}% together")
+        print(f"{goal.label} at {top}: {value_text(state.start_value[top], goal)} at the "
+              f"start, {value_text(state.value[top], goal)} now (one sweep each); kept "
+              f"verdicts {state.gain_pct:+.1f}% together")
     print(f"tune {tune_id}: {state.status}: {state.stop_reason}; {state.restarts} restarts, "
           f"{state.minutes:.1f} min")
     if state.saved_profile:
@@ -204,8 +214,10 @@ async def _tune(args: argparse.Namespace, config: PlateauConfig, directory: Path
         else:
             request = _request(args, config, host.name)
             state, resumed = new_state(request, config.profiles[request.profile]), None
+            slo = request.spec.slo
             _say(f"tune {request.profile} on {host.name}: preset {request.preset}, "
-                 f"concurrency {request.spec.concurrency}, objective {request.metric}, "
+                 f"concurrency {request.spec.concurrency}, objective {request.metric}"
+                 + (f" under {slo_text(slo)}" if slo is not None else "") + ", "
                  f"{request.repeats} interleaved repeats per side")
         stop = asyncio.Event()
         async with _lifecycle(host, stop_after=args.demo) as life, _ctrl_c(stop):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from console.bench.knee import knee_of_steps
+from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
 from console.diagnose.effects import CLEAR_EFFECT, noise_share
 from console.diagnose.models import Cause, Diagnosis, KneeInfo, RunEvidence, StepEvidence
@@ -23,21 +23,29 @@ def _knee_info(steps: Sequence[StepResult]) -> KneeInfo:
     knee = knee_of_steps(steps)
     return KneeInfo(kind=knee.kind, concurrency=knee.concurrency,
                     next_concurrency=knee.next_concurrency, gain_pct=knee.gain_pct,
-                    sentence=knee.sentence)
+                    sentence=knee.sentence, axis=knee.axis, level=knee.level)
 
 
-def _late(knee: KneeInfo, steps: list[StepEvidence]) -> list[StepEvidence]:
-    """The knee's step and every step above it; with no knee, the largest concurrency."""
+def _late(knee: KneeInfo, steps: list[StepEvidence],
+          levels: dict[int, float] | None = None) -> list[StepEvidence]:
+    """The knee's step and every step above it; with no knee, the largest level. A step's
+    level is its concurrency, or in a request-rate sweep its rate (`levels`, by index)."""
     if not steps:
         return []
-    ordered = sorted(steps, key=lambda s: (s.concurrency, s.index))
-    if knee.kind in ("saturates", "declines") and knee.concurrency is not None:
-        late = [s for s in ordered if s.concurrency >= knee.concurrency]
+    known = levels or {}
+
+    def level(s: StepEvidence) -> float:
+        return known.get(s.index, float(s.concurrency))
+
+    ordered = sorted(steps, key=lambda s: (level(s), s.index))
+    at = knee.level if knee.level is not None else knee.concurrency
+    if knee.kind in ("saturates", "declines") and at is not None:
+        late = [s for s in ordered if level(s) >= at]
         # The knee step itself is still below the cause; look from the step after it first.
-        after = [s for s in late if s.concurrency > knee.concurrency]
+        after = [s for s in late if level(s) > at]
         return after + [s for s in late if s not in after]
-    top = ordered[-1].concurrency
-    return [s for s in ordered if s.concurrency == top]
+    top = level(ordered[-1])
+    return [s for s in ordered if level(s) == top]
 
 
 def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
@@ -47,7 +55,8 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     knee = _knee_info(steps)
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
-    ctx = Context(knee=knee, late=_late(knee, step_evidence), all=step_evidence,
+    levels = {s.index: step_level(s) for s in steps}
+    ctx = Context(knee=knee, late=_late(knee, step_evidence, levels), all=step_evidence,
                   lines=evidence.split_from_log)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
@@ -60,11 +69,12 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
                      checked=[r.checked for r in rules], sources=list(evidence.sources))
 
 
-def _repeats(steps: Sequence[StepResult]) -> dict[int, list[float]]:
-    by_level: dict[int, list[float]] = {}
+def _repeats(steps: Sequence[StepResult]) -> dict[float, list[float]]:
+    by_level: dict[float, list[float]] = {}
     for step in steps:
         if step.status == "ok" and step.metrics is not None:
-            by_level.setdefault(step.concurrency, []).append(step.metrics.headline_total_tok_s())
+            by_level.setdefault(step_level(step), []).append(
+                step.metrics.headline_total_tok_s())
     return by_level
 
 

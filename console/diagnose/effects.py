@@ -15,7 +15,7 @@ take `total - excess`), and removing it predicts a gain of `excess / (total - ex
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from console.diagnose.models import DecodePoint, StepEvidence
@@ -134,7 +134,7 @@ def _least_squares(pairs: list[tuple[float, float]]) -> Fit | None:
     return Fit(intercept=intercept, slope=slope, points=len(pairs))
 
 
-def noise_share(repeats: dict[int, list[float]]) -> float:
+def noise_share(repeats: Mapping[float, list[float]]) -> float:
     """The run's noise as a share of throughput: twice the largest coefficient of variation of
     a concurrency's repeated throughputs (about a 95% band), never below MIN_EFFECT (without
     repeats, MIN_EFFECT: the simulator's and a quiet host's step-to-step spread is 1-2%).

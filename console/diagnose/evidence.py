@@ -168,7 +168,8 @@ def client_record(step: StepResult) -> ClientRecord | None:
     if m is None:
         return None
     return ClientRecord(
-        target=step.concurrency,
+        # An open-loop (request-rate) step has no concurrency it holds: target 0.
+        target=0 if m.request_rate is not None else step.concurrency,
         num_prompts=m.completed + m.errors + m.incomplete,
         completed=m.completed,
         # 0.0 is StepMetrics' default when the file did not carry it (a sweep JSON's

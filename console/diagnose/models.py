@@ -196,6 +196,9 @@ class KneeInfo(Frozen):
     next_concurrency: int | None = None
     gain_pct: float | None = None
     sentence: str = ""
+    # A request-rate sweep's knee is a rate (console.bench.knee): `level` holds it.
+    axis: str = "concurrency"
+    level: float | None = None
 
 
 class Diagnosis(Frozen):

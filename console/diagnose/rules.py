@@ -659,8 +659,8 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
         c = step.client
-        if c is None or c.measured_concurrency is None:
-            continue
+        if c is None or c.measured_concurrency is None or c.target < 1:
+            continue  # target 0: an open-loop step holds no set number of streams
         # The engine's own warning (a worker above 75% CPU or event-loop lag p99 > 20 ms,
         # AIPerf's thresholds) says the client may distort the step; holding fewer streams
         # than asked says by how much: throughput follows the streams actually held.
@@ -719,8 +719,8 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.all:
         c = step.client
-        if c is None or not c.num_prompts:
-            continue
+        if c is None or not c.num_prompts or c.target < 1:
+            continue  # an open-loop step's requests arrive at a rate: no waves to count
         waves = c.num_prompts / c.target
         # A step the client measured at steady state was long enough, however few its waves:
         # the step tables mark it ok with `steady.reached`, and its figure is the window's.

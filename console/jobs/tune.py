@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 
 from console.bench.abplan import Pass, plan_passes
 from console.bench.models import StepResult
+from console.bench.slo import slo_knee, slo_text
 from console.bench.verdict import Verdict, judge
 from console.config_models import ServerProfile
 from console.diagnose.models import Diagnosis
@@ -48,7 +49,7 @@ from console.jobs.tune_models import (
     apply,
     state_json,
 )
-from console.jobs.tune_objective import ObjectiveFn
+from console.jobs.tune_objective import ObjectiveFn, value_text
 from console.jobs.tune_plan import actionable, candidates, not_actionable_note
 from console.store.db import RunStore
 
@@ -79,14 +80,43 @@ def tuned_profile(state: TuneState) -> ServerProfile:
 
 
 def values_at(steps: Sequence[StepResult], value: ObjectiveFn) -> dict[int, float]:
-    """Mean objective per level over the ok steps."""
+    """Mean objective per level over the ok steps that have one (a step without an SLO
+    result or power samples has none, and is not read as 0)."""
     out: dict[int, list[float]] = {}
     for s in steps:
         if s.status == "ok" and s.metrics is not None:
-            v = value(s.metrics)
-            if math.isfinite(v):
+            v = value(s)
+            if v is not None and math.isfinite(v):
                 out.setdefault(s.concurrency, []).append(v)
     return {c: sum(v) / len(v) for c, v in out.items()}
+
+
+def unmeasurable(state: TuneState) -> str | None:
+    """Why the starting sweep cannot guide this objective, or None: no step had a value (no
+    power sampled for tok/J), or it is 0 at every level (goodput: the SLO missed everywhere,
+    so no change can be judged in %)."""
+    goal = state.request.goal
+    if not state.start_value:
+        why = ("no GPU power was sampled during the sweep" if goal.name == "tok-per-joule"
+               else "no step measured it")
+        return f"the objective {goal.label} cannot be measured: {why}"
+    if not any(v > 0 for v in state.start_value.values()):
+        slo = state.request.spec.slo
+        said = f" ({slo_text(slo)})" if slo is not None else ""
+        return (f"{goal.label} is 0 at every level of the starting sweep: no request met the "
+                f"SLO{said}; loosen it or sweep lower levels")
+    return None
+
+
+def ab_levels(cand: Candidate, state: TuneState) -> list[int]:
+    """Where the A/B judges the candidate: the cause's levels, and, for an objective that can
+    read 0 (goodput), the highest level where the good profile's value is above 0 when it is
+    0 at a cause's level (a % change of 0 is none: the verdict leaves such a level out)."""
+    goal = state.request.goal
+    if not goal.zero_is_value or all(state.value.get(c, 1.0) > 0 for c in cand.levels):
+        return cand.levels
+    above = [c for c, v in state.value.items() if v > 0]
+    return sorted({*cand.levels, max(above)}) if above else cand.levels
 
 
 def kept_by(verdict: Verdict) -> tuple[bool, str]:
@@ -188,11 +218,27 @@ class Tuner:
                 self.state.notes.append(note)
         return diagnosis
 
-    def objective_met(self) -> bool:
-        target = self.request.target
-        if target is None or not self.state.value:
-            return False
-        return self.state.value[max(self.state.value)] >= target
+    def objective_met(self) -> str | None:
+        """Why the objective counts as met (`--target` reached at the top level), or None.
+        Meeting the SLO at every level does not end a goodput tune: goodput is then the
+        request rate, which a kept change can still raise; it is noted once."""
+        self._note_slo_met()
+        target, value = self.request.target, self.state.value
+        if target is None or not value or value[max(value)] < target:
+            return None
+        goal = self.request.goal
+        return (f"objective met: {value_text(value[max(value)], goal)} at {max(value)} "
+                f"(target {value_text(target, goal)})")
+
+    def _note_slo_met(self) -> None:
+        slo, run_id = self.request.spec.slo, self.state.current_run
+        if slo is None or run_id is None or self.request.goal.name != "goodput":
+            return
+        knee = slo_knee(self.store.get_run(run_id).steps, slo)
+        note = ("the SLO is met at every level: goodput now rises only with the request "
+                "rate, which the tune goes on raising while a cause is actionable")
+        if knee.kind == "meets-all" and note not in self.state.notes:
+            self.state.notes.append(note)
 
     def budget_left(self, planned_restarts: int) -> str | None:
         """None, or why the next A/B does not fit the budget."""
@@ -376,15 +422,19 @@ class Tuner:
         while True:
             self._check_stop()
             diagnosis = self.diagnose()
-            if self.objective_met():
-                return self._finish(f"objective met: {self.request.target:g} tok/s")
+            met = self.objective_met()
+            if met:
+                return self._finish(met)
+            if not state.ladder and (why := unmeasurable(state)):
+                return self._finish(why)
             todo = candidates(diagnosis, state.good_profile(), self.request.spec.concurrency,
                               state.tried)
             if not todo:
                 return self._finish(self._nothing_left(diagnosis))
             kept = False
-            for cand in todo:
+            for found in todo:
                 self._check_stop()
+                cand = found.model_copy(update={"levels": ab_levels(found, state)})
                 short = self.budget_left(self.planned_restarts(cand))
                 if short:
                     if self.running != "good":
@@ -393,7 +443,7 @@ class Tuner:
                 rung = await self.attempt(cand)
                 state.in_flight = None
                 state.ladder.append(rung)
-                state.tried.append(cand.change.key())
+                state.tried.append(found.change.key())
                 self.say(TuneProgress("verdict", f"{rung.cause}: {rung.outcome}: "
                                                  f"{rung.reason}", rung))
                 self.persist()
@@ -458,5 +508,5 @@ def load_state(store: RunStore, tune_id: int) -> TuneState:
     return TuneState.model_validate(found[1])
 
 
-__all__ = ["Change", "TuneError", "apply", "kept_by", "load_state", "new_state", "run_tune",
-           "tuned_profile", "values_at"]
+__all__ = ["Change", "TuneError", "ab_levels", "apply", "kept_by", "load_state", "new_state",
+           "run_tune", "tuned_profile", "unmeasurable", "values_at"]

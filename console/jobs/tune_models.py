@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from console.config_models import FlagValue, ServerProfile, SweepPreset
 from console.jobs.tune_objective import DEFAULT_OBJECTIVE, Objective, objective
@@ -100,13 +100,20 @@ class TuneRequest(_Model):
     budget_restarts: int | None = None
     budget_minutes: float | None = None
     repeats: int = 2  # per side of each A/B, interleaved
-    target: float | None = None  # objective met: this many tok/s at the measured level
+    target: float | None = None  # objective met: this much (in its unit) at the top level
 
     @field_validator("objective")
     @classmethod
     def _known(cls, value: str) -> str:
         objective(value)
         return value
+
+    @model_validator(mode="after")
+    def _slo_for_goodput(self) -> TuneRequest:
+        if self.goal.needs_slo and self.spec.slo is None:
+            raise ValueError(f"the {self.objective} objective needs an SLO: pass --slo "
+                             "ttft_p99_ms=...,itl_p99_ms=...,e2e_p99_ms=... (or a preset's slo)")
+        return self
 
     @property
     def goal(self) -> Objective:
@@ -166,10 +173,17 @@ LADDER_HEADER = ("step", "cause", "change", "verdict (knee)", "outcome", "cum. g
                  "restarts", "min")
 
 
+def ladder_header(state: TuneState) -> tuple[str, ...]:
+    """LADDER_HEADER with the verdict naming what it judged ("verdict (knee, output tok/J)")."""
+    head = list(LADDER_HEADER)
+    head[3] = f"verdict (knee, {state.request.metric})"
+    return tuple(head)
+
+
 def ladder_rows(state: TuneState) -> list[tuple[str, ...]]:
     """Rows for a plain table: step, cause, change, verdict at the knee, cumulative gain,
     restarts, minutes."""
-    rows: list[tuple[str, ...]] = [LADDER_HEADER]
+    rows: list[tuple[str, ...]] = [ladder_header(state)]
     for r in state.ladder:
         verdict = (f"{r.delta_pct:+.1f}% \u00b1 {r.half_width_pct:.1f}% at "
                    f"{','.join(map(str, r.levels))}"
@@ -183,4 +197,6 @@ def ladder_rows(state: TuneState) -> list[tuple[str, ...]]:
 def state_json(state: TuneState, tune_id: int | None = None) -> dict[str, Any]:
     data = state.model_dump(mode="json")
     data["id"] = tune_id
+    goal = state.request.goal  # what `value`, `start_value` and the deltas are of
+    data["objective"] = {"name": goal.name, "label": goal.label, "unit": goal.unit}
     return data

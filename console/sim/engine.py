@@ -27,6 +27,7 @@ from console.sim import shapes
 from console.sim.config import SimConfig
 from console.sim.logs import SimLog
 from console.sim.noise import GpuNoise
+from console.sim.radix import Node, RadixCache
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
 
 NEW_TOKEN_RATIO_INIT = 0.7
@@ -47,6 +48,9 @@ class Req:
     ordinal: int
     created: float
     eos_at: int | None = None  # output index where EOS is sampled (None: never, ignore_eos)
+    ids: list[int] | None = None  # prompt token ids, for the prefix cache (None: uncacheable)
+    cached: int = 0  # prompt tokens the prefix cache supplied at admission
+    node: Node | None = None  # the prefix-cache node this request locks
     output_ids: list[int] = field(default_factory=list)
     prefilled: int = 0
     kv: int = 0
@@ -201,11 +205,15 @@ class BaseEngine:
         # Admitted by the prefill step in progress: out of the queue, not yet running (a drain
         # or a flush that looked only at those two saw nothing in flight).
         self.prefilling: list[Req] = []
+        # SGLang's radix cache, on unless --disable-radix-cache (server_args.py); the ideal
+        # engine never prefills, so it has none.
+        self.tree: RadixCache | None = None
 
-    def new_req(self, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
+    def new_req(self, rid: str, input_len: int, max_new: int, ignore_eos: bool,
+                ids: list[int] | None = None) -> Req:
         ordinal = next(self._ordinal)
         req = Req(rid=rid, input_len=max(1, input_len), max_new=max(1, max_new),
-                  ordinal=ordinal, created=time.monotonic())
+                  ordinal=ordinal, created=time.monotonic(), ids=ids)
         if not ignore_eos:
             # A real model samples EOS somewhere; most benchmark-length requests run to length.
             draw = ((ordinal + 1) * 2654435761) % 1000
@@ -226,8 +234,7 @@ class BaseEngine:
             self.waiting.remove(req)
         elif req in self.running:
             self.running.remove(req)
-        self.kv_used -= req.kv
-        req.kv = 0
+        self._free(req)
         self._finish(req, {"type": "abort", "message": "Abort request.", "status_code": 200,
                            "err_type": None}, time.monotonic())
         self.stats.num_aborted_total += 1
@@ -243,6 +250,23 @@ class BaseEngine:
     @property
     def in_flight(self) -> int:
         return len(self.waiting) + len(self.prefilling) + len(self.running)
+
+    def _free(self, req: Req) -> None:
+        """Give back the request's own KV and its lock on the prefix cache, caching nothing
+        (an abort or a retraction: mem_cache/common.py release_kv_cache(checkpoint=False))."""
+        self.kv_used -= req.kv
+        req.kv = 0
+        self._unlock(req)
+
+    def _unlock(self, req: Req) -> None:
+        if req.node is not None and self.tree is not None:
+            self.kv_used -= self.tree.unlock(req.node)
+        req.node = None
+
+    def flush_prefix_cache(self) -> None:
+        """/flush_cache empties the tree (Scheduler.flush_cache -> tree_cache.reset())."""
+        if self.tree is not None:
+            self.tree.reset()
 
     def _finish(self, req: Req, reason: dict[str, Any], now: float) -> None:
         req.finished = True
@@ -308,6 +332,9 @@ class Engine(BaseEngine):
         self.last_step_kind = "idle"
         # SGLang's `is_mixed_chunk`: --enable-mixed-chunk only acts with chunked prefill on.
         self.mixed_chunk = bool(cfg.server_args.get("enable_mixed_chunk")) and chunked > 0
+        if not cfg.server_args.get("disable_radix_cache"):
+            self.tree = RadixCache()
+        self._batch_cached = 0  # #cached-token of the prefill batch being built
 
     # ---- scheduling -------------------------------------------------------------------------
     def _reserved_future(self, extra: list[Req]) -> float:
@@ -330,14 +357,20 @@ class Engine(BaseEngine):
             if tokens >= self.chunk_budget:
                 break
             req = self.waiting[0]
+            fresh = req.prefilled == 0
+            if fresh:
+                self._match_prefix(req)
             need = req.prefill_need - req.prefilled
             free = self.capacity - self.kv_used - self._reserved_future(done)
-            if req.prefilled == 0 and need + 1 > free and (self.running or done):
+            if fresh and need + 1 > free and (self.running or done):
+                self._unmatch(req)
                 break  # KV full: wait in the queue until running requests finish
+            if fresh:
+                self._batch_cached += req.cached  # PrefillAdder.log_hit_tokens += prefix_len
             take = min(need, self.chunk_budget - tokens)
             req.prefilled += take
             req.kv += take
-            self.kv_used += take
+            self._alloc(take)
             tokens += take
             if req.prefilled >= req.prefill_need:
                 self.waiting.popleft()
@@ -346,6 +379,52 @@ class Engine(BaseEngine):
                 partial.append(req)
                 break
         return done, tokens - decoding, partial
+
+    def _alloc(self, tokens: int) -> None:
+        """Take `tokens` KV slots, evicting least-recently-used cached prefixes when the pool
+        has no free slot left (schedule_batch.py alloc_token_slots -> tree_cache.evict)."""
+        self.kv_used += tokens
+        tree = self.tree
+        if tree is not None:
+            excess = self.kv_used + tree.evictable - self.capacity
+            if excess > 0:
+                tree.evict(excess)
+
+    def _key(self, req: Req) -> list[int] | None:
+        """The tokens whose KV the request holds: prompt, then what it generated."""
+        if req.ids is None:
+            return None
+        return req.ids + req.output_ids if req.output_ids else req.ids
+
+    def _match_prefix(self, req: Req) -> None:
+        """Admission: the cached prefix needs no prefill (at most input - 1 tokens:
+        schedule_batch.py `_compute_max_prefix_len`); the request locks it."""
+        key = self._key(req)
+        if self.tree is None or key is None or len(key) < 2:
+            return
+        matched, node = self.tree.match(key[: len(key) - 1])
+        if matched:
+            self.kv_used += self.tree.lock(node)
+            req.node, req.cached, req.prefilled = node, matched, matched
+
+    def _unmatch(self, req: Req) -> None:
+        self._unlock(req)
+        req.cached = req.prefilled = 0
+
+    def _checkpoint(self, req: Req) -> None:
+        """After its prefill the prompt joins the tree, so later requests share it while this
+        one still runs (batch_result_processor.py checkpoint_kv_cache); the request's own
+        copy of those tokens becomes the tree's."""
+        key = self._key(req)
+        tree = self.tree
+        if tree is None or key is None:
+            return
+        _, node = tree.insert(key)
+        self.kv_used += tree.lock(node)
+        self._unlock(req)
+        req.node = node
+        self.kv_used -= req.kv
+        req.kv = 0
 
     def _retract_for_decode(self) -> None:
         if self.kv_used + len(self.running) <= self.capacity:
@@ -361,9 +440,8 @@ class Engine(BaseEngine):
                 self.running.append(req)
                 break
             gained += req.kv
-            self.kv_used -= req.kv
-            req.kv = 0
-            req.prefilled = 0
+            self._free(req)
+            req.prefilled = req.cached = 0
             req.num_retractions += 1
             self.waiting.appendleft(req)
             retracted += 1
@@ -476,6 +554,9 @@ class Engine(BaseEngine):
         if riding:
             self._advance_running(stamp)
             self._log_tokens += riding
+        for req in done:
+            if not req.finished:
+                self._checkpoint(req)
         # Aborted while prefilling: finished already, never running.
         self.running.extend(r for r in done if self._next_token(r, stamp))
         return t_end
@@ -518,8 +599,13 @@ class Engine(BaseEngine):
         return parts
 
     def _release(self, req: Req) -> None:
-        self.kv_used -= req.kv
-        req.kv = 0
+        """A finished request's prompt and output stay cached, unlocked (evictable):
+        mem_cache/common.py release_kv_cache(checkpoint=True)."""
+        key = self._key(req)
+        if self.tree is not None and key is not None:
+            self.tree.insert(key[: len(key) - 1])  # the last token's KV was never computed
+        self._free(req)
+        self._alloc(0)  # evict if the tree outgrew the pool
 
     # ---- logging ----------------------------------------------------------------------------
     def _log_prefill(self, done: list[Req], partial: list[Req], new_tokens: int) -> None:
@@ -530,8 +616,9 @@ class Engine(BaseEngine):
         sa = self.cfg.server_args
         graph = sa["cuda_graph_backend_prefill"] != "disabled" and new_tokens <= int(
             sa["cuda_graph_max_bs_prefill"])
+        cached, self._batch_cached = self._batch_cached, 0
         self.log.sglang(shapes.prefill_batch(
-            self.cfg.traits, seqs=len(done) + len(partial), new=new_tokens, cached=0,
+            self.cfg.traits, seqs=len(done) + len(partial), new=new_tokens, cached=cached,
             usage=self.kv_used / self.capacity, running=len(self.running),
             queued=len(self.waiting) - len(partial), pending=pending, graph=graph,
             throughput=new_tokens / gap), self.prefix)

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from console.sim.engine import Req
-from console.sim.tokens import count_prompt_tokens, json_pieces, pieces
+from console.sim.tokens import json_pieces, pieces, text_ids
 
 DEFAULT_MAX_NEW_TOKENS = 128  # SGLang's SamplingParams default
 DONE = b"data: [DONE]\n\n"
@@ -27,42 +27,62 @@ def new_rid() -> str:
     return uuid.uuid4().hex
 
 
-def prompt_len_native(body: dict[str, Any]) -> int:
+def prompt_ids_native(body: dict[str, Any]) -> list[int]:
     ids = body.get("input_ids")
     if ids is not None:
         if isinstance(ids, list) and ids and isinstance(ids[0], list):
             raise BadRequest("batched input_ids are not supported by the simulator")
-        if not isinstance(ids, list):
-            raise BadRequest("input_ids must be a list of ints")
-        return len(ids)
+        return _token_ids(ids, "input_ids")
     text = body.get("text")
     if isinstance(text, list):
         raise BadRequest("batched text is not supported by the simulator")
     if not isinstance(text, str):
         raise BadRequest("Either text, input_ids or input_embeds should be provided.")
-    return count_prompt_tokens(text)
+    return text_ids(text)
 
 
-def prompt_len_openai(prompt: Any) -> int:
+def _token_ids(ids: Any, name: str) -> list[int]:
+    """Token ids as the prefix cache keys them: ints inside any vocabulary (a real server
+    rejects the rest too, on its embedding lookup)."""
+    if not isinstance(ids, list) or not all(
+            type(i) is int and 0 <= i < 1 << 31 for i in ids):
+        raise BadRequest(f"{name} must be a list of token ids (non-negative ints)")
+    return ids
+
+
+def prompt_ids_openai(prompt: Any) -> list[int]:
     if isinstance(prompt, str):
-        return count_prompt_tokens(prompt)
+        return text_ids(prompt)
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-        return len(prompt)
+        return _token_ids(prompt, "prompt")
     if isinstance(prompt, list) and len(prompt) == 1:
-        return prompt_len_openai(prompt[0])
+        return prompt_ids_openai(prompt[0])
     raise BadRequest("prompt must be a string, a list of one string, or a list of token ids")
 
 
-def prompt_len_chat(messages: Any) -> int:
+# The chat template, ChatML-like: <s>, then per message <|im_start|> role \n content
+# <|im_end|> (4 + content tokens), then the generation prompt <|im_start|> assistant \n (3).
+# The generation prompt is the assistant message's own header, so a next turn that carries
+# the answer shares every token of this turn's prompt and output with it (prefix-cache hits).
+_IM_START, _IM_END, _NL = -1, -2, -3
+_ROLES = {"system": -10, "user": -11, "assistant": -12}
+
+
+def prompt_ids_chat(messages: Any) -> list[int]:
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages must be a non-empty list")
-    total = 1  # BOS
+    ids = [1]  # BOS
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
+        role = message.get("role") if isinstance(message, dict) else None
         if isinstance(content, list):  # multi-part content: count the text parts
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        total += 4 + (count_prompt_tokens(content) if isinstance(content, str) else 0)
-    return total + 3  # the assistant header of the chat template
+        ids += (_IM_START, _ROLES.get(role, -13) if isinstance(role, str) else -13, _NL)
+        if isinstance(content, str):
+            ids += text_ids(content)
+        ids.append(_IM_END)
+    ids += (_IM_START, _ROLES["assistant"], _NL)
+    return ids
 
 
 def text_of(ids: list[int], start: int = 0) -> str:
@@ -80,7 +100,7 @@ def meta_info(req: Req, final: bool) -> str:
     out = (
         f'{{"id":"{req.rid}","finish_reason":{fr},"prompt_tokens":{req.input_len},'
         f'"weight_version":"default","num_retractions":{req.num_retractions},'
-        f'"reasoning_tokens":0,"completion_tokens":{len(req.output_ids)},"cached_tokens":0'
+        f'"reasoning_tokens":0,"completion_tokens":{len(req.output_ids)},"cached_tokens":{req.cached}'
     )
     if final:
         end = req.finish_time or time.monotonic()

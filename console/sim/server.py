@@ -280,6 +280,7 @@ async def flush_cache(request: web.Request) -> web.Response:
             engine.prefix,
         )
         return web.Response(text="Flush cache failed.\n", status=400)
+    engine.flush_prefix_cache()
     state.log.sglang("Cache flushed successfully!", engine.prefix)
     return web.Response(text=FLUSH_OK)
 
@@ -386,9 +387,10 @@ def _check_context(cfg: SimConfig, input_len: int, max_new: int) -> None:
         )
 
 
-def _submit(state: SimState, rid: str, input_len: int, max_new: int, ignore_eos: bool) -> Req:
+def _submit(state: SimState, rid: str, ids: list[int], max_new: int, ignore_eos: bool) -> Req:
+    input_len = len(ids)
     _check_context(state.cfg, input_len, max_new)
-    req = state.engine.new_req(rid, input_len, max_new, ignore_eos)
+    req = state.engine.new_req(rid, input_len, max_new, ignore_eos, ids)
     state.engine.submit(req)
     state.first_request_seen.set()
     return req
@@ -431,10 +433,10 @@ async def generate(request: web.Request) -> web.StreamResponse:
     try:
         body = await _read_json(request)
         params = body.get("sampling_params") or {}
-        input_len = P.prompt_len_native(body)
+        ids = P.prompt_ids_native(body)
         max_new = int(params.get("max_new_tokens") or P.DEFAULT_MAX_NEW_TOKENS)
         rid = str(body.get("rid") or P.new_rid())
-        req = _submit(state, rid, input_len, max_new, bool(params.get("ignore_eos")))
+        req = _submit(state, rid, ids, max_new, bool(params.get("ignore_eos")))
     except (P.BadRequest, TypeError, ValueError) as exc:
         return _error(str(exc))
     if not body.get("stream"):
@@ -479,15 +481,16 @@ async def openai(request: web.Request) -> web.StreamResponse:
     try:
         body = await _read_json(request)
         if chat:
-            input_len = P.prompt_len_chat(body.get("messages"))
+            ids = P.prompt_ids_chat(body.get("messages"))
             max_new = body.get("max_completion_tokens") or body.get("max_tokens")
         else:
-            input_len = P.prompt_len_openai(body.get("prompt"))
+            ids = P.prompt_ids_openai(body.get("prompt"))
             max_new = body.get("max_tokens")
+        input_len = len(ids)
         max_new = int(max_new) if max_new is not None else (
             P.DEFAULT_MAX_NEW_TOKENS if not chat else state.cfg.context_len - input_len - 1)
         rid = P.new_rid()
-        req = _submit(state, rid, input_len, max(1, max_new), bool(body.get("ignore_eos")))
+        req = _submit(state, rid, ids, max(1, max_new), bool(body.get("ignore_eos")))
     except (P.BadRequest, TypeError, ValueError) as exc:
         return _json({"object": "error", "message": str(exc), "type": "BadRequestError",
                       "param": None, "code": 400}, 400)

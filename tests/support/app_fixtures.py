@@ -157,7 +157,8 @@ def server_stats() -> Any:
     return aggregator.snapshot()
 
 
-def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[SessionEvent]:
+def demo_events(host: str = "demo", *, sweep_running: bool = False,
+                points: list[Any] | None = None) -> list[SessionEvent]:
     events: list[SessionEvent] = [
         ConnectionChanged(host, "connected"),
         ServerUpdate(host, "ready", version="0.5.23", profile="cutlass-moe", since=SERVER_SINCE),
@@ -168,7 +169,7 @@ def demo_events(host: str = "demo", *, sweep_running: bool = False) -> list[Sess
     ]
     events.append(StatsUpdate(host, server_stats()))
     run = "run-7"
-    points = sweep_points()
+    points = sweep_points() if points is None else points
     for point in points:
         events.append(SweepPointDone(host, run, point))
     if sweep_running:
@@ -241,6 +242,7 @@ def make_app(
     theme: str | None = None,
     keymap: dict[str, str] | None = None,
     with_ab: bool = False,
+    points: list[Any] | None = None,
     **ui: Any,
 ) -> Any:
     from console.app.app import PlateauApp
@@ -251,7 +253,7 @@ def make_app(
     sessions = [
         ReplaySession.from_events(
             host,
-            demo_events(host.name, sweep_running=sweep_running)
+            demo_events(host.name, sweep_running=sweep_running, points=points)
             + (ab_events(host.name) if with_ab else []),
             clock=fixed_clock,
         )

@@ -30,9 +30,11 @@ from typing import Any
 from unittest import mock
 
 import console.sim.engine as sim_engine
+from console.bench.energy import step_energy
 from console.bench.engines import client_warning, prompts_for
 from console.bench.metrics import RequestRecord, step_metrics
 from console.bench.models import StepResult
+from console.bench.slo import attainment
 from console.bench.steady import steady_state
 from console.config_models import SweepPreset
 from console.diagnose.diagnose import diagnose
@@ -218,10 +220,16 @@ class _Driver:
             "client_cpu_max": cpu, "client_loop_lag_p99_ms": lag,
             "client_warning": (client_warning(cpu, lag)
                                if cpu is not None and lag is not None else None),
-            "steady": steady_state(records, concurrency, ratio=self.spec.steady_ratio)})
+            "steady": steady_state(records, concurrency, ratio=self.spec.steady_ratio),
+            # as console/bench/engines.py counts it when the sweep has an SLO
+            "slo": attainment(records, self.spec.slo, metrics.duration_s)
+            if self.spec.slo is not None else None})
         result = StepResult(index=index, concurrency=concurrency, status="ok",
                             started_at=EPOCH + started, finished_at=EPOCH + finished,
                             metrics=metrics)
+        # as the sweep's evidence recorder adds it (console/diagnose/recorder.py)
+        result = result.model_copy(update={"energy": step_energy(
+            result, ((g.t, g.index, g.power_w) for g in self.gpu))})
         evidence = step_evidence(result, self.new_lines(), (), self.gpu)
         await asyncio.sleep(1.0)  # the sweep's pause between steps (flush, settle)
         return result, evidence

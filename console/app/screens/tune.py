@@ -19,8 +19,15 @@ from textual.widgets import DataTable, Static
 
 from console.app.contract import console_app
 from console.app.screens.views import HostScreen
-from console.app.tune_control import TuneControl, session_bench, tune_request
+from console.app.tune_control import (
+    TuneControl,
+    session_bench,
+    tune_objectives,
+    tune_preset,
+    tune_request,
+)
 from console.jobs.tune_models import TuneState
+from console.jobs.tune_objective import objective
 from console.session.state import HostState, current_profile
 from widgets.table_fill import fill_table
 
@@ -35,9 +42,10 @@ def control_of(tunes: dict[str, TuneControl], host: str) -> TuneControl:
 def status_lines(control: TuneControl, profile: str | None, preset: str) -> list[str]:
     """The view's head: what runs (or ran), its phase, and the totals so far."""
     state = control.state
+    goal = objective(control.objective).label
     if state is None:
         what = profile or "the host's profile"
-        return [f"no tune yet on {control.host}",
+        return [f"no tune yet on {control.host} · objective {goal} (o: change)",
                 f"Enter: tune {what} (preset {preset}): sweep, diagnose, A/B the top "
                 "cause's fix, keep it only on a real 'better'"]
     r = state.request
@@ -113,7 +121,8 @@ def detail_lines(control: TuneControl) -> list[str]:
     if control.running:
         out.append("x: stop at the next safe point (the last good profile keeps running)")
     else:
-        out.append("Enter: tune again (from the host's profile)")
+        out.append(f"Enter: tune again (from the host's profile) for "
+                   f"{objective(control.objective).label}; o: change the objective")
     return out
 
 
@@ -122,6 +131,7 @@ class TuneScreen(HostScreen):
     BINDINGS = [
         Binding("enter", "start_tune", "Tune", id="tune-start"),
         Binding("x", "stop_tune", "Stop tune", id="tune-stop"),
+        Binding("o", "cycle_objective", "Objective", id="tune-objective"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -161,7 +171,7 @@ class TuneScreen(HostScreen):
         control = self.control()
         session = app.sessions[app.active_host]
         profile = current_profile(session.state, session.host)
-        preset = tune_request(app.config, control.host, profile or "-").preset
+        preset = tune_preset(app.config)
         self.query_one("#tune-status", Static).update(
             Text("\n".join(status_lines(control, profile, preset))))
         labels, rows = ladder_table(control.state, self.size.width or WIDE_FROM)
@@ -193,13 +203,23 @@ class TuneScreen(HostScreen):
             said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.notify(f"Tune: {said}", severity="warning", markup=False)
             return
-        request = tune_request(app.config, session.host.name, profile)
+        request = tune_request(app.config, session.host.name, profile, control.objective)
         control.begin(new_state(request, app.config.profiles[profile]))
         self.app.run_worker(
             control.run(bench, store, app.profiles_dir,
                         on_saved=lambda name, p: app.add_profile(name, p, persist=False)),
             group="tune", exit_on_error=False,
             description=f"tune {profile} on {session.host.name}")
+
+    def action_cycle_objective(self) -> None:
+        """`o`: what the next tune raises (goodput offered when the preset has an SLO)."""
+        control = self.control()
+        if control.running:
+            self.notify("Objective: a tune is running (x stops it)", severity="warning",
+                        markup=False)
+            return
+        chosen = control.next_objective(tune_objectives(console_app(self).config))
+        self.notify(f"Tune objective: {objective(chosen).label}", markup=False)
 
     def action_stop_tune(self) -> None:
         if not self.control().stop():
