@@ -111,3 +111,37 @@ async def test_a_console_ab_runs_one_agent_and_one_follower(live_console: Any, s
             assert {"client", "gpu", "log"} <= set(evidence.sources), evidence.sources
             assert evidence.topology.num_gpus  # the session's agent's topology, teed
             assert evidence.steps and all(s.decode_rows and s.gpu for s in evidence.steps)
+
+
+@pytest.mark.slow
+async def test_a_console_tune_sweep_runs_one_agent_and_one_follower(
+    live_console: Any, sshd: Any
+) -> None:
+    """The Tune view's sweeps (the tune job's HostBench from the session) take the session's
+    taps too: while one measures, the host runs one agent and one follower, and its stored run
+    has the evidence those observers delivered."""
+    live = _over_ssh(live_console, sshd, "one-observer-tune")
+    app, session, state = live.app, live.session, live.session.state
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
+        await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
+        await wait_until(pilot, lambda: not session.restart_running, "the launch to end", 30)
+        with RunStore(live.root / "runs.db") as store:
+            bench = session.tune_bench(store)
+            profile = live.config.profiles["cutlass-moe"]
+            spec = live.config.sweeps["default"]
+            measuring = asyncio.ensure_future(bench.sweep(
+                "cutlass-moe", profile, spec, label="tune base", run_id=None, repeat_base=0,
+                finish=True))
+            seen: set[tuple[int, int]] = set()
+            while not measuring.done():
+                seen.add(await asyncio.to_thread(_host_programs, live.root))
+                await pilot.pause(0.1)
+            outcome = measuring.result()
+            assert seen == {(1, 1)}, seen
+            assert outcome.run_id is not None and len(outcome.steps) == 3
+            evidence = store.load_evidence(outcome.run_id)
+    assert evidence is not None
+    assert {"client", "gpu", "log"} <= set(evidence.sources), evidence.sources
+    assert evidence.topology.num_gpus  # the session's agent's topology, teed
+    assert evidence.steps and all(s.decode_rows and s.gpu for s in evidence.steps)

@@ -19,7 +19,9 @@ from console.bench.models import StepResult
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.diagnose import diagnose_stored
 from console.diagnose.models import Diagnosis
+from console.diagnose.sources import EvidenceSources
 from console.errors import PlateauError
+from console.jobs.ab import EvidenceFor
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
 from console.jobs.tune_models import Change, apply
@@ -87,13 +89,18 @@ def check_change(base: ServerProfile, change: Change, schema: FlagSchema | None
 
 
 class HostBench:
-    """The tuner's work on a real (or demo) host."""
+    """The tuner's work on a real (or demo) host. `evidence`: where a sweep's diagnosis
+    evidence comes from, given the launch record of the server it measures (the console: tees
+    of its session's own observers, as its sweeps and A/Bs use); None: standalone observers
+    (the CLI)."""
 
     def __init__(self, lifecycle: ServerLifecycle, store: RunStore | None, *,
-                 options: EngineOptions = DEFAULT_OPTIONS) -> None:
+                 options: EngineOptions = DEFAULT_OPTIONS,
+                 evidence: EvidenceFor | None = None) -> None:
         self.lifecycle = lifecycle
         self.store = store
         self.options = options
+        self.evidence = evidence
         self.host_name = lifecycle.host.name
 
     def lease(self, purpose: str) -> contextlib.AbstractAsyncContextManager[object]:
@@ -118,15 +125,26 @@ class HostBench:
     async def sweep(self, name: str, profile: ServerProfile, spec: SweepPreset, *,
                     label: str, run_id: int | None, repeat_base: int,
                     finish: bool) -> SweepOutcome:
-        async with on_host(self.lifecycle.transport, self.lifecycle.host, name,
-                           profile) as target:
+        async with contextlib.AsyncExitStack() as stack:
+            sources = await self._evidence(stack)
+            target = await stack.enter_async_context(
+                on_host(self.lifecycle.transport, self.lifecycle.host, name, profile))
             finished = await sweep(target, spec, store=self.store, label=label,
                                    options=self.options, run_id=run_id,
-                                   repeat_base=repeat_base, finish=finish)
+                                   repeat_base=repeat_base, finish=finish, evidence=sources)
         steps = tuple(finished.steps)
         if any(s.status != "ok" for s in steps) and not await self._alive():
             raise CandidateFailed(f"crashed during the sweep: {await self._crash_line()}")
         return SweepOutcome(finished.run_id, steps)
+
+    async def _evidence(self, stack: contextlib.AsyncExitStack) -> EvidenceSources | None:
+        """The session's tees for the running server, or None: the sweep's own observers."""
+        if self.evidence is None:
+            return None
+        record = await self.lifecycle.read_record()
+        if record is None:
+            return None
+        return await stack.enter_async_context(self.evidence(record))
 
     async def _alive(self) -> bool:
         status = await self.lifecycle.status()

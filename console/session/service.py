@@ -633,15 +633,20 @@ class HostSession(EventFeed):
 
     def tune_bench(self, store: RunStore) -> TuneBench:
         """The tune job's bench on this host: restarts through the lifecycle (waiting for the
-        GPU memory this session sees come back), sweeps stored in `store`."""
+        GPU memory this session sees come back), sweeps stored in `store` with this session's
+        evidence taps."""
         from console.errors import PlateauError
         from console.jobs.tune_bench import HostBench
 
         if self.transport is None:
             raise PlateauError(f"{self.host.name} is not connected")
-        life = adapters.lifecycle(self.transport, self.host, gpu_probe=self._gpu_memory,
+        transport = self.transport
+        life = adapters.lifecycle(transport, self.host, gpu_probe=self._gpu_memory,
                                   discovery=self.discovery)
-        return HostBench(life, store)
+        # Its sweeps observe the host through this session's agent, follower and scrape (one
+        # set of observers per host), as the console's sweeps and A/Bs do.
+        return HostBench(life, store,
+                         evidence=partial(self._side_evidence, transport))
 
     async def _ab(self, transport: Transport, request: ABRequest) -> None:
         a, b, preset = request.a, request.b, request.preset
