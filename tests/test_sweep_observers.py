@@ -47,6 +47,14 @@ def _over_ssh(live_console: Any, sshd: Any, name: str) -> Any:
     return live_console(host, sweeps={"default": SLOW_SWEEP})
 
 
+async def _launched(pilot: Any, live: Any) -> None:
+    """Until the launch has ended with a ready server and the agent is sampling."""
+    state = live.session.state
+    await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
+    await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
+    await wait_until(pilot, lambda: not live.session.restart_running, "the launch to end", 30)
+
+
 async def test_a_console_sweep_runs_one_agent_and_one_follower(
     live_console: Any, sshd: Any
 ) -> None:
@@ -86,9 +94,7 @@ async def test_a_console_ab_runs_one_agent_and_one_follower(live_console: Any, s
     live = _over_ssh(live_console, sshd, "one-observer-ab")
     app, session, state = live.app, live.session, live.session.state
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
-        await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
-        await wait_until(pilot, lambda: not session.restart_running, "the launch to end", 30)
+        await _launched(pilot, live)
         await session.start_ab(ABRequest("cutlass-moe", "triton-moe", repeats=1))
         await wait_until(pilot, lambda: state.ab is not None and state.ab.running, "A/B", 30)
         seen: dict[str, set[tuple[int, int]]] = {}
@@ -121,11 +127,9 @@ async def test_a_console_tune_sweep_runs_one_agent_and_one_follower(
     taps too: while one measures, the host runs one agent and one follower, and its stored run
     has the evidence those observers delivered."""
     live = _over_ssh(live_console, sshd, "one-observer-tune")
-    app, session, state = live.app, live.session, live.session.state
+    app, session = live.app, live.session
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: state.server_state == "ready", "server ready", 60)
-        await wait_until(pilot, lambda: state.gpu_sample is not None, "GPU samples", 30)
-        await wait_until(pilot, lambda: not session.restart_running, "the launch to end", 30)
+        await _launched(pilot, live)
         with RunStore(live.root / "runs.db") as store:
             bench = session.tune_bench(store)
             profile = live.config.profiles["cutlass-moe"]
