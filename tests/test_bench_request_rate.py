@@ -2,11 +2,13 @@
 unmodified, through the torch-free shim), same workload, same simulated server.
 
 The sim runs at --sim-speed 1 (the modelled GPU's own pace) so the server, not either Python
-client, sets the pace (at speed 20 SGLang's client is the bottleneck on a loaded 2-core
-machine). At a rate above the
-server's capacity both clients measure the server: on a quiet machine they agree within 2%
-(`tests/bench/bench_request_rate.py` prints the table); here, beside other tests on 2 loaded
-cores where SGLang's client falls behind first, within 5%.
+client, sets the pace. At a rate above the server's capacity both clients measure the server:
+on a quiet machine they agree within 2% (`tests/bench/bench_request_rate.py` prints the table;
+that figure is the benchmark's, not this test's). Beside other tests on 2 loaded cores either
+client can fall behind the server (a CI rehearsal saw native 0.73x of bench_serving at rate
+40), so this test checks what no machine's speed changes: the same requests and tokens on both
+sides, the rate recorded, and both throughputs within 2x of each other, which catches the
+errors that matter (total vs output tokens is 5x here, requests vs tokens 320x).
 Below capacity the throughput is the arrival process's own (N Poisson arrivals vary by about
 1/sqrt(N)), which the arrival tests check instead (tests/test_bench_workloads.py).
 """
@@ -76,6 +78,9 @@ def test_saturating_rate_throughput_agrees_with_bench_serving(
         assert m.completed == 48 and m.input_tokens == 48 * 256 and m.request_rate == rate
     native = statistics.fmean(m.total_tok_s for m in natives)
     bench = statistics.fmean(m.total_tok_s for m in benches)
-    assert native == pytest.approx(bench, rel=0.05)
-    assert statistics.fmean(m.request_per_s for m in natives) == pytest.approx(
-        statistics.fmean(m.request_per_s for m in benches), rel=0.05)
+    assert 0.5 < native / bench < 2.0, (native, bench)
+    native_rps = statistics.fmean(m.request_per_s for m in natives)
+    bench_rps = statistics.fmean(m.request_per_s for m in benches)
+    assert 0.5 < native_rps / bench_rps < 2.0, (native_rps, bench_rps)
+    # Tokens per request, which no machine's speed changes, agree exactly.
+    assert native / native_rps == pytest.approx(bench / bench_rps, rel=0.01)
