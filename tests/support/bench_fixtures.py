@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from console.bench.models import Distribution, StepMetrics, StepResult
-from tests.support.sim_fixtures import SimFactory, SimProcess
+
+if TYPE_CHECKING:  # imported at run time it is loaded before pytest can rewrite its asserts
+    from tests.support.sim_fixtures import SimFactory, SimProcess
 
 IDEAL_TTFT_MS = 20.0
 IDEAL_ITL_MS = 5.0
