@@ -58,8 +58,12 @@ class PlateauParser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> Any:  # argparse's signature: NoReturn
+        from console.text import sanitize
+
+        # The message quotes the user's words: a newline or an escape in one stays visible
+        # and the error stays one line.
         hint = f"`{self.prog} --help` lists the options"
-        self.exit(2, f"{self.prog}: error: {message}; {hint}\n")
+        self.exit(2, f"{self.prog}: error: {sanitize(message)}; {hint}\n")
 
     def unrecognized(self, extras: Sequence[str]) -> Any:
         """Words this (sub)command does not take, each with its closest option."""

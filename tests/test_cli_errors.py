@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
+from console.cli import build_parser, main
 from console.store.db import RunStore
 from console.store.models import RunMeta
 from tests.support.bench_fixtures import fake_step
@@ -92,3 +92,15 @@ async def test_a_failing_engine_prepare_does_not_leave_the_run_running(tmp_path:
                             store=store, snapshot_server_info=False)
         assert store.list_runs()[0].status == "failed"
     assert engine.closed
+
+
+def test_a_word_with_a_newline_is_quoted_on_the_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse quotes the user's word in its message: a newline or an escape in it must not
+    split the one error line (found by test_fuzz_cli's hypothesis run)."""
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["ab", "--", "--burstiness", "a\nb\x1b[31m"])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.rstrip("\n").splitlines()[-1]
+    assert last.startswith("plateau") and "unrecognized" in last and "\x1b" not in last
