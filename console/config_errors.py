@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,26 +93,35 @@ _TABLE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
 
 
-def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
-    """1-based line of every key assignment in TOML text, by key path (array-of-tables
-    entries carry their index: ("hosts", 3, "name")). Best effort, like locate_key."""
-    found: dict[tuple[str | int, ...], int] = {}
-    table: tuple[str | int, ...] = ()
+def _toml_lines(text: str) -> Iterator[tuple[int, list[str], int | None, list[str] | None]]:
+    """Each table header and key assignment in TOML text: (1-based line, the table's path,
+    its index when it is an array-of-tables entry, the key's parts or None for a header)."""
+    table: list[str] = []
+    index: int | None = None
     array_counts: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         table_match = _TABLE.match(raw)
         if table_match:
-            parts = _split_dotted(table_match.group(2))
+            table = _split_dotted(table_match.group(2))
+            index = None
             if table_match.group(1) == "[[":
-                name = ".".join(parts)
-                array_counts[name] = array_counts.get(name, -1) + 1
-                table = (*parts, array_counts[name])
-            else:
-                table = tuple(parts)
+                name = ".".join(table)
+                index = array_counts[name] = array_counts.get(name, -1) + 1
+            yield number, table, index, None
             continue
         key_match = _KEY.match(raw)
         if key_match:
-            found.setdefault((*table, *_split_dotted(key_match.group(1))), number)
+            yield number, table, index, _split_dotted(key_match.group(1))
+
+
+def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
+    """1-based line of every key assignment in TOML text, by key path (array-of-tables
+    entries carry their index: ("hosts", 3, "name")). Best effort, like locate_key."""
+    found: dict[tuple[str | int, ...], int] = {}
+    for number, table, index, key in _toml_lines(text):
+        if key is not None:
+            where: tuple[str | int, ...] = (*table, index) if index is not None else (*table,)
+            found.setdefault((*where, *key), number)
     return found
 
 
@@ -131,24 +141,11 @@ def locate_key(text: str, location: tuple[Any, ...], *, exact: bool = False) -> 
     Without `exact`, the line of the deepest enclosing key or table is returned."""
     wanted = [str(p) for p in location if not isinstance(p, int)]
     indexes = [p for p in location if isinstance(p, int)]
-    table: list[str] = []
-    array_counts: dict[str, int] = {}
     best: int | None = None
     best_len = -1
-    for number, raw in enumerate(text.splitlines(), start=1):
-        table_match = _TABLE.match(raw)
-        if table_match:
-            table = _split_dotted(table_match.group(2))
-            if table_match.group(1) == "[[":
-                name = ".".join(table)
-                array_counts[name] = array_counts.get(name, -1) + 1
-            path = table
-            if _array_index_matches(table, array_counts, indexes):
-                best, best_len = _better(path, wanted, number, best, best_len)
-            continue
-        key_match = _KEY.match(raw)
-        if key_match and _array_index_matches(table, array_counts, indexes):
-            path = table + _split_dotted(key_match.group(1))
+    for number, table, index, key in _toml_lines(text):
+        if index is None or not indexes or index == indexes[0]:
+            path = table if key is None else table + key
             best, best_len = _better(path, wanted, number, best, best_len)
     if exact and best_len != len(wanted):
         return None
@@ -161,15 +158,6 @@ def _better(
     if path == wanted[: len(path)] and len(path) > best_len:
         return number, len(path)
     return best, best_len
-
-
-def _array_index_matches(
-    table: list[str], array_counts: dict[str, int], indexes: list[int]
-) -> bool:
-    name = ".".join(table)
-    if name not in array_counts or not indexes:
-        return True
-    return array_counts[name] == indexes[0]
 
 
 def _split_dotted(key: str) -> list[str]:
