@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,3 +44,17 @@ class HostKeyError(TransportError):
     def __init__(self, message: str, problem: HostKeyProblem | None = None) -> None:
         super().__init__(message)
         self.problem = problem
+
+
+@contextlib.contextmanager
+def file_as_usage_error(prefix: str) -> Iterator[None]:
+    """A file the operator named that cannot be opened or read is one clear line,
+    `{prefix}: no such file` (or `is a directory`, or the system's reason)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise UsageError(f"{prefix}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{prefix}: is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"{prefix}: {exc.strerror or exc}") from None

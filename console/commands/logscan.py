@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import IO, Any
 
-from console.errors import PlateauError, UsageError
+from console.errors import PlateauError, file_as_usage_error
 from console.logs.assembler import EventAssembler
 from console.logs.bounded_lines import bounded_text_chunks
 from console.logs.models import Severity
@@ -50,14 +50,8 @@ def run(args: argparse.Namespace) -> int:
 def scan_path(path: str) -> ScanReport:
     if path == "-":
         return _scan_readable(sys.stdin.buffer, "<stdin>")
-    try:
+    with file_as_usage_error(f"logscan: {path}"):
         handle = open(path, "rb")  # noqa: SIM115 - closed below; errors mapped to one line
-    except FileNotFoundError:
-        raise UsageError(f"logscan: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"logscan: {path}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"logscan: {path}: {exc.strerror}") from None
     with handle:
         return _scan_readable(handle, path)
 

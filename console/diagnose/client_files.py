@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from console.bench.bench_serving import parse_jsonl, record_to_metrics
 from console.bench.models import StepResult
-from console.errors import UsageError
+from console.errors import UsageError, file_as_usage_error
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,8 @@ def read_client_files(paths: Sequence[str]) -> ClientSide | None:
 
 
 def _read(path: str) -> str:
-    try:
+    with file_as_usage_error(f"diagnose: {path}"):
         return Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise UsageError(f"diagnose: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"diagnose: {path}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"diagnose: {path}: {exc.strerror}") from None
 
 
 def _parse(text: str, path: str) -> tuple[str, list[StepResult], list[str]]:

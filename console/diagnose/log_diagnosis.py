@@ -15,7 +15,7 @@ from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
 from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
-from console.errors import UsageError
+from console.errors import file_as_usage_error
 from console.sglang.resolved import resolved_settings
 
 
@@ -39,14 +39,8 @@ class LogDiagnosis:
 def open_log(path: str) -> Iterator[str]:
     """The file's text in chunks that end at line ends (bad bytes replaced), for
     diagnose_log; one clear error when it cannot be read."""
-    try:
+    with file_as_usage_error(f"diagnose: {path}"):
         handle = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
-    except FileNotFoundError:
-        raise UsageError(f"diagnose: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"diagnose: {path}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"diagnose: {path}: {exc.strerror}") from None
     return _chunks(handle)
 
 

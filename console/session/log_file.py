@@ -13,7 +13,7 @@ from pathlib import Path
 
 from console.diagnose.client_files import read_client_files
 from console.diagnose.log_diagnosis import LogDiagnosis, diagnose_log, log_diagnosis_lines
-from console.errors import UsageError
+from console.errors import file_as_usage_error
 from console.logs.assembler import parse_lines
 from console.logs.server_stats import StatsAggregator
 from console.session.events import ConnectionChanged, LogBatch, Problem, SessionEvent, StatsUpdate
@@ -41,14 +41,8 @@ class LogFile:
 def read_text(path: str) -> str:
     """The file's text (bad bytes replaced, `\\r\\n` and `\\r` read as `\\n`); one clear
     error when it cannot be read."""
-    try:
+    with file_as_usage_error(f"--log {path}"):
         text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise UsageError(f"--log {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"--log {path}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"--log {path}: {exc.strerror or exc}") from None
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
