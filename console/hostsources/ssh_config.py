@@ -5,19 +5,33 @@ other hosts, it is no host) that `include` selects and `exclude` does not become
 then resolved the way `ssh ALIAS` resolves it, by asyncssh's own parser of the same file
 (first value wins, `Include`, `Match`, `%h`-style tokens): HostName, User, Port, ProxyJump,
 IdentityFile and UserKnownHostsFile. `ProxyCommand` has no equivalent here and is refused.
+
+An alias is a host only where its own `Host` line applies when ssh resolves that alias. This
+matters for `Include` inside a `Host` or `Match` block: OpenSSH reads such a file for a host
+only when the enclosing block applies to that host; otherwise it parses it with
+SSHCONF_NEVERMATCH, so no `Host` or `Match` in it ever applies (openssh-portable readconf.c,
+`process_config_line_depth`, `case oInclude:` passes `oactive ? 0 : SSHCONF_NEVERMATCH` to
+`read_config_file_depth`, and `case oHost:` never activates under that flag; commit
+0ef0f5a839831c213f24e3f2ae434765c607fb50). So aliases included under `Host *` are hosts;
+under `Host bastion` they are not (`ssh -G gpu-05` ignores their block: it would connect to
+`gpu-05` itself); under `Host gpu-*` or `Match host gpu-*` they are when they match. asyncssh
+skips an Include in an inactive block the same way (asyncssh/config.py, `SSHConfig.parse`),
+and console/hostsources/ssh_options.py notes which Host lines applied while it resolved.
 """
 
 from __future__ import annotations
 
-import getpass
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.hostsources.origin import HostSourceError
+
+if TYPE_CHECKING:  # asyncssh is imported only when an ssh config is configured
+    from console.hostsources.ssh_options import Resolved
 
 _WILDCARDS = ("*", "?", "!")
 _MAX_INCLUDE_DEPTH = 16  # OpenSSH's own READCONF_MAX_DEPTH
@@ -35,15 +49,24 @@ class SshHost:
 
 
 def ssh_hosts(path: Path, include: list[str], exclude: list[str]) -> list[SshHost]:
-    """The aliases of `path` (and the files it includes) selected by the patterns, resolved,
-    in file order; an alias named on several Host lines counts once (its first)."""
-    seen: dict[str, tuple[Path, int]] = {}
+    """The aliases of `path` (and the files it includes) selected by the patterns whose own
+    Host line applies when ssh resolves them, resolved, in file order; an alias named on
+    several Host lines counts once (its first that applies)."""
+    from console.hostsources.ssh_options import ssh_options
+
+    places: dict[str, list[tuple[Path, int]]] = {}
     for alias, where, line in _aliases(path, 0):
         selected = any(fnmatchcase(alias, p) for p in include)
         if selected and not any(fnmatchcase(alias, p) for p in exclude):
-            seen.setdefault(alias, (where, line))
-    return [SshHost(alias, where, line, resolve(path, alias, where, line))
-            for alias, (where, line) in seen.items()]
+            places.setdefault(alias, []).append((where, line))
+    found: list[SshHost] = []
+    for alias, candidates in places.items():
+        resolved = ssh_options(path, alias, *candidates[0])
+        applying = [place for place in candidates if place in resolved.applied]
+        if applying:
+            where, line = applying[0]
+            found.append(SshHost(alias, where, line, _values(path, alias, resolved, where, line)))
+    return found
 
 
 def _aliases(path: Path, depth: int) -> Iterator[tuple[str, Path, int]]:
@@ -90,9 +113,11 @@ def _included(patterns: list[str]) -> list[Path]:
     return found
 
 
-def resolve(path: Path, alias: str, where: Path, line: int) -> dict[str, Any]:
+def _values(
+    path: Path, alias: str, resolved: Resolved, where: Path, line: int
+) -> dict[str, Any]:
     """HostConfig keys for `ssh ALIAS` under the config at `path`."""
-    options = _options(path, alias, where, line)
+    options = resolved.options
     if options.get("ProxyCommand"):
         raise HostSourceError(f"{where}:{line} (Host {alias}): ProxyCommand is not supported "
                               "(ProxyJump is)")
@@ -112,25 +137,6 @@ def resolve(path: Path, alias: str, where: Path, line: int) -> dict[str, Any]:
     return values
 
 
-def _options(path: Path, alias: str, where: Path, line: int) -> dict[str, Any]:
-    from asyncssh.config import ConfigParseError, SSHClientConfig  # only when configured
-
-    try:
-        config = SSHClientConfig.load(None, [path], False, False, False,
-                                      getpass.getuser(), (), alias, ())
-    except ConfigParseError as exc:  # "FILE line N: reason", or a bare reason (a %-token)
-        location, _, reason = str(exc).partition(": ")
-        file, _, number = location.rpartition(" line ")
-        if number.isdigit():
-            raise HostSourceError(f"{file}:{number}: {reason}") from None
-        raise HostSourceError(f"{where}:{line} (Host {alias}): {exc}") from None
-    except OSError as exc:
-        raise HostSourceError(f"{where}:{line} (Host {alias}): {exc}") from None
-    return {name: config.get(name) for name in (
-        "Hostname", "User", "Port", "IdentityFile", "UserKnownHostsFile", "ProxyJump",
-        "ProxyCommand")}
-
-
 def _jump_chain(path: Path, jump: object, where: Path, line: int, depth: int) -> str | None:
     """ProxyJump as `[user@]host[:port]` hops, each resolved through the same file as ssh
     resolves it (its HostName, User, Port, and its own ProxyJump before it)."""
@@ -138,11 +144,13 @@ def _jump_chain(path: Path, jump: object, where: Path, line: int, depth: int) ->
         return None
     if depth >= _MAX_JUMP_DEPTH:
         raise HostSourceError(f"{where}:{line}: ProxyJump chain deeper than {_MAX_JUMP_DEPTH}")
+    from console.hostsources.ssh_options import ssh_options
+
     hops: list[str] = []
     for hop in jump.split(","):
         user, _, target = hop.rpartition("@")
         host, _, port = target.partition(":")
-        options = _options(path, host, where, line)
+        options = ssh_options(path, host, where, line).options
         before = _jump_chain(path, options.get("ProxyJump"), where, line, depth + 1)
         hops += [before] if before else []
         user = user or str(options.get("User") or "")
