@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ class LoadedConfig:
     text: str = ""
     host_origins: tuple[HostOrigin, ...] = ()
     """Where each of config.hosts came from (same order); empty: all from [[hosts]]."""
+    group_keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    """'FILE:LINE' of each (group, key) that an inventory's [groups.NAME] sets."""
 
     def host_source(self, index: int) -> str:
         """'FILE:LINE' of the host's entry (an ssh config one adds its alias)."""
@@ -54,6 +56,10 @@ class LoadedConfig:
             found = origin.where.get(str(key_path[2]))
             if found is not None or origin.kind != "config":
                 return found or "default"
+        if key_path[:1] == ("groups",) and len(key_path) > 2:
+            found = self.group_keys.get((str(key_path[1]), str(key_path[2])))
+            if found is not None:
+                return found
         if self.path is None:
             return "default"
         line = key_line(self._key_lines, key_path)
@@ -92,10 +98,10 @@ def load_config_file(path: Path) -> LoadedConfig:
         raise ConfigError(str(exc)) from None
     config = parse_config_text(text, path)
     try:
-        config, origins = expand_hosts(config, text, path)
+        config, origins, group_keys = expand_hosts(config, text, path)
     except HostSourceError as exc:
         raise ConfigError(sanitize(str(exc))) from None
-    return LoadedConfig(config, path, text, origins)
+    return LoadedConfig(config, path, text, origins, group_keys)
 
 
 def parse_config_text(text: str, path: Path) -> PlateauConfig:

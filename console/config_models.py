@@ -454,22 +454,28 @@ class PlateauConfig(StrictModel):
         others = self.inventory is not None or self.ssh_config is not None
         if self.default_host is not None and self.default_host not in names and not others:
             raise ValueError(f"default_host {self.default_host!r} is not one of the hosts")
+        # An inventory may define more groups: merge.py checks group names once it is read.
+        groups_known = self.inventory is None
         for host in self.hosts:
-            self.check_host_refs(host)
+            self.check_host_refs(host, groups=groups_known)
         for name, group in self.groups.items():
-            if group.profile is not None and group.profile not in self.profiles:
-                raise ValueError(f"group {name!r} names unknown profile {group.profile!r}")
-        if self.ssh_config is not None:
-            self._check_group(self.ssh_config.group, "ssh_config")
+            self.check_group_refs(name, group)
+        if self.ssh_config is not None and groups_known:
+            self.check_group(self.ssh_config.group, "ssh_config")
         return self
 
-    def check_host_refs(self, host: HostConfig) -> None:
-        """The profile and group a host names exist."""
+    def check_host_refs(self, host: HostConfig, *, groups: bool = True) -> None:
+        """The profile and (with `groups`) the group a host names exist."""
         if host.profile is not None and host.profile not in self.profiles:
             raise ValueError(f"host {host.name!r} names unknown profile {host.profile!r}")
-        self._check_group(host.group, f"host {host.name!r}")
+        if groups:
+            self.check_group(host.group, f"host {host.name!r}")
 
-    def _check_group(self, group: str | None, who: str) -> None:
+    def check_group_refs(self, name: str, group: HostGroup) -> None:
+        if group.profile is not None and group.profile not in self.profiles:
+            raise ValueError(f"group {name!r} names unknown profile {group.profile!r}")
+
+    def check_group(self, group: str | None, who: str) -> None:
         if group is not None and group not in self.groups:
             known = ", ".join(sorted(self.groups)) or "none defined"
             raise ValueError(f"{who} names unknown group {group!r} (groups: {known})")
@@ -490,7 +496,15 @@ class PlateauConfig(StrictModel):
 
 
 class InventoryFile(StrictModel):
-    """An inventory file (`inventory = "hosts.toml"`): [[hosts]] entries, the same keys as the
-    config's own (console/hostsources/inventory.py says why TOML)."""
+    """An inventory file (`inventory = "hosts.toml"`): [[hosts]] entries and [groups.NAME]
+    tables, the same keys as the config's own (console/hostsources/inventory.py says why TOML;
+    console/hostsources/merge.py how its groups join the config's)."""
 
     hosts: list[HostConfig] = Field(default_factory=list)
+    groups: dict[str, HostGroup] = Field(default_factory=dict)
+
+    @field_validator("groups")
+    @classmethod
+    def _check_names(cls, value: dict[str, object]) -> dict[str, object]:
+        _check_dict_keys(value, "group")
+        return value

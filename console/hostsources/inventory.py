@@ -1,5 +1,5 @@
 """The inventory file: `inventory = "hosts.toml"` in the config names a TOML file of
-[[hosts]] entries, the same keys as the config's own [[hosts]].
+[[hosts]] entries and [groups.NAME] tables, the same keys as the config's own.
 
 Why TOML and not an Ansible-style INI list: one parser and one error path (file, key, line,
 "did you mean"), the same validation of every key, and an entry moves between the config and
@@ -9,12 +9,13 @@ child groups) would be half-understood here, which is worse than not at all."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from console.config_errors import describe_validation_error, key_line, key_lines
-from console.config_models import HostConfig, InventoryFile
+from console.config_errors import describe_validation_error, key_line, key_lines, locate_key
+from console.config_models import HostConfig, HostGroup, InventoryFile
 from console.hostsources.origin import HostSourceError
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
@@ -23,12 +24,26 @@ from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 class Inventory:
     path: Path
     hosts: list[HostConfig]
-    lines: dict[tuple[str | int, ...], int]
-    """The line of each key (("hosts", 2, "name") -> 14)."""
+    groups: dict[str, HostGroup]
+    text: str
+
+    @cached_property
+    def lines(self) -> dict[tuple[str | int, ...], int]:
+        """The line of each key (("hosts", 2, "name") -> 14)."""
+        return key_lines(self.text)
 
     def where(self, *key: str | int) -> str:
         line = key_line(self.lines, key)
         return f"{self.path}:{line}" if line is not None else str(self.path)
+
+    def table(self, *key: str) -> str:
+        """'FILE:LINE' of a table's header ([groups.h200])."""
+        return table_where(self.path, self.text, key)
+
+
+def table_where(path: Path | None, text: str, key: tuple[str, ...]) -> str:
+    line = locate_key(text, key, exact=True)
+    return f"{path}:{line}" if line is not None else str(path or "config")
 
 
 def inventory_path(value: str, config_path: Path | None) -> Path:
@@ -51,4 +66,4 @@ def read_inventory(path: Path) -> Inventory:
         raise HostSourceError(f"{path}: values nested too deeply") from None
     except ValidationError as exc:
         raise HostSourceError(describe_validation_error(exc, text, path, InventoryFile)) from None
-    return Inventory(path, list(parsed.hosts), key_lines(text))
+    return Inventory(path, list(parsed.hosts), dict(parsed.groups), text)

@@ -1,5 +1,6 @@
 """All configured hosts in one list: the config's [[hosts]], then the inventory's, then the
-ssh config's selected aliases; each then takes its group's defaults for the keys it left out.
+ssh config's selected aliases; each then takes its group's defaults (the config's or the
+inventory's [groups.NAME], groups.py) for the keys it left out.
 
 A name defined twice in the config and the inventory is an error naming both places; an ssh
 alias with the name of an explicit entry is skipped (the explicit entry is the override)."""
@@ -12,7 +13,13 @@ from pydantic import ValidationError
 
 from console.config_errors import format_key, key_line, key_lines
 from console.config_models import HostConfig, HostGroup, PlateauConfig
-from console.hostsources.inventory import inventory_path, read_inventory
+from console.hostsources.groups import KeySource, check_config_groups, merge_groups
+from console.hostsources.inventory import (
+    Inventory,
+    inventory_path,
+    read_inventory,
+    table_where,
+)
 from console.hostsources.origin import HostOrigin, HostSourceError
 from console.hostsources.ssh_config import ssh_hosts
 
@@ -22,39 +29,51 @@ class _Main:
 
     def __init__(self, text: str, path: Path | None) -> None:
         self.path = path
+        self.text = text
         self.lines = key_lines(text) if path is not None else {}
 
     def where(self, *key: str | int) -> str:
         line = key_line(self.lines, key)
         return f"{self.path}:{line}" if line is not None else str(self.path or "config")
 
+    def table(self, *key: str) -> str:
+        return table_where(self.path, self.text, key)
+
 
 def expand_hosts(
     config: PlateauConfig, text: str, path: Path | None
-) -> tuple[PlateauConfig, tuple[HostOrigin, ...]]:
-    """`config` with every host source read in, and each host's origin (same order)."""
+) -> tuple[PlateauConfig, tuple[HostOrigin, ...], dict[tuple[str, str], str]]:
+    """`config` with every host source read in, each host's origin (same order), and
+    'FILE:LINE' of each (group, key) an inventory's [groups.NAME] sets."""
     main = _Main(text, path)
     hosts = list(config.hosts)
     origins = [HostOrigin("config", main.where("hosts", i, "name")) for i in range(len(hosts))]
+    owners: dict[str, KeySource] = dict.fromkeys(config.groups, main)
+    group_keys: dict[tuple[str, str], str] = {}
     if config.inventory is not None:
-        _add_inventory(config, main, hosts, origins)
+        inventory = read_inventory(inventory_path(config.inventory, main.path))
+        config, owners = merge_groups(config, main, inventory)
+        check_config_groups(config, main)
+        group_keys = {(name, key): inventory.where("groups", name, key)
+                      for name, group in inventory.groups.items()
+                      for key in group.model_fields_set}
+        _add_inventory(config, inventory, hosts, origins)
     if config.ssh_config is not None:
         _add_ssh_hosts(config, main, hosts, origins)
     for index, host in enumerate(hosts):
-        hosts[index] = _with_group(config, main, host, origins[index])
+        hosts[index] = _with_group(config, owners, host, origins[index])
     if config.default_host is not None and config.default_host not in {h.name for h in hosts}:
         raise HostSourceError(f"{main.where('default_host')}: default_host: "
                               f"{config.default_host!r} is not one of the hosts")
     if len(hosts) == len(config.hosts):
-        return config, tuple(origins)
-    return config.model_copy(update={"hosts": hosts}), tuple(origins)
+        return config, tuple(origins), group_keys
+    return config.model_copy(update={"hosts": hosts}), tuple(origins), group_keys
 
 
 def _add_inventory(
-    config: PlateauConfig, main: _Main, hosts: list[HostConfig], origins: list[HostOrigin]
+    config: PlateauConfig, inventory: Inventory, hosts: list[HostConfig],
+    origins: list[HostOrigin]
 ) -> None:
-    assert config.inventory is not None
-    inventory = read_inventory(inventory_path(config.inventory, main.path))
     known = {host.name: origin.source for host, origin in zip(hosts, origins, strict=True)}
     for index, host in enumerate(inventory.hosts):
         where = inventory.where("hosts", index, "name")
@@ -100,7 +119,7 @@ def _add_ssh_hosts(
 
 
 def _with_group(
-    config: PlateauConfig, main: _Main, host: HostConfig, origin: HostOrigin
+    config: PlateauConfig, owners: dict[str, KeySource], host: HostConfig, origin: HostOrigin
 ) -> HostConfig:
     """The host with its group's values for the keys it did not set itself."""
     if host.group is None:
@@ -108,6 +127,7 @@ def _with_group(
     group: HostGroup = config.groups[host.group]
     fill = {key: value for key, value in group.model_dump(exclude_none=True).items()
             if key not in host.model_fields_set}
+    owner = owners[host.group]
     for key in fill:
-        origin.where[key] = f"group {host.group} ({main.where('groups', host.group, key)})"
+        origin.where[key] = f"group {host.group} ({owner.where('groups', host.group, key)})"
     return host.model_copy(update=fill) if fill else host
