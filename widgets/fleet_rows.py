@@ -7,6 +7,7 @@ reasons are operator or server text.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -166,7 +167,15 @@ def _sweep(s: HostSummary) -> str:
         return NA
     if sweep.peak_tok_s is None:
         return f"running {sweep.step}/{sweep.total}" if sweep.running else NA
-    return f"{_si(sweep.peak_tok_s)}@{sweep.peak_concurrency}"
+    at = _axis_point(sweep.peak_concurrency, sweep.peak_request_rate)
+    return f"{_si(sweep.peak_tok_s)}@{at}"
+
+
+def _axis_point(concurrency: int | None, rate: float | None) -> str | None:
+    """A point on the sweep's axis: a concurrency, or a --request-rate sweep's rate."""
+    if rate is not None:
+        return "inf req/s" if math.isinf(rate) else f"{rate:g} req/s"
+    return None if concurrency is None else str(concurrency)
 
 
 def _knee(s: HostSummary) -> str:
@@ -174,7 +183,7 @@ def _knee(s: HostSummary) -> str:
     sweep = s.sweep
     if sweep is None or sweep.knee_kind is None:
         return NA
-    at = sweep.knee_concurrency
+    at = _axis_point(sweep.knee_concurrency, sweep.knee_request_rate)
     if sweep.knee_kind == "scaling":
         return "still rising"
     if sweep.knee_kind == "insufficient" or at is None:

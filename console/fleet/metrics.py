@@ -170,12 +170,21 @@ def _server(hosts: Sequence[HostView]) -> Iterator[Metric]:
 
 
 def _sweep(hosts: Sequence[HostView]) -> Iterator[Metric]:
+    """A sweep run with --request-rate has its peak and knee on the rate axis: they go to
+    `*_request_rate` gauges (requests per second, +Inf for "all at once"), not into the
+    `*_concurrency` ones with an axis label, since one metric name holds one unit
+    (https://prometheus.io/docs/practices/naming/); a host has one or the other."""
     labels = ("host", "run")
     peak = _gauge("plateau_sweep_peak_tokens_per_second",
                   "the last sweep's best total tokens per second (repeats averaged)", labels)
     peak_at = _gauge("plateau_sweep_peak_concurrency", "the concurrency of that peak", labels)
+    peak_rate = _gauge("plateau_sweep_peak_request_rate", "the offered request rate of that "
+                       "peak in a --request-rate sweep (requests per second)", labels)
     knee = _gauge("plateau_sweep_knee_concurrency",
                   "where the last sweep's throughput stops scaling", (*labels, "kind"))
+    knee_rate = _gauge("plateau_sweep_knee_request_rate", "where the last --request-rate "
+                       "sweep's throughput stops scaling (requests per second)",
+                       (*labels, "kind"))
     cause = InfoMetricFamily("plateau_sweep_cause", "the last sweep's diagnosed causes, "
                              "rank 1 the strongest", labels=[*labels, "rank"])
     for h in hosts:
@@ -183,14 +192,19 @@ def _sweep(hosts: Sequence[HostView]) -> Iterator[Metric]:
         if sweep is None or sweep.run_id is None:
             continue
         key = [h.summary.host, sweep.run_id]
-        if sweep.peak_tok_s is not None and sweep.peak_concurrency is not None:
+        if sweep.peak_tok_s is not None:
             peak.add_metric(key, sweep.peak_tok_s)
-            peak_at.add_metric(key, sweep.peak_concurrency)
-        if sweep.knee_concurrency is not None:
-            knee.add_metric([*key, sweep.knee_kind or ""], sweep.knee_concurrency)
+        for family, value in ((peak_at, sweep.peak_concurrency),
+                              (peak_rate, sweep.peak_request_rate)):
+            if value is not None:
+                family.add_metric(key, value)
+        for family, value in ((knee, sweep.knee_concurrency),
+                              (knee_rate, sweep.knee_request_rate)):
+            if value is not None:
+                family.add_metric([*key, sweep.knee_kind or ""], value)
         for rank, cause_id in enumerate(sweep.causes, 1):
             cause.add_metric([*key, str(rank)], {"cause": cause_id})
-    yield from (peak, peak_at, knee, cause)
+    yield from (peak, peak_at, peak_rate, knee, knee_rate, cause)
 
 
 def _ab(hosts: Sequence[HostView]) -> Iterator[Metric]:

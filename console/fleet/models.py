@@ -95,10 +95,16 @@ class SweepSummary(_Frozen):
     run_id: str | None = None
     points: int = 0
     peak_tok_s: float | None = None
+    axis: Literal["concurrency", "rate"] = "concurrency"
+    """The sweep's x axis: closed-loop concurrency, or the offered request rate of a sweep run
+    with --request-rate (then the *_concurrency fields are None, the *_request_rate ones set)."""
     peak_concurrency: int | None = None
+    peak_request_rate: float | None = None
+    """Requests per second; inf: every request at once (console/bench/arrivals.py)."""
     knee_kind: str | None = None
     """saturates, declines, scaling or insufficient (console.bench.knee)."""
     knee_concurrency: int | None = None
+    knee_request_rate: float | None = None
     top_cause: str | None = None
     causes: tuple[str, ...] = ()
     running: bool = False

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from statistics import fmean
 
-from console.bench.knee import knee_of_steps
+from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
 from console.fleet.models import (
     Alert,
@@ -123,16 +123,17 @@ def _load(stats: ServerStats | None) -> LoadSummary | None:
     )
 
 
-def peak(steps: Sequence[StepResult]) -> tuple[float, int] | None:
-    """(total tok/s, concurrency) of the best level, repeats averaged (as the knee does)."""
-    by_level: dict[int, list[float]] = defaultdict(list)
+def peak(steps: Sequence[StepResult]) -> tuple[float, float] | None:
+    """(total tok/s, level) of the best level, repeats averaged (as the knee does); the level
+    is the concurrency, or the request rate in a --request-rate sweep (console.bench.knee)."""
+    by_level: dict[float, list[float]] = defaultdict(list)
     for step in steps:
         if step.status == "ok" and step.metrics is not None:
-            by_level[step.concurrency].append(step.metrics.headline_total_tok_s())
+            by_level[step_level(step)].append(step.metrics.headline_total_tok_s())
     if not by_level:
         return None
-    concurrency, values = max(by_level.items(), key=lambda kv: fmean(kv[1]))
-    return fmean(values), concurrency
+    level, values = max(by_level.items(), key=lambda kv: fmean(kv[1]))
+    return fmean(values), level
 
 
 def _sweep(state: HostState, last_run: LastRun | None) -> SweepSummary | None:
@@ -146,13 +147,20 @@ def _sweep(state: HostState, last_run: LastRun | None) -> SweepSummary | None:
     steps, causes = last_run.steps, last_run.causes
     best = peak(steps)
     knee = knee_of_steps(steps)
+    peak_at = best[1] if best else None
+    rate = knee.axis == "rate"
     return SweepSummary(
-        run_id=last_run.run_id, points=len(steps),
-        peak_tok_s=best[0] if best else None, peak_concurrency=best[1] if best else None,
-        knee_kind=knee.kind, knee_concurrency=knee.concurrency,
+        run_id=last_run.run_id, points=len(steps), peak_tok_s=best[0] if best else None,
+        axis=knee.axis, peak_concurrency=_whole(peak_at) if not rate else None,
+        peak_request_rate=peak_at if rate else None, knee_kind=knee.kind,
+        knee_concurrency=knee.concurrency, knee_request_rate=knee.level if rate else None,
         top_cause=causes[0] if causes else None, causes=tuple(causes),
         running=view.running, step=view.step, total=view.total,
     )
+
+
+def _whole(level: float | None) -> int | None:
+    return None if level is None else int(level)
 
 
 def _alerts(state: HostState, reachable: bool, gpus: GpuSummary | None,
