@@ -17,18 +17,18 @@ import pytest
 from prometheus_client.exposition import generate_latest as text_format
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-from prometheus_client.registry import CollectorRegistry
 
 from console.cli import main
 from console.commands.exporter import listen_address
 from console.config_models import HostConfig, PlateauConfig
 from console.fleet.exporter import Fleet, serve
 from console.fleet.history import HistoryReader
-from console.fleet.metrics import ALERT_IDS, FleetCollector, FleetView, HostView, ObserverCost
+from console.fleet.metrics import ALERT_IDS, FleetView, HostView, ObserverCost
 from console.fleet.summary import host_up, summarize
 from console.session.events import ConnectionChanged
 from console.session.service import HostSession
 from tests.support.fleet_fixtures import EAGER_FULL_LINE, GRAPH_LINE, T0, gpu, host_state
+from tests.support.prometheus_run import fleet_registry
 from tests.support.report_fixtures import ab_pair, reference_run
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -66,15 +66,9 @@ def _view(tmp_path: Path) -> FleetView:
     return FleetView(hosts, cpu_s=1.5)
 
 
-def _registry(view: FleetView) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(lambda: view))
-    return registry
-
-
 def test_the_exposition_says_what_the_summaries_say(tmp_path: Path) -> None:
     view = _view(tmp_path)
-    samples = _samples(openmetrics(_registry(view)).decode())
+    samples = _samples(openmetrics(fleet_registry(view)).decode())
     busy, gone = view.hosts
     s = busy.summary
     assert _get(samples, "plateau_host_up", host="demo") == 1.0
@@ -137,7 +131,7 @@ def test_the_exposition_says_what_the_summaries_say(tmp_path: Path) -> None:
 def test_promtool_accepts_the_exposition(tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     assert promtool, "promtool (Debian package prometheus, installed by .ci/run) is missing"
-    text = text_format(_registry(_view(tmp_path)))
+    text = text_format(fleet_registry(_view(tmp_path)))
     done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -25,8 +24,8 @@ import httpx
 import pytest
 
 from tests.support.cli_hosts import spawn_plateau, wait_for
+from tests.support.prometheus_run import prometheus_scraping, query
 from tests.support.report_fixtures import ab_pair, reference_run
-from tests.support.sim_fixtures import free_port
 
 DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana" / "plateau.json"
 # What Grafana puts in for its variables when the dashboard shows every host.
@@ -122,41 +121,8 @@ def exporter(tmp_path: Path) -> Iterator[tuple[int, Lines]]:
 
 @pytest.fixture
 def prometheus(tmp_path: Path, exporter: tuple[int, Lines]) -> Iterator[str]:
-    binary = shutil.which("prometheus")
-    assert binary, "prometheus (Debian package prometheus, installed by .ci/run) is missing"
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: plateau\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter[0]}']\n"
-    )
-    log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
-
-
-def _query(client: httpx.Client, base: str, expr: str) -> list[dict[str, Any]]:
-    try:
-        reply = client.get(f"{base}/api/v1/query", params={"query": expr})
-    except httpx.TransportError:
-        return []  # Prometheus is still starting
-    body = reply.json()
-    assert body["status"] == "success", (expr, body)
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
+    with prometheus_scraping(tmp_path, exporter[0]) as base:
+        yield base
 
 
 @pytest.mark.slow
@@ -167,12 +133,12 @@ def test_every_dashboard_query_has_data_in_prometheus(prometheus: str) -> None:
     started = time.monotonic()
     with httpx.Client(timeout=10) as client:
         wait_for(lambda: any(float(r["value"][1]) == 1.0 for r in
-                             _query(client, prometheus, 'plateau_host_up{host="demo"}')),
+                             query(client, prometheus, 'plateau_host_up{host="demo"}')),
                  "Prometheus to scrape the demo host up", 180)
         missing = list(queries)
 
         def all_answered() -> bool:
-            missing[:] = [q for q in missing if not _query(client, prometheus, q)]
+            missing[:] = [q for q in missing if not query(client, prometheus, q)]
             return not missing
 
         try:
@@ -181,9 +147,9 @@ def test_every_dashboard_query_has_data_in_prometheus(prometheus: str) -> None:
             raise AssertionError(f"no data for: {missing}") from None
         targets = client.get(f"{prometheus}/api/v1/targets").json()["data"]["activeTargets"]
         assert [t["health"] for t in targets] == ["up"], targets
-        cause = _query(client, prometheus, "plateau_sweep_cause_info")
+        cause = query(client, prometheus, "plateau_sweep_cause_info")
         assert cause[0]["metric"]["cause"] == "cuda-graph-ceiling"
-        load = _query(client, prometheus, "max_over_time(plateau_server_running_requests[5m])")
+        load = query(client, prometheus, "max_over_time(plateau_server_running_requests[5m])")
         assert float(load[0]["value"][1]) >= 1
     print(f"all {len(queries)} queries answered {time.monotonic() - started:.1f} s after "
           "Prometheus started")

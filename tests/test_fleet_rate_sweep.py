@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,17 +16,16 @@ import pytest
 from prometheus_client import start_http_server
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-from prometheus_client.registry import CollectorRegistry
 
 from console.bench.models import RunMeta, StepMetrics, StepResult
 from console.fleet.history import HistoryReader
-from console.fleet.metrics import FleetCollector, FleetView, HostView
+from console.fleet.metrics import FleetView, HostView
 from console.fleet.summary import summarize
 from console.store.db import RunStore
 from tests.support.cli_hosts import wait_for
 from tests.support.fleet_fixtures import GRAPH_LINE, T0, host_state
+from tests.support.prometheus_run import fleet_registry, prometheus_scraping, query
 from tests.support.report_fixtures import reference_run
-from tests.support.sim_fixtures import free_port
 from widgets.fleet_rows import cells
 
 DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana" / "plateau.json"
@@ -62,12 +59,6 @@ def _view(tmp_path: Path) -> FleetView:
     return FleetView(hosts, cpu_s=0.0)
 
 
-def _registry(view: FleetView) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(lambda: view))
-    return registry
-
-
 def test_a_rate_sweep_is_summarised_on_its_axis(tmp_path: Path) -> None:
     demo, rated = (h.summary.sweep for h in _view(tmp_path).hosts)
     assert demo is not None and rated is not None
@@ -88,7 +79,7 @@ def test_the_fleet_row_names_the_rate(tmp_path: Path) -> None:
 
 
 def test_the_exposition_keeps_the_axes_apart(tmp_path: Path) -> None:
-    text = openmetrics(_registry(_view(tmp_path))).decode()
+    text = openmetrics(fleet_registry(_view(tmp_path))).decode()
     samples: dict[str, dict[str, tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -113,37 +104,14 @@ def _knee_query() -> str:
 @pytest.fixture
 def scraped(tmp_path: Path) -> Iterator[str]:
     """A real Prometheus scraping the collector (served by prometheus_client)."""
-    binary = shutil.which("prometheus")
-    assert binary, "prometheus (Debian package prometheus, installed by .ci/run) is missing"
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=_registry(_view(tmp_path)))
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: plateau\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{server.server_port}']\n")
-    log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server, thread = start_http_server(0, addr="127.0.0.1",
+                                       registry=fleet_registry(_view(tmp_path)))
     try:
-        yield f"http://127.0.0.1:{port}"
+        with prometheus_scraping(tmp_path, server.server_port) as base:
+            yield base
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
         server.shutdown()
         thread.join(timeout=10)
-
-
-def _query(base: str, expr: str) -> list[dict[str, Any]]:
-    try:
-        body = httpx.get(f"{base}/api/v1/query", params={"query": expr}, timeout=10).json()
-    except httpx.TransportError:
-        return []  # Prometheus is still starting
-    assert body["status"] == "success", (expr, body)
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
 
 
 @pytest.mark.slow
@@ -151,10 +119,12 @@ def _query(base: str, expr: str) -> list[dict[str, Any]]:
 def test_the_dashboards_knee_query_tells_the_axes_apart(scraped: str) -> None:
     found: list[dict[str, Any]] = []
 
-    def both() -> bool:
-        found[:] = _query(scraped, _knee_query())
-        return len(found) == 2
+    with httpx.Client(timeout=10) as client:
 
-    wait_for(both, "Prometheus to scrape both knees", 180)
+        def both() -> bool:
+            found[:] = query(client, scraped, _knee_query())
+            return len(found) == 2
+
+        wait_for(both, "Prometheus to scrape both knees", 180)
     by_host = {r["metric"]["host"]: (r["metric"]["axis"], float(r["value"][1])) for r in found}
     assert by_host == {"demo": ("concurrency", 64.0), "rated": ("req/s", 4.0)}
