@@ -53,10 +53,13 @@ def prometheus_scraping(tmp_path: Path, target_port: int) -> Iterator[str]:
 
 
 def query(client: httpx.Client, base: str, expr: str) -> list[dict[str, Any]]:
-    """An instant query's result; empty while Prometheus is still starting."""
+    """An instant query's result; empty while Prometheus is still starting (not listening
+    yet, or listening and answering 503 "Service Unavailable" in plain text until ready)."""
     try:
         reply = client.get(f"{base}/api/v1/query", params={"query": expr})
     except httpx.TransportError:
+        return []
+    if reply.status_code == httpx.codes.SERVICE_UNAVAILABLE:
         return []
     body = reply.json()
     assert body["status"] == "success", (expr, body)
