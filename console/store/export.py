@@ -9,8 +9,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from console.bench.knee import knee_of_steps
+from console.bench.knee import is_rate_sweep, knee_of_steps
 from console.bench.models import StepResult
+from console.bench.report import level_words
 from console.bench.summary import run_summary
 from console.store.models import RunRecord
 from console.text import sanitize_lines
@@ -19,6 +20,7 @@ from console.text import sanitize_lines
 COLUMNS: tuple[tuple[str, Any], ...] = (
     ("step", lambda s: s.index),
     ("concurrency", lambda s: s.concurrency),
+    ("request_rate", lambda s: s.rate),  # an open-loop step's offered rate (kept if it failed)
     ("repeat", lambda s: s.repeat),
     ("status", lambda s: s.status),
     ("completed", lambda s: s.metrics and s.metrics.completed),
@@ -124,6 +126,7 @@ def _markdown(run: RunRecord) -> str:
         lines.append(f"- flags: `{flags}`")
     wanted = (
         "concurrency",
+        *(("request_rate",) if is_rate_sweep(run.steps) else ()),
         "repeat",
         "status",
         "request_per_s",
@@ -146,7 +149,7 @@ def _markdown(run: RunRecord) -> str:
     if failed:
         lines += ["", "## Failed steps", ""]
         for step in failed:
-            lines.append(f"- concurrency {step.concurrency}: {step.error}")
+            lines.append(f"- {level_words(step)}: {step.error}")
     return "\n".join(lines) + "\n"
 
 
