@@ -29,8 +29,8 @@ from typing import Any
 # Flag names as SGLang's argparse dests (server_args.py), long aliases folded in.
 _ALIASES = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
             "data_parallel_size": "dp_size"}
-_KEYS = ("tp_size", "pp_size", "dp_size", "enable_dp_attention", "base_gpu_id", "gpu_id_step",
-         "nnodes")
+_KEYS = ("tp_size", "pp_size", "dp_size", "enable_dp_attention", "attn_dp_size", "base_gpu_id",
+         "gpu_id_step", "nnodes")
 
 
 @dataclass(frozen=True)
@@ -70,18 +70,26 @@ def _int(value: Any, default: int, least: int = 1) -> int:
     return number if number >= least else default
 
 
+_UNREADABLE: list[int] = []  # CUDA_VISIBLE_DEVICES set to what is no list of indices
+
+
 def _visible(env: Mapping[str, str] | None) -> list[int] | None:
-    """CUDA_VISIBLE_DEVICES as GPU indices; None when unset or not plain indices (UUIDs)."""
+    """CUDA_VISIBLE_DEVICES as GPU indices; None when unset; _UNREADABLE when it names
+    devices some other way (UUIDs, MIG devices)."""
     raw = (env or {}).get("CUDA_VISIBLE_DEVICES")
     if raw is None:
         return None
     parts = [p.strip() for p in raw.split(",") if p.strip()]
-    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else None
+    return [int(p) for p in parts] if parts and all(p.isdigit() for p in parts) else _UNREADABLE
 
 
 def _ordinals(sizes: Mapping[str, Any]) -> list[int]:
     tp, pp = _int(sizes.get("tp_size"), 1), _int(sizes.get("pp_size"), 1)
-    dp = 1 if sizes.get("enable_dp_attention") else _int(sizes.get("dp_size"), 1)
+    # 0.5.23 spells DP attention --attn-dp-size (--enable-dp-attention is deprecated; its
+    # /server_info field says whether attn_dp_size > 1: ServerArgs.resolved_dict)
+    dp_attention = (sizes.get("enable_dp_attention") is True
+                    or _int(sizes.get("attn_dp_size"), 1) > 1)
+    dp = 1 if dp_attention else _int(sizes.get("dp_size"), 1)
     base, step = _int(sizes.get("base_gpu_id"), 0, least=0), _int(sizes.get("gpu_id_step"), 1)
     return [base + d * tp * pp * step + p * tp + t * step
             for d in range(dp) for p in range(pp) for t in range(tp)]
@@ -94,7 +102,7 @@ def serving_gpus(server_info: Mapping[str, Any] | None = None,
     visible = _visible(env)
     found = _sizes(server_info, flags)
     if found is None:
-        if visible is not None:
+        if visible:
             return ServingGpus(len(visible), tuple(visible), "CUDA_VISIBLE_DEVICES")
         return ServingGpus(1, None, "not known")
     sizes, source = found
@@ -102,7 +110,7 @@ def serving_gpus(server_info: Mapping[str, Any] | None = None,
     if _int(sizes.get("nnodes"), 1) > 1:  # this host holds only its share of the ranks
         return ServingGpus(len(ordinals), None, source)
     if visible is not None:
-        if max(ordinals) >= len(visible):
+        if max(ordinals) >= len(visible):  # also: devices not named by index
             return ServingGpus(len(ordinals), None, source)
         return ServingGpus(len(ordinals), tuple(visible[o] for o in ordinals),
                            f"{source}, CUDA_VISIBLE_DEVICES")
