@@ -20,7 +20,6 @@ from console.text import sanitize_lines
 COLUMNS: tuple[tuple[str, Any], ...] = (
     ("step", lambda s: s.index),
     ("concurrency", lambda s: s.concurrency),
-    ("request_rate", lambda s: s.rate),  # an open-loop step's offered rate (kept if it failed)
     ("repeat", lambda s: s.repeat),
     ("status", lambda s: s.status),
     ("completed", lambda s: s.metrics and s.metrics.completed),
@@ -43,6 +42,9 @@ COLUMNS: tuple[tuple[str, Any], ...] = (
     ("output_tok_per_j", lambda s: s.energy and s.energy.output_tok_per_j),
     ("j_per_output_token", lambda s: s.energy and s.energy.j_per_output_token),
     ("error", lambda s: s.error or ""),
+    # Last, so the columns before keep their places: an open-loop step's offered rate (kept
+    # by the step itself, so a failed step has it too).
+    ("request_rate", lambda s: s.rate),
 )
 
 
