@@ -81,8 +81,7 @@ def test_which_gpus_serve_follows_sglangs_placement() -> None:
     assert (attention.count, attention.indices) == (4, (0, 1, 2, 3))
     # CUDA_VISIBLE_DEVICES maps the ordinals to the agent's indices.
     mapped = serving_gpus({"tp_size": 2}, env={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
-    assert mapped.indices == (4, 5) and mapped.words() == \
-        "GPUs 4,5 (server_info, CUDA_VISIBLE_DEVICES)"
+    assert (mapped.indices, mapped.source) == ((4, 5), "server_info, CUDA_VISIBLE_DEVICES")
     # The profile's flags when the server did not say; then the devices listed alone.
     flags = serving_gpus(None, {"tensor-parallel-size": 2, "attn-dp-size": 2, "dp-size": 2})
     assert (flags.count, flags.indices, flags.source) == (2, (0, 1), "profile flags")

@@ -39,13 +39,6 @@ class ServingGpus:
     indices: tuple[int, ...] | None  # the GPU agent's indices of those GPUs; None: unknown
     source: str  # where the count came from, in words
 
-    def words(self) -> str:
-        """Which GPUs, for the output: 'GPUs 0,1 (server_info)'."""
-        if self.indices is not None:
-            return f"GPU{'s' if len(self.indices) > 1 else ''} " \
-                   f"{','.join(map(str, self.indices))} ({self.source})"
-        return f"{self.count} GPU{'s' if self.count > 1 else ''} ({self.source})"
-
 
 def _sizes(server_info: Mapping[str, Any] | None, flags: Mapping[str, Any] | None
            ) -> tuple[dict[str, Any], str] | None:
