@@ -27,8 +27,9 @@ def reference_steps() -> list[StepResult]:
         energy = StepEnergy(window="steady", window_s=20.0, gpus=8, samples=640,
                             mean_power_w_per_gpu=150.0 + c, output_tok_per_j=0.1,
                             total_tok_per_j=0.5, j_per_output_token=10.0)
+        # gpus: the demo's tp 8, as the sweep runner records it (console/bench/gpus.py)
         steps.append(StepResult(index=index, concurrency=c, status="ok", metrics=metrics,
-                                energy=energy))
+                                energy=energy, gpus=8))
     return steps
 
 

@@ -19,6 +19,7 @@ from console.bench.energy import (
     step_energy,
 )
 from console.bench.engines import NativeEngine
+from console.bench.gpus import serving_gpus
 from console.bench.models import StepResult, SweepFinished
 from console.bench.objective import objective_value
 from console.bench.report import compare_table, verdict_report
@@ -32,7 +33,7 @@ from console.gpu.collector import AgentOptions, GpuCollector
 from console.host.local import LocalTransport
 from console.share.gather import gather
 from console.share.report_md import report_md
-from console.store.db import RunStore
+from console.store.db import SCHEMA_VERSION, RunStore
 from tests.support.sim_fixtures import SimFactory, SimProcess
 
 
@@ -69,10 +70,13 @@ async def test_each_step_has_its_power_and_joules_per_token(
     for step, seen in zip(steps, evidence.steps, strict=True):
         energy, m = step.energy, step.metrics
         assert energy is not None and m is not None, step
-        gpus = {g.index for g in seen.gpu}
-        assert energy.gpus == len(gpus) and energy.samples >= len(gpus)
-        # The power is the agent's: within what it reported during the step.
-        watts = [g.power_w for g in seen.gpu if g.power_w is not None]
+        # The agent reports all 8 simulated GPUs; the server (tp 1) runs on GPU 0 alone,
+        # and only its power is the server's.
+        assert {g.index for g in seen.gpu} == set(range(8))
+        assert (energy.counted, energy.gpu_indices, energy.gpus) == ("serving", [0], 1)
+        assert energy.samples >= 1
+        # The power is the agent's: within what it reported for GPU 0 during the step.
+        watts = [g.power_w for g in seen.gpu if g.power_w is not None and g.index == 0]
         assert min(watts) <= energy.mean_power_w_per_gpu <= max(watts)
         total_w = energy.mean_power_w_per_gpu * energy.gpus
         window_tok_s = m.steady.output_tok_s if energy.window == "steady" and m.steady \
@@ -81,7 +85,8 @@ async def test_each_step_has_its_power_and_joules_per_token(
         assert energy.j_per_output_token == pytest.approx(1 / energy.output_tok_per_j)
         assert energy.total_tok_per_j > energy.output_tok_per_j  # prompts count in total
         # Same as recomputing it from the stored samples (what history/compare read back).
-        again = step_energy(step, [(g.t, g.index, g.power_w) for g in seen.gpu])
+        again = step_energy(step, [(g.t, g.index, g.power_w) for g in seen.gpu],
+                            serving_gpus({"tp_size": 1}))
         assert again == energy
         assert objective_value(step, "tok-per-joule") == energy.output_tok_per_j
     low, high = steps[0].energy, steps[1].energy
@@ -123,7 +128,7 @@ async def test_each_step_has_its_power_and_joules_per_token(
 
 def test_a_database_from_before_energy_still_opens_and_reads(tmp_path: Path) -> None:
     """A first-release database: its steps read back with no energy and no goodput, read-only
-    (no new columns to read) and once migrated (schema 3 adds them, empty)."""
+    (no new columns to read) and once migrated (schema 3 added them, empty)."""
     from tests.support.bench_fixtures import fake_step
     from tests.test_store_db import _V1_SCHEMA
 
@@ -143,6 +148,6 @@ def test_a_database_from_before_energy_still_opens_and_reads(tmp_path: Path) -> 
         (old,) = store.get_run(1).steps
     assert old.energy is None and old.metrics is not None and old.metrics.slo is None
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert raw.execute("SELECT goodput_rps, energy, j_per_output_token FROM steps"
                            ).fetchall() == [(None, None, None)]

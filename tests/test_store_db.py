@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from console.bench.compare import compare_runs
-from console.store.db import RunStore
+from console.store.db import SCHEMA_VERSION, RunStore
 from console.store.export import to_csv, to_json, to_markdown
 from console.store.models import RunMeta
 from console.store.paths import default_db_path
@@ -169,7 +169,7 @@ def test_an_old_database_is_migrated_and_keeps_its_runs(bench_db: Path) -> None:
         assert store.get_run(run_id).steps[0] == step
         assert store.pair_of(run_id) == (pair, 1, run_id, said)
     with sqlite3.connect(bench_db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         row = raw.execute(
             "SELECT steady_total_tok_s, steady_reached FROM steps ORDER BY id"
         ).fetchall()

@@ -15,18 +15,12 @@ from rich.style import Style
 from rich.text import Text
 
 from console.bench.models import StepResult
-from console.bench.pareto import ParetoPoint, frontier, pareto_points
+from console.bench.pareto import ParetoPoint, frontier, pareto_points, run_gpus
 from console.hostnum import drawable
 from widgets.sweep_canvas import Canvas, nice_max, short_number
 
 Y_AXIS_WIDTH = 7
 LETTERS = ("A", "B", "C")
-
-
-def run_gpus(steps: Sequence[StepResult]) -> int:
-    """GPUs to divide by: what the steps' power samples counted, else 1 (the server)."""
-    counts = [s.energy.gpus for s in steps if s.energy is not None and s.energy.gpus > 0]
-    return max(counts) if counts else 1
 
 
 def _axis_labels(top: float, rows: int, index: int) -> str:

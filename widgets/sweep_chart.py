@@ -190,14 +190,18 @@ def _num(value: float | None, spec: str) -> str:
 
 def _latency_lines(run: ChartRun, width: int, dim: Style) -> list[Text]:
     """The newest run as a table: concurrency, total and output tok/s, TTFT p50/p99, ITL p50."""
+    from console.bench.knee import is_rate_sweep, step_level
+
     lines = [Text(f"{run.label[: width - 1]}", style="bold")]
-    lines.append(Text(f"{'conc':>4} {'total':>6} {'output':>6} {'TTFT p50/p99':<13} {'ITL':>6}",
+    axis = "rate" if is_rate_sweep(run.steps) else "conc"
+    lines.append(Text(f"{axis:>4} {'total':>6} {'output':>6} {'TTFT p50/p99':<13} {'ITL':>6}",
                       style=dim))
-    seen: dict[int, StepResult] = {}
+    seen: dict[float, StepResult] = {}
     for step in run.steps:
-        seen[step.concurrency] = step  # latest repeat per concurrency
-    for conc in sorted(seen):
-        step = seen[conc]
+        seen[step_level(step)] = step  # latest repeat per level (a rate step's is its rate)
+    for level in sorted(seen):
+        step = seen[level]
+        conc = f"{level:g}" if axis == "rate" else str(step.concurrency)
         m = step.metrics
         if step.status != "ok" or m is None:
             lines.append(Text(f"{conc:>4}  failed", style="bold red"))

@@ -182,7 +182,7 @@ def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]
 def pareto_history(store_path: Path | None, host: str, limit: int = 50) -> list[Any]:
     """Pareto points (console/bench/pareto.py) of the host's newest `limit` complete runs,
     each per GPU by its own /server_info: what the chart's frontier is drawn across."""
-    from console.bench.pareto import gpus_serving, pareto_points
+    from console.bench.pareto import pareto_points, run_gpus
 
     store = _open_store(store_path)
     if store is None:
@@ -192,7 +192,7 @@ def pareto_history(store_path: Path | None, host: str, limit: int = 50) -> list[
         runs = [r for r in store.list_runs(200) if measured(r, host) and complete(r)]
         for summary in runs[:limit]:
             run = store.get_run(summary.id)
-            points += pareto_points(run.steps, gpus=gpus_serving(summary.meta.server_info),
+            points += pareto_points(run.steps, gpus=run_gpus(run.steps, summary.meta.server_info),
                                     run_id=run.id, label=run.label)
     except KeyError:
         pass

@@ -7,9 +7,11 @@ sample with its wall-clock time (console/diagnose/recorder.py). A step's steady 
 started `steady.step_s` before the last one ended, which is when the step finished.
 
 Mean power is taken per GPU over the samples inside the window, then summed over the GPUs the
-agent reports on the host (an idle GPU beside the server counts too: its draw is part of what
-the host burns for these tokens). Tokens per joule are the window's tok/s over that power,
-which is the energy over the window divided into its tokens.
+server runs on (console/bench/gpus.py: from /server_info, the profile's flags and its
+CUDA_VISIBLE_DEVICES): an idle neighbour GPU, or one serving another job, is not this server's
+cost. Where which GPUs serve is not known (or none of them reported), every GPU the agent
+reports is summed, and the step's energy says so (`counted`). Tokens per joule are the
+window's tok/s over that power, which is the energy over the window divided into its tokens.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
+from console.bench.gpus import ServingGpus
 from console.bench.models import StepEnergy, StepResult
 from console.config_models import CostConfig
 
@@ -54,9 +58,21 @@ def _mean_power(samples: Iterable[PowerSample], start: float, end: float
     return {i: sum(v) / len(v) for i, v in readings.items()}, count
 
 
-def step_energy(result: StepResult, samples: Iterable[PowerSample]) -> StepEnergy | None:
-    """The step's power and energy per token, or None when no power sample fell in it."""
+def step_energy(result: StepResult, samples: Iterable[PowerSample],
+                serving: ServingGpus | None = None) -> StepEnergy | None:
+    """The step's power and energy per token, or None when no power sample fell in it.
+    `serving`: the server's GPUs; their power alone is summed when the agent reported them."""
     pool = list(samples)
+    if serving is not None and serving.indices:
+        wanted = set(serving.indices)
+        own = [p for p in pool if p[1] in wanted]
+        if own:  # the agent reports the server's GPUs: theirs alone is the server's power
+            return _energy_over(result, own, "serving")
+    return _energy_over(result, pool, "all")
+
+
+def _energy_over(result: StepResult, pool: list[PowerSample],
+                 counted: Literal["serving", "all"]) -> StepEnergy | None:
     for kind, start, end, output_tok_s, total_tok_s in _spans(result):
         per_gpu, count = _mean_power(pool, start, end)
         if not per_gpu:
@@ -69,12 +85,23 @@ def step_energy(result: StepResult, samples: Iterable[PowerSample]) -> StepEnerg
             window_s=end - start,
             gpus=len(per_gpu),
             samples=count,
+            counted=counted,
+            gpu_indices=sorted(per_gpu),
             mean_power_w_per_gpu=watts / len(per_gpu),
             output_tok_per_j=output_tok_s / watts,
             total_tok_per_j=total_tok_s / watts,
             j_per_output_token=watts / output_tok_s if output_tok_s > 0 else None,
         )
     return None
+
+
+def counted_words(energy: StepEnergy) -> str:
+    """Which GPUs' power a step's energy sums, in words."""
+    which = ",".join(map(str, energy.gpu_indices)) or "?"
+    if energy.counted == "serving":
+        return f"power of the serving GPU{'s' if energy.gpus > 1 else ''} {which}"
+    return (f"power of all {energy.gpus} GPUs the agent reports ({which}): which ones serve "
+            "the model is not known")
 
 
 @dataclass(frozen=True)

@@ -99,12 +99,12 @@ def find_knee(
 def step_level(step: StepResult) -> float:
     """The step's place on the sweep's x axis: its request rate in an open-loop sweep,
     else its concurrency."""
-    rate = step.metrics.request_rate if step.metrics is not None else None
+    rate = step.rate
     return float(step.concurrency) if rate is None else rate
 
 
 def is_rate_sweep(steps: Sequence[StepResult]) -> bool:
-    return any(s.metrics is not None and s.metrics.request_rate is not None for s in steps)
+    return any(s.rate is not None for s in steps)
 
 
 def step_throughput(step: StepResult, metric: Literal["total", "output"] = "total"

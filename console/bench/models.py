@@ -74,6 +74,11 @@ class StepEnergy(Frozen):
     window_s: float
     gpus: int
     samples: int
+    # Whose power was summed: "serving", only the GPUs the server runs on (gpu_indices, from
+    # console/bench/gpus.py); "all", every GPU the agent reports, since which GPUs serve was
+    # not known (or none of them reported).
+    counted: Literal["serving", "all"] = "all"
+    gpu_indices: list[int] = []
     mean_power_w_per_gpu: float
     output_tok_per_j: float
     total_tok_per_j: float
@@ -157,6 +162,25 @@ class StepResult(Frozen):
     finished_at: float = 0.0
     raw: dict[str, object] | None = None  # e.g. the bench_serving JSONL record
     energy: StepEnergy | None = None  # from the GPU agent's power samples, when it had some
+    # An open-loop step's offered request rate (inf: all at once; then `concurrency` is its
+    # in-flight cap, 0 for none), kept by the step itself: a step that failed has no metrics
+    # to carry it, and must still sit at its rate in the table, the JSON and history.
+    request_rate: float | None = None
+    # GPUs serving the model when the step ran (console/bench/gpus.py): what per-GPU tok/s
+    # divides by, in the JSON and the chart alike (console/bench/pareto.py, run_gpus).
+    gpus: int | None = None
+
+    @field_serializer("request_rate")
+    def _rate_out(self, value: float | None) -> float | str | None:
+        return None if value is None else rate_out(value)
+
+    @property
+    def rate(self) -> float | None:
+        """The step's offered rate: its own, else its metrics' (steps stored before the step
+        kept it); None for a closed-loop concurrency step."""
+        if self.request_rate is not None:
+            return self.request_rate
+        return self.metrics.request_rate if self.metrics is not None else None
 
 
 # ----------------------------------------------------------------------------- progress events

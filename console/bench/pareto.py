@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from console.bench.gpus import serving_gpus
 from console.bench.models import StepResult
 
 
@@ -43,22 +44,18 @@ class ParetoPoint:
 
 
 def gpus_serving(server_info: Mapping[str, Any] | None) -> int:
-    """GPUs behind the server from /server_info: tp_size x pp_size, times dp_size unless DP
-    attention splits the TP group instead (SGLang python/sglang/srt/server_args.py: with
-    --enable-dp-attention, dp_size must divide tp_size and the TP ranks are the GPUs; without
-    it the data-parallel controller starts dp_size replicas of tp_size GPUs each,
-    srt/managers/data_parallel_controller.py). 1 when the server did not say."""
-    if not server_info:
-        return 1
+    """GPUs behind the server from /server_info (console/bench/gpus.py); 1 when it did not
+    say."""
+    return serving_gpus(server_info).count
 
-    def size(key: str) -> int:
-        value = server_info.get(key)
-        return value if isinstance(value, int) and value > 0 else 1
 
-    gpus = size("tp_size") * size("pp_size")
-    if not server_info.get("enable_dp_attention"):
-        gpus *= size("dp_size")
-    return gpus
+def run_gpus(steps: Sequence[StepResult], server_info: Mapping[str, Any] | None = None) -> int:
+    """GPUs serving a run: the one figure per-GPU tok/s divides by, in `sweep --json`,
+    `export`, the report and the chart alike. What its steps recorded when they ran
+    (console/bench/gpus.py, kept by the sweep runner), else what the run's stored
+    /server_info says (steps stored before they kept it)."""
+    counts = [s.gpus for s in steps if s.gpus]
+    return max(counts) if counts else gpus_serving(server_info)
 
 
 def pareto_points(steps: Sequence[StepResult], *, gpus: int = 1, run_id: int | None = None,

@@ -54,11 +54,17 @@ STEP_HEADERS = (
 def level_cell(step: StepResult) -> str:
     """The step's x: its concurrency, or an open-loop step's offered rate ('4/s', 'inf/s',
     with its in-flight cap as '4/s c64')."""
-    m = step.metrics
-    if m is None or m.request_rate is None:
+    rate = step.rate
+    if rate is None:
         return str(step.concurrency)
-    rate = "inf" if m.request_rate == float("inf") else f"{m.request_rate:g}"
-    return f"{rate}/s" + (f" c{m.max_concurrency}" if m.max_concurrency else "")
+    return f"{'inf' if rate == float('inf') else f'{rate:g}'}/s" + (
+        f" c{step.concurrency}" if step.concurrency else "")
+
+
+def level_words(step: StepResult) -> str:
+    """The step's level in a sentence: 'concurrency 8' or 'request rate 4/s c64'."""
+    return (f"concurrency {step.concurrency}" if step.rate is None
+            else f"request rate {level_cell(step)}")
 
 
 def step_cells(step: StepResult) -> list[str]:

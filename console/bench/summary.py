@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from console.bench.energy import cost_per_million_output
+from console.bench.energy import cost_per_million_output, counted_words
 from console.bench.models import StepResult
 from console.bench.pareto import (
     ParetoPoint,
     frontier,
-    gpus_serving,
     pareto_json,
     pareto_points,
+    run_gpus,
 )
 from console.bench.slo import SloKnee, slo_knee, slo_text
 from console.config_models import CostConfig, SloSpec, SweepPreset
@@ -72,6 +72,8 @@ class RunFigures:
     levels: list[LevelFigures]
     pareto: list[ParetoPoint]
     cost: CostConfig | None
+    gpus: int = 1  # GPUs serving (run_gpus): what "per GPU" divides by
+    power_counted: str | None = None  # whose power the energy figures sum, in words
 
     def json(self) -> dict[str, Any]:
         return {
@@ -82,6 +84,8 @@ class RunFigures:
             },
             "levels": [vars(level) for level in self.levels],
             "pareto": pareto_json(self.pareto),
+            "gpus_serving": self.gpus,
+            "energy_counts": self.power_counted,
             "cost": None if self.cost is None else self.cost.model_dump(),
         }
 
@@ -93,6 +97,7 @@ class RunFigures:
             out.append(f"energy: fewest J per output token at {lv.concurrency} "
                        f"({lv.j_per_output_token:.3f} J, {lv.output_tok_per_j:.3f} tok/J, "
                        f"{lv.mean_power_w_per_gpu:,.0f} W per GPU)")
+            out.append(f"energy counts the {self.power_counted}")
         if self.pareto:
             front = ", ".join(str(p.concurrency) for p in frontier(self.pareto))
             out.append(f"Pareto (per-user tok/s vs tok/s per GPU): frontier at {front}")
@@ -119,9 +124,18 @@ def run_summary(steps: Sequence[StepResult], spec: SweepPreset | Mapping[str, An
         slo=slo,
         knee=slo_knee(steps, slo) if slo is not None else None,
         levels=level_figures(steps, cost),
-        pareto=pareto_points(steps, gpus=gpus_serving(server_info), run_id=run_id, label=label),
+        pareto=pareto_points(steps, gpus=run_gpus(steps, server_info), run_id=run_id,
+                             label=label),
         cost=cost,
+        gpus=run_gpus(steps, server_info),
+        power_counted=_power_counted(steps),
     )
+
+
+def _power_counted(steps: Sequence[StepResult]) -> str | None:
+    """Whose power the newest measured step summed (console/bench/energy.py)."""
+    measured = [s.energy for s in steps if s.energy is not None]
+    return counted_words(measured[-1]) if measured else None
 
 
 def _slo_of(spec: SweepPreset | Mapping[str, Any] | None) -> SloSpec | None:

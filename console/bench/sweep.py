@@ -23,6 +23,7 @@ import httpx
 
 from console import aio
 from console.bench.engines import Engine, StepError
+from console.bench.gpus import serving_gpus
 from console.bench.models import (
     RunMeta,
     RunSink,
@@ -144,6 +145,7 @@ async def run_sweep(
     if recorder is not None:
         await _quietly(recorder.start(run_id, meta.server_info))
     levels = sweep_levels(spec)
+    gpus = serving_gpus(meta.server_info, meta.flags).count  # per-GPU figures divide by it
     plan = [(lv, repeat_base + r) for lv in levels for r in range(spec.repeats)]
     index_base = repeat_base * len(levels)
     emit(SweepStarted(run_id, tuple(level.concurrency for level in levels), spec.repeats,
@@ -195,6 +197,8 @@ async def run_sweep(
                 started_at=started,
                 finished_at=time.time(),
                 raw=raw,
+                request_rate=level.rate,
+                gpus=gpus,
             )
             if recorder is not None and metrics is not None:
                 result = _with_energy(recorder, result)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from console.bench.energy import step_energy
+from console.bench.gpus import serving_gpus
 from console.bench.models import StepEnergy, StepResult
 from console.diagnose.evidence import (
     gpu_points,
@@ -113,7 +114,8 @@ class EvidenceRecorder:
     def step_energy(self, result: StepResult) -> StepEnergy | None:
         """Power and tokens per joule over the step's steady window (console/bench/energy.py)
         from the GPU samples taken so far."""
-        return step_energy(result, ((g.t, g.index, g.power_w) for g in self.gpu))
+        serving = serving_gpus(self.server_info, self.flags, self.env)
+        return step_energy(result, ((g.t, g.index, g.power_w) for g in self.gpu), serving)
 
     # ---- samplers ------------------------------------------------------------------------
     async def _metrics_loop(self, source: MetricsSource) -> None:

@@ -99,8 +99,12 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("steps", "goodput_rps", "REAL"),
     ("steps", "energy", "TEXT"),
     ("steps", "j_per_output_token", "REAL"),
+    # An open-loop step's offered rate (inf as SQLite's Inf): a failed step keeps its place
+    # on a request-rate sweep's axis without metrics to read it from.
+    ("steps", "request_rate", "REAL"),
+    ("steps", "gpus", "INTEGER"),  # GPUs serving the model (console/bench/gpus.py)
 )
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _writer_id() -> str:
@@ -285,8 +289,8 @@ class RunStore:
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
                 "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
                 "steady_total_tok_s, steady_output_tok_s, steady_reached, goodput_rps, "
-                "energy, j_per_output_token) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "energy, j_per_output_token, request_rate, gpus) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step.index,
@@ -307,6 +311,8 @@ class RunStore:
                     slo.goodput_rps if slo else None,
                     energy.model_dump_json() if energy else None,
                     energy.j_per_output_token if energy else None,
+                    step.rate,
+                    step.gpus,
                 ),
             )
 
@@ -480,8 +486,11 @@ class RunStore:
     def _step(row: sqlite3.Row) -> StepResult:
         from console.bench.models import StepEnergy, StepMetrics
 
-        # A read-only database from before issue 29 has no energy column.
-        energy = row["energy"] if "energy" in row.keys() else None  # noqa: SIM118
+        # A read-only database from an older build lacks the columns added since.
+        have = row.keys()
+        energy = row["energy"] if "energy" in have else None
+        rate = row["request_rate"] if "request_rate" in have else None
+        gpus = row["gpus"] if "gpus" in have else None
         return StepResult(
             index=row["idx"],
             concurrency=row["concurrency"],
@@ -494,6 +503,8 @@ class RunStore:
             finished_at=row["finished_at"] or 0.0,
             raw=json.loads(row["raw"]) if row["raw"] else None,
             energy=StepEnergy.model_validate_json(energy) if energy else None,
+            request_rate=rate,
+            gpus=gpus,
         )
 
     # ------------------------------------------------------------------ tunes

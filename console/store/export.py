@@ -9,8 +9,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from console.bench.knee import knee_of_steps
+from console.bench.knee import is_rate_sweep, knee_of_steps
 from console.bench.models import StepResult
+from console.bench.report import level_words
 from console.bench.summary import run_summary
 from console.store.models import RunRecord
 from console.text import sanitize_lines
@@ -41,6 +42,9 @@ COLUMNS: tuple[tuple[str, Any], ...] = (
     ("output_tok_per_j", lambda s: s.energy and s.energy.output_tok_per_j),
     ("j_per_output_token", lambda s: s.energy and s.energy.j_per_output_token),
     ("error", lambda s: s.error or ""),
+    # Last, so the columns before keep their places: an open-loop step's offered rate (kept
+    # by the step itself, so a failed step has it too).
+    ("request_rate", lambda s: s.rate),
 )
 
 
@@ -124,6 +128,7 @@ def _markdown(run: RunRecord) -> str:
         lines.append(f"- flags: `{flags}`")
     wanted = (
         "concurrency",
+        *(("request_rate",) if is_rate_sweep(run.steps) else ()),
         "repeat",
         "status",
         "request_per_s",
@@ -146,7 +151,7 @@ def _markdown(run: RunRecord) -> str:
     if failed:
         lines += ["", "## Failed steps", ""]
         for step in failed:
-            lines.append(f"- concurrency {step.concurrency}: {step.error}")
+            lines.append(f"- {level_words(step)}: {step.error}")
     return "\n".join(lines) + "\n"
 
 
