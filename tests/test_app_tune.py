@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey  # not re-exported; the footer yields these
 
 from console.app.app import PlateauApp
 from console.app.screenshot import export_text
@@ -212,6 +213,25 @@ def test_tune_view_snapshot(snap_compare: Any, app_factory: Any, size: tuple[int
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_footer_shows_the_views_own_keys_first(hermetic: Path,
+                                                         size: tuple[int, int]) -> None:
+    """Enter, o and x lead the footer (they had no room behind the app's keys), and the key
+    shown is the one that acts: x stops the tune here, not the sweep."""
+    app = make_app(screen="tune")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        keys = [(k.key, k.description) for k in app.screen.query("PlateauFooter FooterKey")
+                if isinstance(k, FooterKey)]
+        # the view's keys (and its Back) before the app's
+        assert keys[:4] == [("escape", "Back"), ("enter", "Tune"), ("o", "Objective"),
+                            ("x", "Stop tune")]
+        assert ("r", "Restart") in keys[4:] and ("x", "Stop sweep") not in keys
+        await pilot.press("x")
+        await pilot.pause()
+        assert "Stop tune: no tune is running" in [str(n.message) for n in app._notifications]
 
 
 async def test_o_cycles_the_objective_the_next_tune_raises(hermetic: Path) -> None:

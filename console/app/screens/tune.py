@@ -128,10 +128,13 @@ def detail_lines(control: TuneControl) -> list[str]:
 
 class TuneScreen(HostScreen):
     TITLE_TEXT = "Tune: diagnose, A/B the fix, keep only what is proved better"
+    # The view's own keys lead the footer, as the fleet's do: behind the app's ~12 they had no
+    # room at 120 columns, and Enter / o / x were said only in the notes below the ladder.
+    footer_own_keys_first = True
     BINDINGS = [
         Binding("enter", "start_tune", "Tune", id="tune-start"),
-        Binding("x", "stop_tune", "Stop tune", id="tune-stop"),
         Binding("o", "cycle_objective", "Objective", id="tune-objective"),
+        Binding("x", "stop_tune", "Stop tune", id="tune-stop"),
     ]
 
     def compose_body(self) -> ComposeResult:
