@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 from console.app.contract import console_app
 from console.app.screens.views import HostScreen
 from console.app.tune_control import (
+    HostSweeps,
     TuneControl,
     session_bench,
     tune_objectives,
@@ -210,7 +211,8 @@ class TuneScreen(HostScreen):
         control.begin(new_state(request, app.config.profiles[profile]))
         self.app.run_worker(
             control.run(bench, store, app.profiles_dir,
-                        on_saved=lambda name, p: app.add_profile(name, p, persist=False)),
+                        on_saved=lambda name, p: app.add_profile(name, p, persist=False),
+                        sweeps=HostSweeps(session)),
             group="tune", exit_on_error=False,
             description=f"tune {profile} on {session.host.name}")
 
