@@ -109,7 +109,8 @@ class TuneControl:
         from console.jobs.tune import run_tune, tuned_profile
 
         assert self.state is not None
-        bench.on_sweep_event = sweeps
+        if sweeps is not None:
+            bench.on_sweep_event = sweeps
         try:
             state, self.tune_id = await run_tune(bench, self.state, store=store,
                                                  on_progress=self.progress,
