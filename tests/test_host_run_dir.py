@@ -22,6 +22,7 @@ import pytest
 
 from console.app.app import PlateauApp
 from console.config import LoadedConfig, load_config_file
+from console.host.hostd_client import LOADER
 from console.logs.follower import FOLLOWER_SOURCE, LogFollower
 from console.server.hostscript import run_host_script
 from console.session.service import HostSession
@@ -107,9 +108,12 @@ async def test_host_programs_run_from_a_verified_copy_short_in_ps(
         program = directory / "bin" / f"plateau-follow-{digest[:16]}.py"
         commands = _user_commands(user)
         assert f"python3 {program} {log} 5" in commands, commands
-        # (its parent is the stream's sh watchdog: a fixed script of ~200 characters)
+        # (its parent is the connection's command helper, plateau-hostd)
         assert all(len(line) < 512 for line in commands), commands
-        assert not any("import " in line for line in commands)
+        # no program's source in ps; the one `-c` is the command helper's fixed loader
+        # (hostd_client.LOADER, ~140 characters), which reads the helper from its stdin
+        assert not any("import " in line for line in commands if "plateau-hostd" not in line)
+        assert any(line.endswith(f"-c {LOADER} plateau-hostd") for line in commands), commands
         # private: dir 0700, file 0600, and exactly the source we hold
         assert stat.S_IMODE((directory / "bin").stat().st_mode) == 0o700
         assert stat.S_IMODE(program.stat().st_mode) == 0o600

@@ -61,4 +61,5 @@ def transport_for(
         jump_host=host.jump_host,
         use_ssh_config=use_ssh_config,
         run_dir=host.run_dir,
+        python=host.python,
     )

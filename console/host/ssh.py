@@ -28,6 +28,13 @@ from console import aio
 from console.errors import HostKeyError, TransportError
 from console.host import scripts
 from console.host.ciphers import encryption_preference
+from console.host.hostd_client import (
+    HelperGone,
+    HelperResult,
+    HelperStream,
+    HelperUnavailable,
+    HostHelper,
+)
 from console.host.hostkeys import VerifyingClient, match_known_hosts
 from console.host.process_ops import ProcessOps
 from console.host.relay import LocalSide, RemoteSide
@@ -161,8 +168,14 @@ class SshTransport(ProcessOps):
         max_reconnect_delay: float = 30.0,
         reconnect_attempts: int = 8,
         run_dir: str = "~/.plateau",
+        python: str = "python3",
     ) -> None:
         self._init_programs(run_dir)
+        self._python = python
+        # The command helper of the current connection (hostd_client.py): commands and streams
+        # without a login shell each; None runs one exec channel per command.
+        self._helper: HostHelper | None = None
+        self.helper_note = ""  # why there is no helper (said in the "connected" event)
         self._host_name = host_name
         self._address = address
         self._port = port
@@ -216,20 +229,46 @@ class SshTransport(ProcessOps):
             if not self._ever_connected:
                 self._conn = await self._open_probed()
                 self._ever_connected = True
-                self._emit("connected", f"{self._address}:{self._port}")
+                note = f" ({self.helper_note})" if self.helper_note else ""
+                self._emit("connected", f"{self._address}:{self._port}{note}")
             else:
                 self._conn = await self._reconnect_with_backoff()
             return self._conn
 
     async def _open_probed(self) -> asyncssh.SSHClientConnection:
-        """A new connection whose bootstrap probe passed (closed again if it did not)."""
+        """A new connection whose bootstrap probe passed (closed again if it did not).
+
+        The command helper's hello is the probe (one login shell instead of two); without a
+        helper the plain probe runs, and its error is the one the operator sees."""
         connection = await self._open()
         try:
-            self._home = await self._probe(connection)
+            await self._start_helper(connection)
+            if self._helper is None:
+                self._home = await self._probe(connection)
         except BaseException:
             connection.close()
             raise
         return connection
+
+    async def _start_helper(self, connection: asyncssh.SSHClientConnection) -> None:
+        old, self._helper = self._helper, None
+        if old is not None:
+            await old.close()
+        try:
+            helper = await HostHelper.start(connection, self._python, self._host_name,
+                                            self._connect_timeout * 3)
+        except HelperUnavailable as exc:
+            self.helper_note = (f"no command helper ({self._python}: {exc}): one SSH channel, "
+                                "and one login shell, per command")
+            return
+        self._forget_programs()
+        self._helper, self._home, self.helper_note = helper, helper.home, ""
+
+    async def _live_helper(self) -> HostHelper | None:
+        """The helper for the live connection (reconnecting first if it dropped), or None."""
+        await self.connection()
+        helper = self._helper
+        return helper if helper is not None and helper.alive else None
 
     async def _probe(self, connection: asyncssh.SSHClientConnection) -> str:
         """Run the bootstrap once on a fresh connection; its answer is the home directory."""
@@ -389,6 +428,8 @@ class SshTransport(ProcessOps):
         self._closing = True
         if self._reconnect_task is not None:
             self._reconnect_task.cancel()
+        if self._helper is not None:
+            await self._helper.close()
         if self._conn is not None:
             self._conn.close()
             with contextlib.suppress(Exception):
@@ -407,7 +448,13 @@ class SshTransport(ProcessOps):
         timeout: float | None = 60.0,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        command = self._command(scripts.with_env(argv, env))
+        full = scripts.with_env(argv, env)
+        command = self._command(full)  # the same limit whichever way it goes
+        helper = await self._live_helper()
+        if helper is not None:
+            done = await self._helper_run(helper, full, input, timeout, argv)
+            return CommandResult(tuple(argv), done.exit_status, _text(done.stdout),
+                                 _text(done.stderr))
         async with self._sessions:
             connection = await self.connection()
             try:
@@ -425,6 +472,22 @@ class SshTransport(ProcessOps):
             tuple(argv), self._exit_status(result, argv),
             scripts.after_mark(_text(result.stdout)), _text(result.stderr),
         )
+
+    async def _helper_run(self, helper: HostHelper, full: Sequence[str], data: str | bytes | None,
+                          timeout: float | None, argv: Sequence[str]) -> HelperResult:
+        stdin = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            return await helper.run(full, stdin, timeout)
+        except TimeoutError:
+            raise TransportError(
+                f"{self._host_name}: command timed out after {timeout} s: "
+                f"{scripts.display(argv)[:200]}"
+            ) from None
+        except HelperGone as exc:
+            raise TransportError(
+                f"{self._host_name}: connection lost while running "
+                f"{scripts.display(argv)[:200]} ({exc})"
+            ) from None
 
     def _exit_status(self, result: asyncssh.SSHCompletedProcess, argv: Sequence[str]) -> int:
         """The command's status as a shell reports it (128 + N for signal N). A channel that
@@ -445,7 +508,15 @@ class SshTransport(ProcessOps):
 
     async def stream_lines(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
-    ) -> SshLineStream:
+    ) -> SshLineStream | HelperStream:
+        helper = await self._live_helper()
+        if helper is not None:
+            full = scripts.with_env(argv, env)
+            self._command(full)
+            try:
+                return helper.stream(full)
+            except HelperGone as exc:
+                raise TransportError(f"{self._host_name}: cannot start stream: {exc}") from None
         command = self._command(scripts.sh(scripts.WATCHDOG, *scripts.with_env(argv, env)))
         await self._sessions.acquire()
         try:
@@ -462,6 +533,14 @@ class SshTransport(ProcessOps):
         return SshLineStream(process, self._sessions.release)
 
     async def read_file(self, path: str) -> bytes:
+        helper = await self._live_helper()
+        if helper is not None:
+            read = await self._helper_run(helper, ["cat", "--", path], None, 60.0,
+                                          ["cat", "--", path])
+            if read.exit_status != 0:
+                detail = sanitize(_text(read.stderr).strip())
+                raise TransportError(f"{self._host_name}: cannot read {path}: {detail}")
+            return read.stdout
         async with self._sessions:
             connection = await self.connection()
             try:
@@ -478,7 +557,15 @@ class SshTransport(ProcessOps):
         return scripts.after_mark_bytes(data)
 
     async def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
-        command = self._command(scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}"))
+        argv = scripts.sh(scripts.WRITE_FILE, path, f"{mode:o}")
+        command = self._command(argv)
+        helper = await self._live_helper()
+        if helper is not None:
+            written = await self._helper_run(helper, argv, data, 60.0, argv)
+            if written.exit_status != 0:
+                detail = sanitize(_text(written.stderr).strip())
+                raise TransportError(f"{self._host_name}: cannot write {path}: {detail}")
+            return
         async with self._sessions:
             connection = await self.connection()
             try:
@@ -523,6 +610,7 @@ class SshTransport(ProcessOps):
             "keepalive_interval": self._keepalive_interval,
             "max_reconnect_delay": self._max_reconnect_delay,
             "reconnect_attempts": self._reconnect_attempts, "run_dir": self._program_root,
+            "python": self._python,
         }  # fmt: skip
 
 

@@ -1,0 +1,160 @@
+"""The per-connection command helper (console/host/hostd.py) over the real sshd, as non-root
+users under several login shells: the login shell's rc files run once per connection, not once
+per command (issue 31: `pyenv init` in root's .bashrc made 64 hosts' polls unaffordable)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from console import aio
+from console.errors import TransportError
+from console.host.hostd import WINDOW
+from console.host.hostd_client import HelperStream
+from console.host.ssh import SshTransport
+from tests.support.host_fixtures import make_user_transport
+from tests.support.sshd import SshUser
+
+pytestmark = pytest.mark.sshd
+
+RC_FILES = {"bash": ".bashrc", "fish": ".config/fish/config.fish", "zsh": ".zshenv"}
+
+
+def _count_logins(user: SshUser, shell: str) -> Path:
+    """The shell's rc appends a line to a counter file each time a login shell starts."""
+    counter = user.home / f"rc-count-{random.randint(0, 10**9)}"
+    rc = user.home / RC_FILES[shell]
+    rc.parent.mkdir(parents=True, exist_ok=True)
+    rc.write_text(f"echo x >> {counter}\n")
+    account = user.home.stat()
+    for owned in (rc, rc.parent):
+        os.chown(owned, account.st_uid, account.st_gid)
+    return counter
+
+
+def _logins(counter: Path) -> int:
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+@pytest.mark.parametrize("shell", sorted(RC_FILES))
+async def test_the_login_rc_runs_once_per_connection_not_per_command(
+        ssh_user: Callable[..., SshUser], shell: str) -> None:
+    user = ssh_user(shell, tag="rc")
+    counter = _count_logins(user, shell)
+    transport = make_user_transport(user)
+    try:
+        await transport.connect()
+        after_connect = _logins(counter)
+        results = await asyncio.gather(*(transport.run(["echo", str(i)]) for i in range(20)))
+        assert [r.stdout for r in results] == [f"{i}\n" for i in range(20)]
+        target = f"{user.home}/.plateau-helper-test/file"
+        await transport.write_file(target, b"\x00\xffdata", mode=0o600)
+        assert await transport.read_file(target) == b"\x00\xffdata"
+        async with await transport.stream_lines(["printf", "a\\nb\\n"]) as stream:
+            assert [line async for line in stream] == ["a", "b"]
+        assert after_connect == 1, "the helper's start is the connection's one login"
+        assert _logins(counter) == 1, "a command paid the login shell's rc again"
+    finally:
+        await transport.close()
+        counter.unlink(missing_ok=True)
+        (user.home / RC_FILES[shell]).unlink(missing_ok=True)
+
+
+async def test_without_the_python_commands_still_run_one_channel_each(
+        ssh_user: Callable[..., SshUser]) -> None:
+    transport = make_user_transport(ssh_user("bash"), python="/nonexistent/python3")
+    details: list[str] = []
+    transport.subscribe(lambda event: details.append(f"{event.kind} {event.detail}"))
+    try:
+        await transport.connect()
+        assert "no command helper (/nonexistent/python3" in transport.helper_note
+        assert any("one login shell, per command" in d for d in details if d.startswith("conn"))
+        assert (await transport.run(["echo", "fallback"])).stdout == "fallback\n"
+        async with await transport.stream_lines(["echo", "s"]) as stream:
+            assert not isinstance(stream, HelperStream)
+            assert [line async for line in stream] == ["s"]
+    finally:
+        await transport.close()
+
+
+async def test_a_stream_nobody_reads_holds_its_command_not_the_others(
+        ssh_user: Callable[..., SshUser]) -> None:
+    """Flow control: the producer blocks at its pipe (memory bounded), other commands on the
+    same helper still answer, and once read again no line is lost."""
+    transport = make_user_transport(ssh_user("bash"))
+    lines = 300_000  # ~ 4.5 MB: far more than the WINDOW chunks in flight
+    try:
+        await transport.connect()
+        stream = await transport.stream_lines(["seq", str(lines)])
+        assert isinstance(stream, HelperStream)
+        iterator = stream.__aiter__()
+        assert await iterator.__anext__() == "1"
+        await asyncio.sleep(0.5)  # the helper would push everything now without a window
+        assert stream._chunks.qsize() <= WINDOW
+        quick = await aio.wait_for(transport.run(["echo", "still here"]), 30)
+        assert quick.stdout == "still here\n"
+        rest = [line async for line in iterator]
+        assert len(rest) == lines - 1 and rest[-1] == str(lines)
+        assert stream.exit_status == 0
+        await stream.close()
+    finally:
+        await transport.close()
+
+
+def _alive(marker: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+async def test_a_timed_out_command_loses_its_whole_process_group(
+        ssh_user: Callable[..., SshUser]) -> None:
+    transport = make_user_transport(ssh_user("bash"))
+    marker = f"{random.randint(100000, 999999)}.{random.randint(10, 99)}"
+    try:
+        await transport.connect()
+        with pytest.raises(TransportError, match=r"timed out after 0\.5 s"):
+            await transport.run(["sh", "-c", f"sleep {marker} & sleep {marker}; wait"],
+                                timeout=0.5)
+        for _ in range(100):
+            if not _alive(f"sleep {marker}"):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(f"sleep {marker}")
+        assert (await transport.run(["echo", "next"])).stdout == "next\n"
+    finally:
+        await transport.close()
+
+
+async def test_output_that_looks_like_the_protocol_comes_back_verbatim(
+        ssh_user: Callable[..., SshUser]) -> None:
+    transport = make_user_transport(ssh_user("fish"))
+    text = '{"id": 1, "exit": 0}\nplateau-output-begins-7c1f\n\x1b[31m{"hello": 1}\n'
+    try:
+        await transport.connect()
+        result = await transport.run(["printf", "%s", text])
+        assert result.stdout == text and result.ok
+        missing = await transport.run(["/nonexistent/prog"])
+        assert missing.exit_status == 127 and "nonexistent" in missing.stderr
+    finally:
+        await transport.close()
+
+
+async def test_closing_the_transport_ends_the_helper(
+        ssh_user: Callable[..., SshUser]) -> None:
+    transport: SshTransport = make_user_transport(ssh_user("bash"))
+    await transport.connect()
+    helper = transport._helper
+    assert helper is not None and helper.alive and helper.pid > 0
+    assert Path(f"/proc/{helper.pid}").exists()
+    await transport.close()
+    for _ in range(100):
+        if not Path(f"/proc/{helper.pid}").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{helper.pid}").exists()
