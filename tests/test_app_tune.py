@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey  # not re-exported; the footer yields these
 
 from console.app.app import PlateauApp
+from console.app.screens.dashboard import DashboardScreen
 from console.app.screenshot import export_text
 from console.app.tune_control import TuneControl
 from console.config import LoadedConfig
@@ -166,6 +168,65 @@ def test_x_stops_at_the_next_safe_point_with_the_good_profile_running(hermetic: 
     assert "cutlass-moe-tuned" not in app.config.profiles
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_dashboard_chart_draws_the_tunes_sweep_as_it_runs(hermetic: Path) -> None:
+    """The tune's sweeps reach the host's state as a console sweep's do: the dashboard's chart
+    draws the running one step by step, the header counts its steps, and its end is the
+    host's last complete run. The dashboard's x does not pretend to stop it."""
+    app, benches = _virtual_app(hermetic)
+    seen: dict[str, Any] = {}
+
+    async def go() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("T", "enter", "d")
+            control = app.tunes["demo"]
+            state = app.sessions["demo"].state
+            await _until(pilot, lambda: (state.sweep.running and bool(state.sweep.points))
+                         or not control.running)
+            assert control.running, "the tune ended without a sweep on the host"
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, DashboardScreen)
+            seen["chart"] = [(r.label, list(r.steps)) for r in screen.sweep_view.runs]
+            seen["points"], seen["run"] = list(state.sweep.points), state.sweep.run_id
+            seen["header"] = app.header_info(state).sweep
+            seen["keys"] = [(k.key, k.description) for k in screen.query("FooterKey")
+                            if isinstance(k, FooterKey)]
+            await pilot.press("x")
+            await pilot.pause()
+            seen["said"] = [str(n.message) for n in app._notifications]
+            control.stop()
+            await _until(pilot, lambda: not control.running)
+            await pilot.pause()
+            seen["after"] = state.sweep.running
+            seen["complete"] = state.last_complete
+            seen["events"] = [e.message for e in state.events]
+            await benches[0].close()
+
+    run_virtual(go())
+    with RunStore(hermetic / "h.sqlite") as store:
+        baseline = store.get_run(int(seen["run"]))
+    assert baseline.label.startswith("tune: ")  # the tune's own run, stored as the CLI's
+    # the chart draws the tune's sweep, as far as it had come, beside the host's last
+    # complete run (the demo's), as it draws a console sweep
+    (kept, _), running = seen["chart"]
+    assert kept.endswith("(last complete)")
+    assert running == (f"run {seen['run']} (running)", seen["points"])
+    assert [p.index for p in seen["points"]] == list(range(len(seen["points"])))
+    assert seen["points"][0].concurrency == SPEC.concurrency[0]
+    assert seen["header"].startswith("sweep running: step ")
+    assert ("x", "Stop sweep") not in seen["keys"]
+    assert "Stop sweep: a tune is running (T, then x stops it at a safe point)" in seen["said"]
+    # stopped at a safe point: the sweep ended, and it is the host's last complete run
+    assert seen["after"] is False
+    complete = seen["complete"]
+    assert complete is not None and complete.run_id == seen["run"]
+    assert len(complete.points) == len(SPEC.concurrency)
+    assert f"sweep {seen['run']} finished: finished" in seen["events"]
+
+
 async def test_a_tune_is_refused_while_a_sweep_runs(hermetic: Path) -> None:
     app = make_app(screen="tune", sweep_running=True)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -212,6 +273,25 @@ def test_tune_view_snapshot(snap_compare: Any, app_factory: Any, size: tuple[int
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_footer_shows_the_views_own_keys_first(hermetic: Path,
+                                                         size: tuple[int, int]) -> None:
+    """Enter, o and x lead the footer (they had no room behind the app's keys), and the key
+    shown is the one that acts: x stops the tune here, not the sweep."""
+    app = make_app(screen="tune")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        keys = [(k.key, k.description) for k in app.screen.query("PlateauFooter FooterKey")
+                if isinstance(k, FooterKey)]
+        # the view's keys (and its Back) before the app's
+        assert keys[:4] == [("escape", "Back"), ("enter", "Tune"), ("o", "Objective"),
+                            ("x", "Stop tune")]
+        assert ("r", "Restart") in keys[4:] and ("x", "Stop sweep") not in keys
+        await pilot.press("x")
+        await pilot.pause()
+        assert "Stop tune: no tune is running" in [str(n.message) for n in app._notifications]
 
 
 async def test_o_cycles_the_objective_the_next_tune_raises(hermetic: Path) -> None:

@@ -33,6 +33,10 @@ def test_the_policy_names_what_holds_the_host() -> None:
     assert refusal("restart", HostFacts(connection="lost")) == "host lost"
     assert refusal("restart", HostFacts(profiles=2)) is None
     assert refusal("cancel-sweep", HostFacts()) == "no sweep or A/B is running"
+    # a tune's sweep shows as the host's, but only the tune's own x stops it
+    assert refusal("cancel-sweep", HostFacts(sweep_running=True, tune_running=True)) == (
+        "a tune is running (T, then x stops it at a safe point)")
+    assert refusal("cancel-sweep", HostFacts(sweep_running=True)) is None
 
 
 async def test_footer_palette_and_key_refuse_a_restart_in_the_policys_words(

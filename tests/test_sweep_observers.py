@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from console.app.tune_control import HostSweeps
 from console.config_models import HostConfig
 from console.jobs.ab_models import ABRequest
 from console.store.db import RunStore
@@ -132,19 +133,27 @@ async def test_a_console_tune_sweep_runs_one_agent_and_one_follower(
         await _launched(pilot, live)
         with RunStore(live.root / "runs.db") as store:
             bench = session.tune_bench(store)
+            bench.on_sweep_event = HostSweeps(session)  # as the Tune view's job has it
             profile = live.config.profiles["cutlass-moe"]
             spec = live.config.sweeps["default"]
             measuring = asyncio.ensure_future(bench.sweep(
                 "cutlass-moe", profile, spec, label="tune base", run_id=None, repeat_base=0,
                 finish=True))
             seen: set[tuple[int, int]] = set()
+            running = False
             while not measuring.done():
                 seen.add(await asyncio.to_thread(_host_programs, live.root))
+                running = running or session.state.sweep.running
                 await pilot.pause(0.1)
             outcome = measuring.result()
             assert seen == {(1, 1)}, seen
             assert outcome.run_id is not None and len(outcome.steps) == 3
             evidence = store.load_evidence(outcome.run_id)
+    # its sweep ran as the host's, step by step: what the dashboard's chart draws
+    complete = session.state.last_complete
+    assert running and not session.state.sweep.running
+    assert complete is not None and complete.run_id == str(outcome.run_id)
+    assert complete.points == list(outcome.steps)
     assert evidence is not None
     assert {"client", "gpu", "log"} <= set(evidence.sources), evidence.sources
     assert evidence.topology.num_gpus  # the session's agent's topology, teed

@@ -70,7 +70,8 @@ class PlateauFooter(Footer):
         active = list(self.screen.active_bindings.values())
         order = {id(a): n for n, a in enumerate(active)}
 
-        # A screen of its own keys (the fleet: sort, filter) shows them before the app's.
+        # A screen of its own keys (the fleet: sort, filter; the tune: start, objective,
+        # stop) shows them before the app's.
         own_first = getattr(self.screen, "footer_own_keys_first", False)
 
         def rank(item: Any) -> tuple[int, int]:

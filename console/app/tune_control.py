@@ -23,6 +23,7 @@ from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState
 from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES
 
 if TYPE_CHECKING:
+    from console.bench.models import SweepEvent
     from console.jobs.tune_bench import TuneBench
     from console.session.protocol import Session
     from console.store.db import RunStore
@@ -101,11 +102,15 @@ class TuneControl:
         self.changed()
 
     async def run(self, bench: TuneBench, store: RunStore, profiles_dir: Path | None,
-                  on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None) -> None:
-        """The job, start to end (`begin` first). Errors are kept for the view, not raised."""
+                  on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None,
+                  sweeps: HostSweeps | None = None) -> None:
+        """The job, start to end (`begin` first). Errors are kept for the view, not raised.
+        `sweeps`: where the bench's sweeps are reported as the host's (the dashboard)."""
         from console.jobs.tune import run_tune, tuned_profile
 
         assert self.state is not None
+        if sweeps is not None:
+            bench.on_sweep_event = sweeps
         try:
             state, self.tune_id = await run_tune(bench, self.state, store=store,
                                                  on_progress=self.progress,
@@ -120,6 +125,8 @@ class TuneControl:
             self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         finally:
             self.running, self.stopping = False, False
+            if sweeps is not None:
+                sweeps.close()
             store.close()
             self.changed()
 
@@ -137,6 +144,35 @@ class TuneControl:
         return str(path)
 
 
+class HostSweeps:
+    """A tune's sweeps as its host's own: each event of the bench's sweeps becomes the
+    session's SweepProgress / SweepPointDone / SweepDone (console.session.adapters'
+    sweep_event_sink, what a console sweep and an A/B's passes emit), so the dashboard's chart
+    and header draw the tune's current sweep as it runs. The job holds the host meanwhile:
+    a sweep it leaves open (it ended between two events) is closed by `close()`."""
+
+    def __init__(self, session: Session) -> None:
+        from console.session.adapters import sweep_event_sink
+
+        self.session = session
+        self._sink = sweep_event_sink(session.host.name, session.emit)
+        self._open: str | None = None  # the run id of the sweep it reported running
+
+    def __call__(self, event: SweepEvent) -> None:
+        self._sink(event)
+        sweep = self.session.state.sweep
+        self._open = sweep.run_id if sweep.running else None
+
+    def close(self) -> None:
+        from console.session.events import SweepDone
+
+        sweep = self.session.state.sweep
+        if self._open is not None and sweep.running and sweep.run_id == self._open:
+            self.session.emit(SweepDone(self.session.host.name, self._open, False,
+                                        "the tune ended during this sweep"))
+        self._open = None
+
+
 def session_bench(session: Session, store: RunStore) -> TuneBench:
     """The tuner's bench on a session's host (its transport, lifecycle and flag discovery)."""
     return session.tune_bench(store)
@@ -148,4 +184,5 @@ def _state_json(state: TuneState, tune_id: int | None) -> dict[str, object]:
     return state_json(state, tune_id)
 
 
-__all__ = ["TuneControl", "session_bench", "tune_objectives", "tune_preset", "tune_request"]
+__all__ = ["HostSweeps", "TuneControl", "session_bench", "tune_objectives", "tune_preset",
+           "tune_request"]

@@ -11,11 +11,11 @@ A candidate that does not start, or whose server dies during a sweep (a NaN, an 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from console.bench.models import StepResult
+from console.bench.models import StepResult, SweepEvent
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.diagnose import diagnose_stored
 from console.diagnose.models import Diagnosis
@@ -45,8 +45,14 @@ class SweepOutcome:
     steps: tuple[StepResult, ...]
 
 
+SweepListener = Callable[[SweepEvent], None]
+
+
 class TuneBench(Protocol):
     host_name: str
+    on_sweep_event: SweepListener | None
+    """Sees each event of its sweeps as a console sweep's are seen (console.bench.models: the
+    console's chart draws the tune's current sweep from them); None: nobody."""
 
     def lease(self, purpose: str) -> contextlib.AbstractAsyncContextManager[object]: ...
 
@@ -102,6 +108,7 @@ class HostBench:
         self.options = options
         self.evidence = evidence
         self.host_name = lifecycle.host.name
+        self.on_sweep_event: SweepListener | None = None
 
     def lease(self, purpose: str) -> contextlib.AbstractAsyncContextManager[object]:
         return host_lease(self.host_name).hold(purpose, transport=self.lifecycle.transport,
@@ -130,6 +137,7 @@ class HostBench:
             target = await stack.enter_async_context(
                 on_host(self.lifecycle.transport, self.lifecycle.host, name, profile))
             finished = await sweep(target, spec, store=self.store, label=label,
+                                   on_event=self.on_sweep_event,
                                    options=self.options, run_id=run_id,
                                    repeat_base=repeat_base, finish=finish, evidence=sources)
         steps = tuple(finished.steps)
@@ -172,6 +180,7 @@ async def nothing_held() -> AsyncIterator[object]:
 __all__ = [
     "CandidateFailed",
     "HostBench",
+    "SweepListener",
     "SweepOutcome",
     "TuneBench",
     "apply",

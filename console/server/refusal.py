@@ -70,6 +70,10 @@ def refusal(action: str, facts: HostFacts) -> str | None:
         return why
     if action == "flags" and facts.connection != "connected":
         return f"host {facts.connection}"
+    if action == "cancel-sweep" and facts.tune_running:
+        # The tune's sweeps show as the host's (the chart draws them), but the tune owns
+        # them: its view's x stops it at a safe point, the last good profile left running.
+        return "a tune is running (T, then x stops it at a safe point)"
     if action == "cancel-sweep" and not (facts.sweep_running or facts.ab_running):
         return "no sweep or A/B is running"
     if action in ("next-host", "prev-host", "hosts") and facts.hosts < 2:

@@ -32,12 +32,20 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from console.bench.abplan import SIM_PROCESS_S
-from console.bench.models import StepResult
+from console.bench.models import (
+    StepFailed,
+    StepFinished,
+    StepResult,
+    StepStarted,
+    SweepEvent,
+    SweepFinished,
+    SweepStarted,
+)
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.diagnose import diagnose_stored
 from console.diagnose.evidence import startup_facts, topology_of
 from console.diagnose.models import Diagnosis, RunEvidence
-from console.jobs.tune_bench import CandidateFailed, SweepOutcome, check_change
+from console.jobs.tune_bench import CandidateFailed, SweepListener, SweepOutcome, check_change
 from console.jobs.tune_models import Change
 from console.server.flags import FlagSchema, parse_help
 from console.server.known import TYPE_HINTS
@@ -130,6 +138,7 @@ class VirtualBench:
         self.server: _Server | None = None
         self.launches: list[tuple[str, str]] = []  # (profile name, launch) in order
         self.sweeps = 0
+        self.on_sweep_event: SweepListener | None = None
 
     def lease(self, purpose: str) -> contextlib.AbstractAsyncContextManager[object]:
         return host_lease(self.host_name).hold(purpose)
@@ -180,18 +189,37 @@ class VirtualBench:
         if run_id is None:
             run_id = self._create_run(name, profile, spec, label, server)
         index = len(self.store.get_run(run_id).steps)
+        # The events console.bench.sweep.run_sweep emits, in its order (HostBench's sweeps
+        # come from there): a pass appended to a run counts on from the run's steps.
+        total = index + spec.repeats * len(spec.concurrency)
+        self._emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, total - index))
         steps: list[StepResult] = []
-        for repeat in range(spec.repeats):
-            for level in spec.concurrency:
-                result, evidence = await self._step(server, index, level)
-                result = result.model_copy(update={"repeat": repeat_base + repeat})
-                self.store.add_step(run_id, result)
-                self.store.save_step_evidence(run_id, evidence)
-                steps.append(result)
-                index += 1
+        try:
+            for repeat in range(spec.repeats):
+                for level in spec.concurrency:
+                    self._emit(StepStarted(index, level, repeat_base + repeat, total))
+                    result, evidence = await self._step(server, index, level)
+                    result = result.model_copy(update={"repeat": repeat_base + repeat})
+                    self.store.add_step(run_id, result)
+                    self.store.save_step_evidence(run_id, evidence)
+                    steps.append(result)
+                    self._emit(StepFinished(result) if result.status == "ok"
+                               else StepFailed(result))
+                    index += 1
+        except asyncio.CancelledError:
+            self._emit(SweepFinished(run_id, "cancelled", tuple(steps)))
+            raise
+        except Exception:
+            self._emit(SweepFinished(run_id, "failed", tuple(steps)))
+            raise
         if finish:
             self.store.finish_run(run_id, "finished")
+        self._emit(SweepFinished(run_id, "finished", tuple(steps)))
         return SweepOutcome(run_id, tuple(steps))
+
+    def _emit(self, event: SweepEvent) -> None:
+        if self.on_sweep_event is not None:
+            self.on_sweep_event(event)
 
     async def _step(self, server: _Server, index: int, level: int) -> Any:
         if (said := server.crash()) is not None:

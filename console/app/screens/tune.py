@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 from console.app.contract import console_app
 from console.app.screens.views import HostScreen
 from console.app.tune_control import (
+    HostSweeps,
     TuneControl,
     session_bench,
     tune_objectives,
@@ -128,10 +129,13 @@ def detail_lines(control: TuneControl) -> list[str]:
 
 class TuneScreen(HostScreen):
     TITLE_TEXT = "Tune: diagnose, A/B the fix, keep only what is proved better"
+    # The view's own keys lead the footer, as the fleet's do: behind the app's ~12 they had no
+    # room at 120 columns, and Enter / o / x were said only in the notes below the ladder.
+    footer_own_keys_first = True
     BINDINGS = [
         Binding("enter", "start_tune", "Tune", id="tune-start"),
-        Binding("x", "stop_tune", "Stop tune", id="tune-stop"),
         Binding("o", "cycle_objective", "Objective", id="tune-objective"),
+        Binding("x", "stop_tune", "Stop tune", id="tune-stop"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -207,7 +211,8 @@ class TuneScreen(HostScreen):
         control.begin(new_state(request, app.config.profiles[profile]))
         self.app.run_worker(
             control.run(bench, store, app.profiles_dir,
-                        on_saved=lambda name, p: app.add_profile(name, p, persist=False)),
+                        on_saved=lambda name, p: app.add_profile(name, p, persist=False),
+                        sweeps=HostSweeps(session)),
             group="tune", exit_on_error=False,
             description=f"tune {profile} on {session.host.name}")
 

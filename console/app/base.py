@@ -1,0 +1,191 @@
+"""What every part of the console app shares: its hosts and their sessions, the config with
+this run's profile set, the app's own notes, and the one way a host's news reaches the screen.
+
+PlateauApp (console/app/app.py) is this class plus one mixin per concern (pumps, host_news,
+hosts, host_keys, intents, flags_flow, ab_flow, gpu_actions, view_actions). Each mixin
+subclasses this one, and so Textual's App: Textual's metaclass collects a class's `@on`
+handlers only for subclasses of its MessagePump, and dispatch walks the app's MRO, so a
+handler on a plain (object) mixin would never run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+from textual.css.query import NoMatches
+from textual.screen import Screen
+
+from console.app.contract import HostView
+from console.app.messages import HostIntent
+from console.app.modes import SCREENS
+from console.app.screens.dashboard import ABPlan, DashboardScreen
+from console.config import LoadedConfig
+from console.config_models import PlateauConfig, ServerProfile
+from console.session.profile_set import ProfileSet
+from console.session.profiles import profiles_dir as default_profiles_dir
+from console.session.protocol import Session
+from console.session.state import Clock, EventRecord, HostState
+
+if TYPE_CHECKING:
+    from console.app.tune_control import TuneControl
+
+
+class ConsoleBase(App[int]):
+    """The console's state; PlateauApp adds its themes, keys and start-up."""
+
+    _connect_gate: asyncio.Semaphore
+    """CONNECTS_AT_ONCE places for connecting sessions (console.app.pumps)."""
+    plateau_theme_names: list[str]
+    """The themes `ctrl+t` cycles (PlateauApp._setup_themes)."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        sessions: Sequence[Session],
+        *,
+        active_host: str | None,
+        clock: Clock,
+        store_path: Path | None,
+        start_screen: str,
+        tick_seconds: float | None,
+        profiles_dir: Path | None,
+    ) -> None:
+        super().__init__()
+        self._loaded = loaded
+        self._loaded_view: LoadedConfig | None = None
+        # One profile set for this run, shared with every session (the flags editor adds).
+        self.profiles = ProfileSet(loaded.config.profiles)
+        self.clock = clock
+        self.store_path = store_path
+        self.tick_seconds = tick_seconds
+        self.sessions: dict[str, Session] = {s.host.name: s for s in sessions}
+        if not self.sessions:
+            raise ValueError("the console needs at least one host session")
+        self.host_names = list(self.sessions)
+        for session in self.sessions.values():
+            session.share_profiles(self.profiles)
+        self.active_host = active_host if active_host in self.sessions else self.host_names[0]
+        if start_screen not in SCREENS:
+            raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
+        self.start_screen = start_screen
+        self.hidden_panels: set[str] = set()
+        self.on_screen_hosts: set[str] = set(self.sessions)
+        # Run ids marked in the history screen (m); two marked runs are what compare shows.
+        self.marked_runs: list[int] = []
+        self.ab_plans: dict[str, ABPlan] = {}  # host -> the plan of the A/B it runs
+        self.tunes: dict[str, TuneControl] = {}  # host -> its tune (the Tune view)
+        self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
+        self.app_events: deque[EventRecord] = deque(maxlen=500)
+        self._notified: dict[str, int] = {}
+        self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
+
+    # -- config and profiles ---------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> LoadedConfig:
+        """The config as loaded, with this run's profile set (the flags editor adds to it)."""
+        base = self._loaded
+        config = self.profiles.applied(base.config)
+        if config is base.config:
+            return base
+        if self._loaded_view is None or self._loaded_view.config is not config:
+            self._loaded_view = LoadedConfig(config, base.path, base.text)
+        return self._loaded_view
+
+    @property
+    def config(self) -> PlateauConfig:
+        return self.profiles.applied(self._loaded.config)
+
+    def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
+        """Add a profile to the run's profile set (every session's); with `persist`, also write
+        `<config dir>/profiles.d/<name>.toml` (never secrets)."""
+        if persist:
+            from console.session.profiles import ProfileSaveError, save_profile
+
+            try:
+                path, skipped = save_profile(self.profiles_dir, name, self._saveable(profile))
+            except ProfileSaveError as exc:
+                self.app_note("flags", f"profile {name} not saved: {exc}", "error")
+                return False
+            self.app_note("flags", f"profile {name} saved to {path}")
+            self.notify(f"profile {name} saved to {path}", markup=False, timeout=4)
+            if skipped:
+                self.app_note("flags", f"profile {name}: env {', '.join(skipped)} not written "
+                              "(looks secret; set it in the config file)", "warning")
+        else:
+            self.app_note("flags", f"profile {name} kept for this run (not saved)")
+        self.profiles.add(name, profile)  # every session holds this set
+        return True
+
+    def _saveable(self, profile: ServerProfile) -> ServerProfile:
+        """What the operator chose, without what belongs to this run of the demo: its
+        temporary GPU-state file and the free port it picked (issue 26.10)."""
+        host = self.active_session.host
+        if not host.sim_state_file or self.loaded.path is not None:
+            return profile
+        flags = {k: v for k, v in profile.flags.items() if v != host.sim_state_file}
+        return profile.model_copy(update={"flags": flags,
+                                          "port": ServerProfile.model_fields["port"].default})
+
+    # -- the app's own notes -------------------------------------------------------------------
+
+    def app_note(self, source: str, message: str, level: str = "info") -> None:
+        self.app_events.append(
+            EventRecord(self.clock(), "console", source, level, message)  # type: ignore[arg-type]
+        )
+        if level != "info" and self.is_running:
+            self.notify(message, title=source, severity=severity(level), markup=False)
+
+    # -- hosts ---------------------------------------------------------------------------------
+
+    @property
+    def active_session(self) -> Session:
+        return self.sessions[self.active_host]
+
+    @property
+    def active_state(self) -> HostState:
+        return self.active_session.state
+
+    def _replay_label(self, host: str) -> str:
+        """"REPLAY of …" for a recording's session (console.session.replay), else ""."""
+        return self.sessions[host].replay_label
+
+    def _hand_over(
+        self, intent: HostIntent, what: str, work: Coroutine[Any, Any, object]
+    ) -> None:
+        """A host's command, run by its session in a worker (nothing here waits)."""
+        self.run_worker(work, group="commands", exit_on_error=False,
+                        description=f"{what} on {intent.host}")
+
+    # -- screens -------------------------------------------------------------------------------
+
+    def _render_screen(
+        self, screen: Screen[Any], host: str, aspects: tuple[str, ...] | None
+    ) -> None:
+        """Show `host`'s news on the current screen (`aspects` None: its whole state)."""
+        # A dialog is not a HostView: the screen under it is rendered when it is back. A
+        # screen not mounted yet has no widgets to update: its on_mount renders the whole
+        # state once they exist (a loaded machine delivered host events first).
+        if not isinstance(screen, HostView) or not screen.is_mounted:
+            return
+        if host == self.active_host or screen.shows_every_host:
+            try:
+                screen.render_host(self.active_state, aspects)
+            except NoMatches:
+                # Only a screen being torn down may lack its widgets; else it is a bug.
+                if screen.is_attached and self.is_running:
+                    raise
+
+    def get_screen_dashboard(self) -> DashboardScreen | None:
+        screen = self.screen
+        return screen if isinstance(screen, DashboardScreen) else None
+
+
+def severity(level: str) -> Any:
+    """A note's level as Textual's notification severity."""
+    return {"error": "error", "warning": "warning"}.get(level, "information")
