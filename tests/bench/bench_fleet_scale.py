@@ -14,6 +14,7 @@ Goal (issue 31): rows filled within 10 s, < 25% of a core, < 400 MB on a 2-core 
 
     .venv/bin/python tests/bench/bench_fleet_scale.py [--hosts 64] [--window 20]
         [--offscreen 5.0]   # 1.0: every host at the full rate (the peer without pacing)
+        [--profile FILE]    # cProfile of the console alone (from its start), for pstats
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import os
 import sys
 import tempfile
@@ -140,7 +142,7 @@ async def run_console(config: PlateauConfig, store: Path, window: float) -> dict
     return out
 
 
-async def main(hosts: int, window: float, offscreen: float) -> None:
+async def main(hosts: int, window: float, offscreen: float, profile: str | None) -> None:
     root = Path(tempfile.mkdtemp(prefix="plateau-fleet-bench-"))
     sshd = start_sshd(root / "sshd", max_startups=hosts + 16)
     config = fleet_config(root / "hosts", sshd, hosts, offscreen_interval_s=offscreen)
@@ -148,7 +150,15 @@ async def main(hosts: int, window: float, offscreen: float) -> None:
         began = time.monotonic()
         await start_servers(config, root / "flag-cache")
         print(f"{hosts} simulated servers ready in {time.monotonic() - began:.1f} s (setup)")
-        result = await run_console(config, root / "runs.db", window)
+        profiler = cProfile.Profile() if profile else None
+        if profiler is not None:
+            profiler.enable()
+        try:
+            result = await run_console(config, root / "runs.db", window)
+        finally:
+            if profiler is not None and profile is not None:
+                profiler.disable()
+                profiler.dump_stats(profile)
     finally:
         stop_servers(config)
         sshd.stop()
@@ -169,5 +179,6 @@ if __name__ == "__main__":
     parser.add_argument("--hosts", type=int, default=64)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--offscreen", type=float, default=5.0)
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the console into FILE")
     args = parser.parse_args()
-    asyncio.run(main(args.hosts, args.window, args.offscreen))
+    asyncio.run(main(args.hosts, args.window, args.offscreen, args.profile))
