@@ -15,7 +15,7 @@ import pytest
 
 from console import aio
 from console.errors import TransportError
-from console.host.hostd import WINDOW
+from console.host.hostd import CHUNK, WINDOW
 from console.host.hostd_client import HelperStream
 from console.host.ssh import SshTransport
 from tests.support.host_fixtures import make_user_transport
@@ -88,7 +88,7 @@ async def test_a_stream_nobody_reads_holds_its_command_not_the_others(
     """Flow control: the producer blocks at its pipe (memory bounded), other commands on the
     same helper still answer, and once read again no line is lost."""
     transport = make_user_transport(ssh_user("bash"))
-    lines = 300_000  # ~ 4.5 MB: far more than the WINDOW chunks in flight
+    lines = 300_000  # ~ 2 MB: far more than the WINDOW bytes in flight
     try:
         await transport.connect()
         stream = await transport.stream_lines(["seq", str(lines)])
@@ -96,7 +96,9 @@ async def test_a_stream_nobody_reads_holds_its_command_not_the_others(
         iterator = stream.__aiter__()
         assert await iterator.__anext__() == "1"
         await asyncio.sleep(0.5)  # the helper would push everything now without a window
-        assert stream._chunks.qsize() <= WINDOW
+        queued: list[bytes | None] = list(stream._chunks._queue)  # type: ignore[attr-defined]
+        buffered = sum(len(chunk) for chunk in queued if chunk is not None)
+        assert buffered <= WINDOW + CHUNK
         quick = await aio.wait_for(transport.run(["echo", "still here"]), 30)
         assert quick.stdout == "still here\n"
         rest = [line async for line in iterator]

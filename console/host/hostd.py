@@ -10,7 +10,7 @@ rc files run once per connection.
 Protocol: newline-delimited JSON on stdin/stdout; bytes travel as base64.
   console -> host  {"op": "run", "id": N, "argv": [...], "stdin": B64 or null}
                    {"op": "stream", "id": N, "argv": [...]}
-                   {"op": "ack", "id": N}        (one stream chunk consumed: flow control)
+                   {"op": "ack", "id": N, "n": BYTES}  (stream bytes consumed: flow control)
                    {"op": "kill", "id": N}       (end that command's process group)
   host -> console  {"hello": 1, "home": "...", "pid": P}
                    {"id": N, "exit": S, "out": B64, "err": B64}   (a run ended)
@@ -20,7 +20,8 @@ Every command runs in its own session (process group); EOF on stdin (the console
 channel or the connection dropped) ends every group still running, as the exec path's watchdog
 did. A stream has at most WINDOW unacknowledged chunks in flight, so a consumer that stops
 reading stops the command at its pipe (no line lost, memory bounded) without holding up the
-other commands on this channel.
+other commands on this channel. Credit is counted in bytes and returned in batches: every message
+on the channel is a syscall on both ends, and an ack per chunk once cost as much as the data.
 
 Shipped as text and run by `python3 -c LOADER` (console/host/hostd_client.py), so it must stay
 plain Python 3.8 with the standard library only.
@@ -39,14 +40,42 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 CHUNK = 65536
-WINDOW = 8
+WINDOW = 512 * 1024  # stream bytes sent and not yet acknowledged, at most (+ one CHUNK)
 KILL_AFTER_S = 2.0
 
 _out = sys.stdout.buffer
 _out_lock = threading.Lock()
 _children: dict[int, subprocess.Popen[bytes]] = {}
-_credits: dict[int, threading.Semaphore] = {}  # streams only
+_credits: dict[int, Credit] = {}  # streams only
 _children_lock = threading.Lock()
+
+
+class Credit:
+    """Bytes a stream may still send before the console acknowledges what it consumed."""
+
+    def __init__(self) -> None:
+        self.available = WINDOW
+        self.ended = False
+        self.changed = threading.Condition()
+
+    def take(self, count: int) -> None:
+        with self.changed:
+            self.available -= count
+
+    def wait(self) -> None:
+        with self.changed:
+            while self.available <= 0 and not self.ended:
+                self.changed.wait()
+
+    def give(self, count: int) -> None:
+        with self.changed:
+            self.available += count
+            self.changed.notify()
+
+    def end(self) -> None:
+        with self.changed:
+            self.ended = True
+            self.changed.notify()
 
 
 def send(message: dict[str, Any]) -> None:
@@ -110,7 +139,7 @@ def run(request: dict[str, Any]) -> None:
 
 def stream(request: dict[str, Any]) -> None:
     request_id = request["id"]
-    credit = threading.Semaphore(WINDOW)
+    credit = Credit()
     with _children_lock:
         _credits[request_id] = credit
     try:
@@ -125,10 +154,11 @@ def stream(request: dict[str, Any]) -> None:
     fd = pipe.fileno()
     try:
         while True:
-            credit.acquire()
+            credit.wait()
             chunk = os.read(fd, CHUNK)
             if not chunk:
                 break
+            credit.take(len(chunk))
             send({"id": request_id, "data": b64(chunk)})
         status = shell_status(child.wait())
     finally:
@@ -161,15 +191,14 @@ def kill(request: dict[str, Any]) -> None:
     if child is not None:
         end_group(child)
     if credit is not None:  # let the reader drain the pipe to its EOF
-        for _ in range(WINDOW + 1):
-            credit.release()
+        credit.end()
 
 
 def ack(request: dict[str, Any]) -> None:
     with _children_lock:
         credit = _credits.get(request["id"])
     if credit is not None:
-        credit.release()
+        credit.give(int(request.get("n", 0)))
 
 
 def spawn(function: Callable[[dict[str, Any]], None], request: dict[str, Any]) -> None:
@@ -195,7 +224,7 @@ def end_all() -> None:
 
 
 def serve(requests: Iterable[bytes]) -> None:
-    send({"hello": 1, "home": os.path.expanduser("~"), "pid": os.getpid()})
+    send({"hello": 1, "home": os.path.expanduser("~"), "pid": os.getpid(), "window": WINDOW})
     for line in requests:
         try:
             request = json.loads(line)

@@ -63,6 +63,7 @@ class HostHelper:
         self._stderr: asyncio.Task[None] | None = None
         self.stderr_tail = b""
         self.pid = 0  # the helper's pid on the host (tests and diagnostics)
+        self.ack_every = 1
 
     # -- start ------------------------------------------------------------------------------
 
@@ -88,6 +89,8 @@ class HostHelper:
             raise HelperUnavailable(f"no absolute home directory: {home!r}")
         helper = cls(process, host_name, home.rstrip("/") or "/")
         helper.pid = int(hello.get("pid", 0))
+        # consumed stream bytes go back to the helper in batches of a quarter of its window
+        helper.ack_every = max(1, int(hello.get("window", 1 << 19)) // 4)
         helper._reader = asyncio.ensure_future(helper._read(rest))
         helper._stderr = asyncio.ensure_future(helper._drain_stderr())
         return helper
@@ -145,9 +148,9 @@ class HostHelper:
         self._send({"op": "stream", "id": request_id, "argv": list(argv)})
         return stream
 
-    def _ack(self, request_id: int) -> None:
+    def _ack(self, request_id: int, count: int) -> None:
         with contextlib.suppress(HelperGone):
-            self._send({"op": "ack", "id": request_id})
+            self._send({"op": "ack", "id": request_id, "n": count})
 
     def _end_stream(self, request_id: int) -> None:
         with contextlib.suppress(HelperGone):
@@ -229,6 +232,7 @@ class HelperStream:
         self._id = request_id
         self._chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._exit_status: int | None = None
+        self._unacked = 0  # bytes consumed and not yet returned to the helper
         self._ended = False
         self._closed = False
 
@@ -255,7 +259,7 @@ class HelperStream:
             chunk = await self._chunks.get()
             if chunk is None:
                 break
-            self._helper._ack(self._id)  # room for one more chunk: flow control
+            self._consumed(len(chunk))
             *lines, partial = (partial + decoder.decode(chunk)).split("\n")
             for line in lines:
                 yield line
@@ -280,7 +284,16 @@ class HelperStream:
             chunk = await self._chunks.get()
             if chunk is None:
                 break
-            self._helper._ack(self._id)
+            self._consumed(len(chunk))
+
+    def _consumed(self, count: int) -> None:
+        """Return credit in batches: the helper stops at its window of bytes in flight, and
+        all but less than a quarter of it consumed has been returned, so it never waits on a
+        consumer that is reading."""
+        self._unacked += count
+        if self._unacked >= self._helper.ack_every:
+            self._helper._ack(self._id, self._unacked)
+            self._unacked = 0
 
     async def __aenter__(self) -> HelperStream:
         return self
