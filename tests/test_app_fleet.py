@@ -8,6 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from rich.text import Text
+from textual.strip import Strip
 
 from console.session.events import ConnectionChanged, ServerUpdate
 from tests.support.app_fixtures import FIXED_NOW
@@ -40,7 +42,7 @@ def test_fleet_snapshot_filtered_light(snap_compare: Any, app_factory: Any) -> N
 
 def _rows(app: Any) -> list[list[str]]:
     table = app.screen.query_one(FleetTable)
-    return [[cell.plain for cell in table.get_row_at(i)] for i in range(table.row_count)]
+    return [[cell.plain for cell in table.cells_at(i)] for i in range(table.row_count)]
 
 
 def _hosts(app: Any) -> list[str]:
@@ -166,3 +168,42 @@ async def test_hosts_off_screen_are_paced_down(app_factory: Any) -> None:
     assert session.pace == 1.0
     session.set_pace(False)
     assert session.pace == 8.0  # 4 s between samples instead of 0.5 s
+
+
+async def test_a_hosts_news_redraws_its_row_alone(app_factory: Any) -> None:
+    """The table renders a row again only when its cells changed: one host's news costs one
+    row, not the table (a DataTable re-rendered every cell on any update)."""
+    app = fleet_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        table: FleetTable = app.screen.query_one(FleetTable)
+        rendered: list[str] = []
+        original = table._line
+
+        def counting(row: tuple[Text, ...]) -> Strip:
+            rendered.append(row[0].plain)
+            return original(row)
+
+        table._line = counting  # type: ignore[method-assign]
+        session = app.sessions["gpu-c1"]
+        session.feed(ConnectionChanged("gpu-c1", "connected"))
+        await _settle(pilot)
+        assert [row.split(" ", 1)[1] for row in rendered] == ["gpu-c1"]
+        assert _rows(app)[4][1] != "connecting"
+        rendered.clear()
+        await pilot.pause(1.2)  # the screen's own refresh: nothing changed, nothing rendered
+        assert rendered == []
+
+
+async def test_a_click_moves_the_cursor_and_a_second_opens_the_host(app_factory: Any) -> None:
+    app = fleet_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        table = app.screen.query_one(FleetTable)
+        await pilot.click(FleetTable, offset=(4, 3))  # the header, then rows 0, 1, 2
+        assert table.cursor_row == 2 and table.selected_host() == "gpu-b1"
+        detail = str(app.screen.query_one("#fleet-detail").render())
+        assert detail.startswith("gpu-b1: ")
+        await pilot.click(FleetTable, offset=(4, 3))
+        await pilot.pause()
+        assert app.current_mode == "dashboard" and app.active_host == "gpu-b1"

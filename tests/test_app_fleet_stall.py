@@ -45,7 +45,7 @@ def _ssh_host(name: str, sshd: Sshd, root: Path) -> HostConfig:
 def _row(app: Any, host: str) -> list[str]:
     table = app.screen.query_one(FleetTable)
     index = table.visible_hosts().index(host)
-    return [cell.plain for cell in table.get_row_at(index)]
+    return [cell.plain for cell in table.cells_at(index)]
 
 
 async def test_a_hung_and_a_dropped_host_never_stall_the_others(

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
@@ -145,13 +145,13 @@ class FleetScreen(Screen[None]):
             text.append(": " + " · ".join(said))
         self.query_one("#fleet-detail", Static).update(text)
 
-    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+    def on_fleet_table_row_highlighted(self, _event: FleetTable.RowHighlighted) -> None:
         self._show_detail(self.query_one(FleetTable))
 
     def on_fleet_table_scrolled(self, _event: FleetTable.Scrolled) -> None:
         self._update_pace()
 
-    def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
+    def on_fleet_table_row_selected(self, _event: FleetTable.RowSelected) -> None:
         self.action_open_host()
 
     # -- the history (last sweep, its causes) ----------------------------------------------
