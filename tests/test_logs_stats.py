@@ -115,3 +115,15 @@ def test_metrics_snapshot_reduces_ranks() -> None:
 def test_metrics_malformed_raises() -> None:
     with pytest.raises(ValueError):
         parse_metrics("sglang:num_running_reqs{ 1\n")
+
+
+def test_buckets_and_other_exporters_never_change_the_snapshot() -> None:
+    """Histogram buckets and foreign series are dropped before parsing (most of a page's
+    cost): the snapshot is the one their absence gives, and a malformed kept line raises."""
+    lines = METRICS.splitlines()
+    bare = "\n".join(line for line in lines
+                     if "_bucket" not in line and "process_cpu" not in line) + "\n"
+    assert any("_bucket" in line for line in lines)
+    assert parse_metrics(METRICS) == parse_metrics(bare)
+    with pytest.raises(ValueError):
+        parse_metrics(METRICS + 'sglang:num_queue_reqs{dp_rank="0" 3\n')
