@@ -160,3 +160,47 @@ async def test_closing_the_transport_ends_the_helper(
             break
         await asyncio.sleep(0.05)
     assert not Path(f"/proc/{helper.pid}").exists()
+
+
+PROGRAM = """
+import sys
+print("preloaded" if "json" in sys.modules else "fresh")
+print(sys.argv[1:])
+data = sys.stdin.read()
+print("read", len(data), data[:5])
+print("to stderr", file=sys.stderr)
+if sys.argv[1] == "raise":
+    raise RuntimeError("boom")
+if sys.argv[1] == "say":
+    sys.exit("said why")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("shell", ["bash", "fish"])
+async def test_our_host_programs_run_in_a_fork_as_a_new_interpreter_would(
+        ssh_user: Callable[..., SshUser], shell: str) -> None:
+    """`PYTHON PROGRAM ARGS` of an installed program runs in a fork of the helper (no new
+    interpreter: modules the helper loaded are there) with the same argv, stdin, stdout,
+    stderr and exit status as a fresh `python3 PROGRAM` (the same file run by path)."""
+    transport = make_user_transport(ssh_user(shell), python="/usr/bin/python3")
+    try:
+        await transport.connect()
+        path = await transport.install_program("plateau-test-prog", PROGRAM)
+        fresh_copy = f"{path}.copy.py"  # not ours: a plain exec, a new interpreter
+        await transport.run(["cp", path, fresh_copy])
+        for args, status in ((["3"], 3), (["0"], 0), (["raise"], 1), (["say"], 1)):
+            forked = await transport.run(["/usr/bin/python3", path, *args], input="héllo\n")
+            fresh = await transport.run(["/usr/bin/python3", fresh_copy, *args],
+                                        input="héllo\n")
+            assert forked.stdout.splitlines()[0] == "preloaded"
+            assert fresh.stdout.splitlines()[0] == "fresh"
+            assert forked.stdout.splitlines()[1:] == fresh.stdout.splitlines()[1:]
+            assert forked.exit_status == fresh.exit_status == status
+            assert forked.stderr.replace(path, "P") == fresh.stderr.replace(fresh_copy, "P")
+        boom = await transport.run(["/usr/bin/python3", path, "raise"])
+        assert "RuntimeError: boom" in boom.stderr and boom.exit_status == 1
+        said = await transport.run(["/usr/bin/python3", path, "say"])
+        assert said.stderr.splitlines()[-1] == "said why"
+    finally:
+        await transport.close()

@@ -122,14 +122,16 @@ class HostHelper:
         self._next_id += 1
         return self._next_id
 
-    async def run(self, argv: Sequence[str], stdin: bytes | None,
-                  timeout: float | None) -> HelperResult:
-        """Run ARGV; on timeout its process group is ended and TimeoutError raised."""
+    async def run(self, argv: Sequence[str], stdin: bytes | None, timeout: float | None,
+                  *, program: bool = False) -> HelperResult:
+        """Run ARGV; on timeout its process group is ended and TimeoutError raised.
+        `program`: ARGV is `PYTHON PROGRAM ARGS` with this helper's python and one of our host
+        programs, which the helper then runs in a fork of itself (hostd.py)."""
         request_id = self._new_id()
         future: asyncio.Future[HelperResult] = asyncio.get_running_loop().create_future()
         self._runs[request_id] = future
         try:
-            self._send({"op": "run", "id": request_id, "argv": list(argv),
+            self._send({"op": "run", "id": request_id, "argv": list(argv), "py": program,
                         "stdin": None if stdin is None else _b64(stdin)})
             if timeout is None:
                 return await future

@@ -473,11 +473,18 @@ class SshTransport(ProcessOps):
             scripts.after_mark(_text(result.stdout)), _text(result.stderr),
         )
 
+    def _our_program(self, argv: Sequence[str]) -> bool:
+        """`PYTHON PROGRAM ...` where PYTHON runs the helper and PROGRAM is one of ours, verified
+        on this connection (install_program): the helper forks it instead of starting an
+        interpreter."""
+        return (len(argv) >= 2 and argv[0] == self._python
+                and argv[1] in self._programs.values())
+
     async def _helper_run(self, helper: HostHelper, full: Sequence[str], data: str | bytes | None,
                           timeout: float | None, argv: Sequence[str]) -> HelperResult:
         stdin = data.encode("utf-8") if isinstance(data, str) else data
         try:
-            return await helper.run(full, stdin, timeout)
+            return await helper.run(full, stdin, timeout, program=self._our_program(full))
         except TimeoutError:
             raise TransportError(
                 f"{self._host_name}: command timed out after {timeout} s: "
@@ -514,6 +521,7 @@ class SshTransport(ProcessOps):
             full = scripts.with_env(argv, env)
             self._command(full)
             try:
+                # never forked: a long-lived program must show as itself in the host's `ps`
                 return helper.stream(full)
             except HelperGone as exc:
                 raise TransportError(f"{self._host_name}: cannot start stream: {exc}") from None
