@@ -207,3 +207,27 @@ async def test_a_click_moves_the_cursor_and_a_second_opens_the_host(app_factory:
         await pilot.click(FleetTable, offset=(4, 3))
         await pilot.pause()
         assert app.current_mode == "dashboard" and app.active_host == "gpu-b1"
+
+
+async def test_rows_without_news_are_not_summarised_again(
+        app_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh summarises only the hosts whose state changed (or whose uptime and sample
+    age moved a step): 64 rows were summarised at every redraw."""
+    from console.app.screens import fleet
+    from console.fleet.summary import summarize
+
+    app = fleet_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        summarised: list[str] = []
+        original = summarize
+
+        def counting(state: Any, now: Any, **kwargs: Any) -> Any:
+            summarised.append(state.host)
+            return original(state, now, **kwargs)
+
+        monkeypatch.setattr(fleet, "summarize", counting)
+        app.sessions["gpu-c1"].feed(ConnectionChanged("gpu-c1", "connected"))
+        await _settle(pilot)
+        await pilot.pause(1.2)  # and the once-a-second redraw
+        assert summarised and set(summarised) == {"gpu-c1"}

@@ -158,8 +158,9 @@ class GpuReading(_Model):
     @property
     def throttled(self) -> list[str]:
         """Clock-event reasons that cost throughput (idle and app-clock settings don't)."""
-        harmless = {"idle", "app clocks", "display clocks"}
-        return [r for r in self.clock_reasons or [] if r not in harmless]
+        if not self.clock_reasons:
+            return []
+        return [r for r in self.clock_reasons if r not in _HARMLESS_CLOCK_REASONS]
 
     @property
     def pcie_downtrained(self) -> bool:
@@ -172,6 +173,9 @@ class GpuReading(_Model):
             self.pcie_width < self.pcie_width_max
         )
         return width_low or (busy and gen_low)
+
+
+_HARMLESS_CLOCK_REASONS = frozenset({"idle", "app clocks", "display clocks"})
 
 
 def _ints(value: Any) -> list[int]:

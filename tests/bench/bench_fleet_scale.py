@@ -14,7 +14,7 @@ Goal (issue 31): rows filled within 10 s, < 25% of a core, < 400 MB on a 2-core 
 
     .venv/bin/python tests/bench/bench_fleet_scale.py [--hosts 64] [--window 20]
         [--offscreen 5.0]   # 1.0: every host at the full rate (the peer without pacing)
-        [--profile FILE]    # cProfile of the console alone (from its start), for pstats
+        [--profile FILE]    # cProfile of the console over the steady window, for pstats
 """
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ def memory_mb() -> tuple[float, float]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
-async def run_console(config: PlateauConfig, store: Path, window: float) -> dict[str, float]:
+async def run_console(config: PlateauConfig, store: Path, window: float,
+                      profile: str | None = None) -> dict[str, float]:
     from console.app.app import PlateauApp
     from console.session.service import HostSession
 
@@ -130,9 +131,15 @@ async def run_console(config: PlateauConfig, store: Path, window: float) -> dict
             out["fill_s"] = time.monotonic() - started
             out["filled"] = float(sum(filled(s.state) for s in sessions))
             await pilot.pause(2.0)  # the agents' first seconds
+            profiler = cProfile.Profile() if profile else None
+            if profiler is not None:
+                profiler.enable()
             cpu0, wall0 = time.process_time(), time.monotonic()
             await pilot.pause(window)
             out["cpu_share"] = (time.process_time() - cpu0) / (time.monotonic() - wall0)
+            if profiler is not None and profile is not None:
+                profiler.disable()
+                profiler.dump_stats(profile)
             out["rss_mb"], out["peak_rss_mb"] = memory_mb()
             out["on_screen"] = float(len(app.on_screen_hosts))
             print(f"  measured: {out}", flush=True)
@@ -150,15 +157,7 @@ async def main(hosts: int, window: float, offscreen: float, profile: str | None)
         began = time.monotonic()
         await start_servers(config, root / "flag-cache")
         print(f"{hosts} simulated servers ready in {time.monotonic() - began:.1f} s (setup)")
-        profiler = cProfile.Profile() if profile else None
-        if profiler is not None:
-            profiler.enable()
-        try:
-            result = await run_console(config, root / "runs.db", window)
-        finally:
-            if profiler is not None and profile is not None:
-                profiler.disable()
-                profiler.dump_stats(profile)
+        result = await run_console(config, root / "runs.db", window, profile)
     finally:
         stop_servers(config)
         sshd.stop()

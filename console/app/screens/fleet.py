@@ -9,6 +9,8 @@ not per event: 64 hosts' events would otherwise be 64 streams of redraws. The ru
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
 from typing import ClassVar
 
 from rich.text import Text
@@ -22,12 +24,18 @@ from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.fleet.models import HostSummary
 from console.fleet.summary import LastRun, summarize
+from console.session.state import HostState
 from widgets.fleet_rows import level
 from widgets.fleet_table import FleetTable
 
 REFRESH_S = 1.0
 COALESCE_S = 0.25
-"""A host's news redraws the rows at most this often (text no faster than 4 Hz)."""
+"""A host's news redraws the rows this soon (text no faster than 4 Hz)..."""
+GAP_PER_HOST_S = 0.015
+"""...and, past a few hosts, no sooner than this per host after the last redraw (at most
+REFRESH_S): a redraw's work grows with the rows, and 64 hosts always have news."""
+AGE_STEP_S = 5
+"""A row with no news is summarised again this often (its uptime and sample age move)."""
 HISTORY_S = 10.0
 
 
@@ -49,6 +57,8 @@ class FleetScreen(Screen[None]):
         self.history: dict[str, LastRun] = {}
         self.summaries: list[HostSummary] = []
         self._pending = False
+        self._refreshed_at = 0.0
+        self._summary_cache: dict[str, tuple[tuple[object, ...], HostSummary]] = {}
 
     def compose(self) -> ComposeResult:
         app = console_app(self)
@@ -66,10 +76,15 @@ class FleetScreen(Screen[None]):
         # start (before their sessions connect, so no agent is started twice).
         self.call_after_refresh(self.refresh_rows)
         self.query_one(FleetTable).focus()
-        self.set_interval(REFRESH_S, self.refresh_rows)
+        self.set_interval(REFRESH_S, self._tick)
         if console_app(self).store_path is not None:
             self._read_history()
             self.set_interval(HISTORY_S, self._read_history)
+
+    def _tick(self) -> None:
+        """The once-a-second redraw, unless news redrew the rows just now."""
+        if time.monotonic() - self._refreshed_at >= REFRESH_S * 0.9:
+            self.refresh_rows()
 
     def on_screen_resume(self) -> None:
         self.refresh_rows()
@@ -85,7 +100,9 @@ class FleetScreen(Screen[None]):
         """Some host has news: redraw the rows soon, once for all the news until then."""
         if not self._pending:
             self._pending = True
-            self.set_timer(COALESCE_S, self._flush)
+            gap = min(REFRESH_S, GAP_PER_HOST_S * len(console_app(self).sessions))
+            since = time.monotonic() - self._refreshed_at
+            self.set_timer(max(COALESCE_S, gap - since), self._flush)
 
     def refresh_header(self, _state: object) -> None:
         """No host header here: the rows refresh on their own interval."""
@@ -101,15 +118,28 @@ class FleetScreen(Screen[None]):
             return
         app = console_app(self)
         now = app.clock()
-        self.summaries = [
-            summarize(session.state, now, last_run=self.history.get(name))
-            for name, session in app.sessions.items()
-        ]
+        self._refreshed_at = time.monotonic()
+        self.summaries = [self._summary(name, session.state, now)
+                          for name, session in app.sessions.items()]
         table = self.query_one(FleetTable)
         table.show(self.summaries)
         self._show_title(table)
         self._show_detail(table)
         self._update_pace()
+
+    def _summary(self, name: str, state: HostState, now: datetime) -> HostSummary:
+        """The host's summary, made again only when its state or last run changed, or its
+        time-dependent figures (uptime, sample age) are AGE_STEP_S old: most rows of a fleet
+        have no news in most refreshes."""
+        last_run = self.history.get(name)
+        key = (tuple(state.revision.values()), id(last_run),
+               int(now.timestamp() // AGE_STEP_S))
+        cached = self._summary_cache.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        summary = summarize(state, now, last_run=last_run)
+        self._summary_cache[name] = (key, summary)
+        return summary
 
     def _update_pace(self) -> None:
         """The rows on screen sample at the full rate, the others slower."""
