@@ -1,5 +1,9 @@
 """Round-trip latency of `run` over the open SshTransport connection vs spawning
-`ssh host cmd` per call (and LocalTransport as a floor), against a real sshd on loopback.
+`ssh host cmd` per call (and LocalTransport as a floor), against a real sshd on loopback;
+and the command helper (plateau-hostd, one per connection) against one exec channel per
+command (what a host without the helper's python gets: every command pays the login shell),
+for a plain command and for a host script (a status poll's probe: a fork of the helper vs a
+new interpreter).
 
     .venv/bin/python tests/bench/bench_host_run_latency.py [N] [SHELL]
 
@@ -17,12 +21,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.host.local import LocalTransport
-from console.host.transport import CommandResult
+from console.host.ssh import SshTransport
 from tests.support.host_fixtures import make_ssh_transport, make_user_transport
 from tests.support.sshd import start_sshd
 
@@ -34,13 +40,12 @@ def _summary(name: str, samples: list[float]) -> tuple[str, float]:
     return name, p50
 
 
-async def _time_async(call: Callable[[], Awaitable[CommandResult]], n: int) -> list[float]:
+async def _time_async(call: Callable[[], Awaitable[object]], n: int) -> list[float]:
     samples: list[float] = []
     for _ in range(n):
         start = time.perf_counter()
-        result = await call()
+        await call()  # a failed command raises (run) or is checked by the caller
         samples.append(time.perf_counter() - start)
-        assert result.ok
     return samples
 
 
@@ -80,9 +85,50 @@ async def main(n: int, shell: str | None) -> None:
         _, spawned = _summary("ssh host true (new process)", _time_ssh_spawn(spawn, n))
         _summary("LocalTransport.run", await _time_async(lambda: local.run(["true"]), n))
         print(f"ratio: spawning ssh per call is {spawned / open_conn:.1f}x slower (p50)")
+        await _helper_vs_exec(transport, n, shell)
         await transport.close()
     finally:
         sshd.stop()
+
+
+async def _helper_vs_exec(transport: SshTransport, n: int, shell: str | None) -> None:
+    """The same connection options without the helper (its python missing): the peer."""
+    from console.server.hostscript import run_host_script
+
+    exec_only = SshTransport(transport.host_name, "127.0.0.1",
+                             **{**_options(transport), "python": "/nonexistent/python3"})
+    await exec_only.connect()
+    python = str(transport.options()["python"])  # the helper's own: its programs are forked
+    async def true(t: SshTransport) -> object:
+        result = await t.run(["true"])
+        assert result.ok
+        return result
+
+    async def probe(t: SshTransport) -> object:
+        return await run_host_script(t, python, "probe", {"pid": 1})
+
+    try:
+        pairs = []
+        for label, call in (("true", true), ("host script probe", probe)):
+            times = []
+            for name, which in (("helper", transport), ("exec channel", exec_only)):
+                await _time_async(partial(call, which), 3)
+                samples = await _time_async(partial(call, which), n)
+                times.append(_summary(f"{label}: {name}", samples)[1])
+            pairs.append((label, times[1] / times[0]))
+        for label, ratio in pairs:
+            print(f"ratio ({label}): one exec channel per command is {ratio:.1f}x the "
+                  f"helper's latency (p50)")
+    finally:
+        await exec_only.close()
+
+
+def _options(transport: SshTransport) -> dict[str, Any]:
+    options = transport.options()
+    for key in ("host_name", "address"):
+        options.pop(key)
+    options["known_hosts"] = Path(str(options["known_hosts"]))
+    return options
 
 
 if __name__ == "__main__":
