@@ -148,6 +148,7 @@ def lifecycle(
     return server_jobs.lifecycle_for(transport, host, gpu_probe=gpu_probe, discovery=discovery)
 
 
+NO_ANSWER = "not answering HTTP: the last health check got no answer"
 _HEALTH_STATE: dict[str, ServerStateName] = {
     "ready": "ready", "starting": "starting", "unhealthy": "failed",
 }
@@ -172,10 +173,15 @@ async def server_status(
     )
     record = status.record
     state: ServerStateName
+    no_answer = ""
     if not status.running:
         state = "failed" if record is not None and record.state == "failed" else "stopped"
     elif status.health == "unchecked":
         state = previous.state if previous is not None else "starting"
+    elif status.health == "down" and previous is not None and previous.state == "ready":
+        # Alive and ready before: a health check with no answer (a hung or swamped server,
+        # a loaded host) is news about a ready server, not a server starting again.
+        state, no_answer = "ready", NO_ANSWER
     else:
         state = _HEALTH_STATE.get(status.health, "starting")
     event = ServerUpdate(
@@ -184,7 +190,8 @@ async def server_status(
         version=status.version,
         profile=record.profile if record is not None else None,
         since=record.started_at if record is not None and status.running else None,
-        detail=status.detail or ("" if status.health != "unhealthy" else "health check failed"),
+        detail=status.detail or no_answer
+        or ("" if status.health != "unhealthy" else "health check failed"),
         pid=record.pid if record is not None else None,
     )
     return event, (record if status.running else None)

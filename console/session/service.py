@@ -381,7 +381,8 @@ class HostSession(EventFeed):
         while True:
             if not self.restart_running:  # the lifecycle reports its own phases meanwhile
                 now = time.monotonic()
-                ready = previous is not None and previous.state == "ready"
+                ready = previous is not None and previous.state == "ready" \
+                    and previous.detail != adapters.NO_ANSWER  # unanswered: ask again now
                 check = not ready or now - last_health >= HEALTH_POLL_S
                 status, record = await adapters.server_status(
                     transport, self.host, self.config, self.discovery,
