@@ -171,9 +171,32 @@ def exit_code(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
+_compiled: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
+def compiled(path: str) -> Any:
+    """PROGRAM's code, compiled once per helper while the file is unchanged (our programs are
+    content-addressed, so a path's content only changes by a replace): compiling the lifecycle
+    script cost more than forking to run it. None when it does not compile (the child then
+    compiles it and says why, as python3 would)."""
+    try:
+        info = os.stat(path)
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        known = _compiled.get(path)
+        if known is not None and known[0] == key:
+            return known[1]
+        with open(path, "rb") as source:
+            code = compile(source.read(), path, "exec")
+    except (OSError, SyntaxError, ValueError):
+        return None
+    _compiled[path] = (key, code)
+    return code
+
+
 def fork_program(argv: list[str], stdin: int, stdout: int, stderr: int) -> int:
     """Fork; the child runs PROGRAM (argv[1]) with argv[2:] as `python3 PROGRAM ARGS` would,
     in its own session, on the given descriptors."""
+    code = compiled(argv[1])
     pid = os.fork()
     if pid:
         return pid
@@ -183,7 +206,7 @@ def fork_program(argv: list[str], stdin: int, stdout: int, stderr: int) -> int:
         for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
             os.dup2(fd, target)
         close_inherited()
-        status = run_program(argv[1], argv[2:])
+        status = run_program(argv[1], argv[2:], code)
     finally:
         os._exit(status)
 
@@ -200,7 +223,7 @@ def close_inherited() -> None:
                 pass
 
 
-def run_program(path: str, args: list[str]) -> int:
+def run_program(path: str, args: list[str], code: Any) -> int:
     encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(path)
@@ -212,8 +235,9 @@ def run_program(path: str, args: list[str]) -> int:
                                   encoding=encoding, errors="backslashreplace",
                                   line_buffering=True)
     try:
-        with open(path, "rb") as source:
-            code = compile(source.read(), path, "exec")
+        if code is None:
+            with open(path, "rb") as source:
+                code = compile(source.read(), path, "exec")
         exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
         status = 0
     except SystemExit as exc:
