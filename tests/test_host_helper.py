@@ -204,3 +204,18 @@ async def test_our_host_programs_run_in_a_fork_as_a_new_interpreter_would(
         assert said.stderr.splitlines()[-1] == "said why"
     finally:
         await transport.close()
+
+
+async def test_a_replaced_program_runs_its_new_text(ssh_user: Callable[..., SshUser]) -> None:
+    """The helper compiles a program once, keyed by the file (inode, size, mtime): a copy
+    replaced in place runs its new text, not the cached code."""
+    transport = make_user_transport(ssh_user("bash"), python="/usr/bin/python3")
+    try:
+        await transport.connect()
+        path = await transport.install_program("plateau-test-swap", "print('first')\n")
+        assert (await transport.run(["/usr/bin/python3", path])).stdout == "first\n"
+        assert (await transport.run(["/usr/bin/python3", path])).stdout == "first\n"
+        await transport.write_file(path, b"print('second')\n", mode=0o600)
+        assert (await transport.run(["/usr/bin/python3", path])).stdout == "second\n"
+    finally:
+        await transport.close()
