@@ -219,3 +219,33 @@ async def test_a_replaced_program_runs_its_new_text(ssh_user: Callable[..., SshU
         assert (await transport.run(["/usr/bin/python3", path])).stdout == "second\n"
     finally:
         await transport.close()
+
+
+async def test_the_helper_installs_programs_privately_or_refuses(
+        ssh_user: Callable[..., SshUser]) -> None:
+    """install_program through the helper keeps scripts.INSTALL_PROGRAM's rules: every
+    directory it makes is 0700, the copy 0600 and exact; a directory the user does not own is
+    refused with the host's reason (its chmod fails), nothing written."""
+    user = ssh_user("fish")
+    root = user.home / f"deep-{random.randint(0, 10**9)}"
+    transport = make_user_transport(user, run_dir=f"{root}/a/b")
+    try:
+        await transport.connect()
+        path = Path(await transport.install_program("plateau-test-deep", "print(1)\n"))
+        assert path.read_text() == "print(1)\n" and path.stat().st_mode & 0o777 == 0o600
+        for directory in (root, root / "a", root / "a" / "b", root / "a" / "b" / "bin"):
+            assert directory.stat().st_mode & 0o777 == 0o700, directory
+        foreign = root / "foreign"
+        (foreign / "bin").mkdir(parents=True)  # made by root: not the user's
+        os.chmod(foreign, 0o755)
+        other = make_user_transport(user, run_dir=str(foreign))
+        await other.connect()
+        try:
+            with pytest.raises(TransportError, match=r"cannot install .*(not permitted|Operation)"):
+                await other.install_program("plateau-test-foreign", "print(2)\n")
+            assert list((foreign / "bin").iterdir()) == []
+        finally:
+            await other.close()
+    finally:
+        await transport.close()
+        subprocess.run(["rm", "-rf", str(root)], check=False)

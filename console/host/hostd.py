@@ -12,6 +12,8 @@ Protocol: newline-delimited JSON on stdin/stdout; bytes travel as base64.
                    {"op": "stream", "id": N, "argv": [...]}
                    {"op": "ack", "id": N, "n": BYTES}  (stream bytes consumed: flow control)
                    {"op": "kill", "id": N}       (end that command's process group)
+                   {"op": "install", "id": N, "dir": D, "path": P, "sha256": H, "data": B64}
+                                                 (scripts.INSTALL_PROGRAM, without 5 processes)
   host -> console  {"hello": 1, "home": "...", "pid": P}
                    {"id": N, "exit": S, "out": B64, "err": B64}   (a run ended)
                    {"id": N, "data": B64}                         (a stream's stdout chunk)
@@ -35,6 +37,7 @@ plain Python 3.8 with the standard library only.
 from __future__ import annotations  # annotations stay text: Python 3.8 runs this
 
 import base64
+import hashlib
 import io
 import json
 import os
@@ -141,24 +144,29 @@ class Forked:
         self.returncode: int | None = None
         self._lock = threading.Lock()
 
-    def _reap(self, flags: int) -> int | None:
+    def poll(self) -> int | None:
         with self._lock:
             if self.returncode is None:
                 try:
-                    pid, status = os.waitpid(self.pid, flags)
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
                 except ChildProcessError:
-                    pid, status = self.pid, 255 << 8
+                    return self.returncode  # wait() has it
                 if pid:
                     self.returncode = exit_code(status)
             return self.returncode
 
-    def poll(self) -> int | None:
-        return self._reap(os.WNOHANG)
-
     def wait(self) -> int:
-        code = self._reap(0)
-        assert code is not None
-        return code
+        # Blocking without the lock, so that a kill (which polls first) is never held up by it.
+        if self.returncode is None:
+            try:
+                _pid, status = os.waitpid(self.pid, 0)
+                code = exit_code(status)
+            except ChildProcessError:
+                code = 255  # reaped by a poll, which set returncode under the lock first
+            with self._lock:
+                if self.returncode is None:
+                    self.returncode = code
+        return self.returncode
 
 
 Child = Union["subprocess.Popen[bytes]", Forked]
@@ -330,7 +338,6 @@ def run(request: dict[str, Any]) -> None:
             out, err = popen.communicate(stdin)
             child = popen
     except OSError as exc:
-        forget(request_id)
         status, text = exec_failure(request["argv"], exc)
         send({"id": request_id, "exit": status, "out": "", "err": b64(text)})
         return
@@ -410,8 +417,67 @@ def spawn(function: Callable[[dict[str, Any]], None], request: dict[str, Any]) -
     thread.start()
 
 
+def install(request: dict[str, Any]) -> None:
+    """What scripts.INSTALL_PROGRAM does, in-process: the directory (and any parent made)
+    0700 and ours (chmod fails otherwise), the file 0600, written to a temporary name, checked
+    against the hash, then renamed; "ok" when a verified copy is already there."""
+    request_id = request["id"]
+    try:
+        said = install_file(request["dir"], request["path"], request["sha256"],
+                            base64.b64decode(request["data"]))
+    except OSError as exc:
+        text = "plateau-hostd: install %s: %s\n" % (request.get("path"), exc)
+        send({"id": request_id, "exit": 1, "out": "", "err": b64(text.encode("utf-8", "replace"))})
+        return
+    send({"id": request_id, "exit": 0, "out": b64(said.encode()), "err": ""})
+
+
+def install_file(directory: str, path: str, digest: str, data: bytes) -> str:
+    make_private_dirs(directory)
+    os.chmod(directory, 0o700)
+    try:
+        with open(path, "rb") as existing:
+            if hashlib.sha256(existing.read()).hexdigest() == digest:
+                return "ok\n"
+    except OSError:
+        pass
+    temporary = "%s.plateau-tmp.%d.%d" % (path, os.getpid(), threading.get_ident())
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        with open(temporary, "rb") as written:
+            if hashlib.sha256(written.read()).hexdigest() != digest:
+                raise OSError("the copy written does not match sha256 %s" % digest)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return "installed\n"
+
+
+def make_private_dirs(directory: str) -> None:
+    """mkdir -p under umask 077: every directory made is 0700 (os.makedirs gives the parents
+    the process umask's mode, and umask is process-wide: not to be changed under threads)."""
+    missing = []
+    head = directory
+    while head and not os.path.isdir(head):
+        missing.append(head)
+        head = os.path.dirname(head)
+    for name in reversed(missing):
+        try:
+            os.mkdir(name, 0o700)
+        except FileExistsError:
+            pass
+
+
 HANDLERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "run": lambda r: spawn(run, r), "stream": lambda r: spawn(stream, r), "kill": kill, "ack": ack,
+    "install": lambda r: spawn(install, r),
 }
 
 

@@ -143,6 +143,19 @@ class HostHelper:
         finally:
             self._runs.pop(request_id, None)
 
+    async def install(self, directory: str, path: str, digest: str,
+                      data: bytes) -> HelperResult:
+        """scripts.INSTALL_PROGRAM done by the helper itself (no shell, no sha256sum)."""
+        request_id = self._new_id()
+        future: asyncio.Future[HelperResult] = asyncio.get_running_loop().create_future()
+        self._runs[request_id] = future
+        try:
+            self._send({"op": "install", "id": request_id, "dir": directory, "path": path,
+                        "sha256": digest, "data": _b64(data)})
+            return await aio.wait_for(asyncio.shield(future), 60)
+        finally:
+            self._runs.pop(request_id, None)
+
     def stream(self, argv: Sequence[str]) -> HelperStream:
         request_id = self._new_id()
         stream = HelperStream(self, request_id)

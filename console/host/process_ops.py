@@ -47,10 +47,7 @@ class ProcessOps:
             return known
         directory = await self._program_directory()
         path = f"{directory}/{name}-{digest[:16]}.py"
-        result = await self.run(
-            scripts.sh(scripts.INSTALL_PROGRAM, directory, path, digest), input=source,
-            timeout=60,
-        )
+        result = await self._install(directory, path, digest, source)
         if not result.ok or result.stdout.strip() not in ("ok", "installed"):
             detail = (result.stderr.strip() or result.stdout.strip())[-300:]
             raise TransportError(
@@ -59,6 +56,12 @@ class ProcessOps:
             )
         self._programs[digest] = path
         return path
+
+    async def _install(self, directory: str, path: str, digest: str,
+                       source: str) -> CommandResult:
+        """scripts.INSTALL_PROGRAM through `run`; a transport may do the same more cheaply."""
+        return await self.run(scripts.sh(scripts.INSTALL_PROGRAM, directory, path, digest),
+                              input=source, timeout=60)
 
     async def run(
         self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 60.0,
