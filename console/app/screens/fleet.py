@@ -132,8 +132,8 @@ class FleetScreen(Screen[None]):
         time-dependent figures (uptime, sample age) are AGE_STEP_S old: most rows of a fleet
         have no news in most refreshes."""
         last_run = self.history.get(name)
-        key = (tuple(state.revision.values()), id(last_run),
-               int(now.timestamp() // AGE_STEP_S))
+        # the run itself, not its id(): a replaced history may reuse a freed object's id
+        key = (tuple(state.revision.values()), last_run, int(now.timestamp() // AGE_STEP_S))
         cached = self._summary_cache.get(name)
         if cached is not None and cached[0] == key:
             return cached[1]
