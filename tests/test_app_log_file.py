@@ -117,3 +117,21 @@ def test_log_options_route_to_the_console() -> None:
     assert _normalise_argv(["--config", "c.toml", "--log", "f.log", "--bench", "b.jsonl"]) == [
         "--config", "c.toml", "console", "--log", "f.log", "--bench", "b.jsonl"]
     assert _normalise_argv(["myhost"]) == ["console", "myhost"]
+
+
+@pytest.mark.slow
+async def test_the_clock_tick_survives_a_screen_whose_header_is_gone() -> None:
+    # At exit Textual removes a screen's children before the screen: the 1 s tick that
+    # landed in between raised NoMatches (seen once in CI), and so did a screen's re-render.
+    app, session = log_app(str(REAL / "tianyang-qwen3-14b-tp2-offload-startup-mrr1.log"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _why_text(app, pilot)
+        screen = app.screen
+        await screen.query_one(PlateauHeader).remove()
+        app._tick()
+        screen.render_host(app.active_state, None)  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await pilot.pause()
+        await app.screen.query_one(PlateauHeader).remove()
+        app._tick()
+    await session.close()

@@ -71,5 +71,6 @@ class HostNews(HostKeyPrompts):
             return
         # A screen pushed but not mounted yet has no header to refresh; its on_mount renders
         # the state (on a loaded machine the tick won that race: NoMatches: PlateauHeader).
+        # One being torn down has lost its header first: refresh_header skips it.
         if isinstance(screen, HostView) and screen.is_mounted:
             screen.refresh_header(self.active_state)

@@ -350,9 +350,10 @@ class DashboardScreen(Screen[None]):
         self._apply_layout()
 
     def refresh_header(self, state: HostState | None) -> None:
-        if state is not None:
-            app = console_app(self)
-            self.query_one(PlateauHeader).show(app.header_info(state))
+        # query, not query_one: at exit the clock can tick after the children were removed.
+        headers = self.query(PlateauHeader)
+        if state is not None and headers:
+            headers.first().show(console_app(self).header_info(state))
 
     # -- panel control ------------------------------------------------------------------------
 

@@ -65,14 +65,21 @@ class HostScreen(Screen[None]):
     def render_host(self, state: HostState | None, aspects: tuple[str, ...] | None) -> None:
         if state is None:
             return
-        app = console_app(self)
-        self.query_one(PlateauHeader).show(app.header_info(state))
-        self.render_body(state, aspects)
+        if self._show_header(state):
+            self.render_body(state, aspects)
 
     def refresh_header(self, state: HostState | None) -> None:
-        if state is not None:
-            app = console_app(self)
-            self.query_one(PlateauHeader).show(app.header_info(state))
+        self._show_header(state)
+
+    def _show_header(self, state: HostState | None) -> bool:
+        """Show the state in this screen's header; False when the screen has no header (yet
+        or any more): a timer can tick while the screen mounts or, at exit, after its
+        children were removed but before the screen itself was."""
+        headers = self.query(PlateauHeader)
+        if state is None or not headers:
+            return False
+        headers.first().show(console_app(self).header_info(state))
+        return True
 
     def render_body(self, state: HostState, aspects: tuple[str, ...] | None) -> None:
         pass
