@@ -249,3 +249,33 @@ async def test_the_helper_installs_programs_privately_or_refuses(
     finally:
         await transport.close()
         subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+IMPORTING = """
+import sys
+print("colorsys", "preloaded" if "colorsys" in sys.modules else "fresh")
+print("neighbour", "preloaded" if "plateau_neighbour" in sys.modules else "fresh")
+import colorsys
+import plateau_neighbour
+print(colorsys.rgb_to_hsv(1.0, 0.0, 0.0), plateau_neighbour.VALUE)
+"""
+
+
+async def test_a_programs_stdlib_imports_are_loaded_once_in_the_helper(
+        ssh_user: Callable[..., SshUser]) -> None:
+    """A forked program finds the standard-library modules it imports at its top level
+    already loaded by the helper (each fork importing `socket` tripled a status poll's
+    cost); a module that is not the standard library's (here one beside the program) is
+    still imported by the program itself, from the program's directory as python3 would."""
+    transport = make_user_transport(ssh_user("bash"), python="/usr/bin/python3")
+    try:
+        await transport.connect()
+        path = await transport.install_program("plateau-test-imports", IMPORTING)
+        neighbour = f"{path.rsplit('/', 1)[0]}/plateau_neighbour.py"
+        await transport.write_file(neighbour, b"VALUE = 7\n", mode=0o600)
+        result = await transport.run(["/usr/bin/python3", path])
+        assert result.exit_status == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            "colorsys preloaded", "neighbour fresh", "(0.0, 1.0, 1.0) 7"]
+    finally:
+        await transport.close()

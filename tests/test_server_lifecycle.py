@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -334,8 +334,19 @@ async def test_liveness_status_asks_no_http(
 
     await asyncio.sleep(0.3)
     before = requests()
+    commands: list[list[str]] = []
+    original = local_transport.run
+
+    async def counted(argv: Sequence[str], **options: Any) -> Any:
+        commands.append(list(argv))
+        return await original(argv, **options)
+
+    local_transport.run = counted  # type: ignore[method-assign]
     quiet = await life.status(check_health=False, known_version="0.5.23")
+    local_transport.run = original  # type: ignore[method-assign]
     assert quiet.running and quiet.health == "unchecked" and quiet.version == "0.5.23"
+    # one host command: the record read probes its process too (64 hosts poll every 2 s)
+    assert [argv[2] for argv in commands] == ["read"]
     await asyncio.sleep(0.3)
     assert requests() == before
     full = await life.status(known_version="0.5.23")

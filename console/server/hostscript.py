@@ -273,9 +273,17 @@ def cmd_read(a):
                 size = f.tell()
                 f.seek(max(0, size - a["tail"]))
             data = f.read().decode("utf-8", "replace")
-        return {"path": path, "exists": True, "text": data}
     except FileNotFoundError:
         return {"path": path, "exists": False, "text": ""}
+    out = {"path": path, "exists": True, "text": data}
+    if a.get("probe_record"):  # a launch record: its process probed in the same round trip
+        try:
+            rec = json.loads(data)
+            out["probe"] = cmd_probe({"pid": int(rec["pid"]), "pgid": int(rec["pgid"]),
+                                      "identify": True, "launch_id": rec.get("launch_id") or ""})
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+            pass  # not a record the console can read either
+    return out
 
 def cmd_remove(a):
     path = os.path.abspath(os.path.expanduser(a["path"]))

@@ -24,6 +24,7 @@ from tests.support.sshd import Sshd
 def fleet_config(root: Path, sshd: Sshd, count: int, *, gpus: int = 8,
                  offscreen_interval_s: float = 5.0) -> PlateauConfig:
     hosts, profiles = [], {}
+    ports: set[int] = set()
     for index in range(count):
         name = f"sim-{index:02d}"
         run_dir = root / name
@@ -31,7 +32,7 @@ def fleet_config(root: Path, sshd: Sshd, count: int, *, gpus: int = 8,
         state = run_dir / "gpu-state.json"
         profiles[name] = ServerProfile(
             launch=[sys.executable, "-m", "console.sim"], model_path="test/Example-MoE",
-            port=free_port(),
+            port=_unique_port(ports),
             flags={"tp-size": gpus, "enable-metrics": True, "sim-startup-seconds": 0,
                    "sim-state-file": str(state), "sim-num-gpus": gpus},
         )
@@ -43,6 +44,15 @@ def fleet_config(root: Path, sshd: Sshd, count: int, *, gpus: int = 8,
         ))
     return PlateauConfig(hosts=hosts, profiles=profiles,
                          ui=UiConfig(offscreen_interval_s=offscreen_interval_s))
+
+
+def _unique_port(taken: set[int]) -> int:
+    """A free port not handed to another host already: free_port() binds port 0 and lets it
+    go, so 64 calls in a row repeat one now and then (a bench run failed on that)."""
+    while (port := free_port()) in taken:
+        pass
+    taken.add(port)
+    return port
 
 
 async def start_servers(config: PlateauConfig, cache_dir: Path, parallel: int = 8) -> None:
