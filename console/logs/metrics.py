@@ -1,4 +1,4 @@
-"""`/metrics` (with `--enable-metrics`) as a typed snapshot; parsed by prometheus-client.
+"""`/metrics` (with `--enable-metrics`) as a typed snapshot (console/logs/exposition.py reads it).
 
 Names, labels and how a gauge is reduced across ranks are console/sglang/metrics_names.py's.
 """
@@ -6,10 +6,10 @@ Names, labels and how a gauge is reduced across ranks are console/sglang/metrics
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from console.logs.exposition import samples
 from console.sglang.metrics_names import (
     DP_LABEL,
     MAXED,
@@ -40,36 +40,19 @@ class MetricsSnapshot:
     `sglang:num_requests_total`); histogram `_sum`/`_count` included."""
 
 
-def _finite_or_inf(value: float) -> float:
-    """A sample's value as a float; an integer past float's range (a hostile or broken
-    exporter) is +-inf, which console/hostnum.py keeps out of arithmetic, not an
-    OverflowError out of the scrape."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
 def parse_metrics(text: str) -> MetricsSnapshot:
     """Parse a Prometheus text exposition (either name prefix, metrics_names.py); raises
-    ValueError on malformed input."""
-    text = _sglang_series(normalise_text(text))
+    ValueError on malformed input (a kept line: see console/logs/exposition.py)."""
     # name -> (dp_rank, other labels) -> max over the remaining rank labels (TP/PP/EP).
     per_group: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
-    from prometheus_client.parser import text_string_to_metric_families  # on first scrape
-
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = sample.name
-            if not is_sglang(name) or name.endswith(("_bucket", "_created")):
-                continue
-            value = _finite_or_inf(sample.value)
-            if math.isnan(value):
-                continue
-            groups = per_group[name]
-            key = _group_key(sample.labels)
-            previous = groups.get(key)
-            groups[key] = value if previous is None else max(previous, value)
+    for sample in samples(normalise_text(text), _kept):
+        value = sample.value  # a huge integer is already +-inf: hostnum.py keeps it out
+        if math.isnan(value):
+            continue
+        groups = per_group[sample.name]
+        key = _group_key(sample.labels)
+        previous = groups.get(key)
+        groups[key] = value if previous is None else max(previous, value)
     values: dict[str, float] = {}
     for name, groups in per_group.items():
         by_dp: dict[str, float] = defaultdict(float)
@@ -97,27 +80,9 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     )
 
 
-def _sglang_series(text: str) -> str:
-    """The page without what is dropped below anyway (histogram buckets, `_created`, other
-    exporters' series such as python_gc_*), before the parser sees it: buckets are most of an
-    SGLang page and parsing them was most of a scrape's cost (64 hosts scraped every few
-    seconds). A line kept is passed whole, so what is malformed in it still raises."""
-    kept = []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            words = line.split(None, 3)  # "# HELP name text" / "# TYPE name type"
-            if len(words) >= 3 and words[1] in ("HELP", "TYPE") and not is_sglang(words[2]):
-                continue
-        else:
-            name = _SAMPLE_NAME.match(line)
-            if name is not None and (not is_sglang(name.group())
-                                     or name.group().endswith(("_bucket", "_created"))):
-                continue
-        kept.append(line)
-    return "\n".join(kept) + "\n"
-
-
-_SAMPLE_NAME = re.compile(r"[^{\s]+")
+def _kept(name: str) -> bool:
+    """SGLang's series without histogram buckets and `_created` (buckets are most of a page)."""
+    return is_sglang(name) and not name.endswith(("_bucket", "_created"))
 
 
 def _group_key(labels: dict[str, str]) -> tuple[str, str]:
