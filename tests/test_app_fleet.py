@@ -144,16 +144,22 @@ async def test_hosts_off_screen_are_paced_down(app_factory: Any) -> None:
     """The fleet's rows on screen sample at the full rate; scrolled away or behind another
     screen, at ui.offscreen_interval_s (HostSession.pace)."""
     from console.config_models import HostConfig, PlateauConfig, UiConfig
-    from console.session.service import HostSession
+    from console.session.service import METRICS_PERIOD_S, METRICS_ROW_PERIOD_S, HostSession
 
     hosts = [f"h{i:02d}" for i in range(30)]
     app = fleet_app(hosts)
+    paces: dict[str, list[tuple[bool, bool]]] = {name: [] for name in hosts}
+    for name, session in app.sessions.items():
+        def record(on_screen: bool, in_detail: bool = True, name: str = name) -> None:
+            paces[name].append((on_screen, in_detail))
+        session.set_pace = record
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
         on_screen = app.on_screen_hosts
         table = app.screen.query_one(FleetTable)
         assert 5 < len(on_screen) < 30 and on_screen == set(table.rows_in_view())
         assert hosts[0] in on_screen and hosts[-1] not in on_screen
+        assert paces[hosts[0]][-1] == (True, False)  # on screen, as a row only
         await pilot.press("pagedown", "pagedown")  # the cursor to the last rows: it scrolls
         await _settle(pilot)
         assert hosts[-1] in app.on_screen_hosts and hosts[0] not in app.on_screen_hosts
@@ -162,12 +168,18 @@ async def test_hosts_off_screen_are_paced_down(app_factory: Any) -> None:
         assert app.current_mode == "dashboard" and app.active_host in hosts[-10:]
         await pilot.pause(1.2)  # the fleet's own refresh, behind the dashboard, changes nothing
         assert app.on_screen_hosts == {app.active_host}
+        assert paces[app.active_host][-1] == (True, True)  # its own dashboard
     config = PlateauConfig(hosts=[HostConfig(name="x", local=True)],
                            ui=UiConfig(gpu_interval_s=0.5, offscreen_interval_s=4.0))
     session = HostSession(config.hosts[0], config)
     assert session.pace == 1.0
     session.set_pace(False)
     assert session.pace == 8.0  # 4 s between samples instead of 0.5 s
+    assert session.metrics_period == METRICS_PERIOD_S * 8
+    session.set_pace(True, in_detail=False)  # a fleet row: its log lines keep it live
+    assert session.pace == 1.0 and session.metrics_period == METRICS_ROW_PERIOD_S
+    session.set_pace(True)
+    assert session.metrics_period == METRICS_PERIOD_S
 
 
 async def test_a_hosts_news_redraws_its_row_alone(app_factory: Any) -> None:

@@ -80,8 +80,9 @@ class ConsoleApp(Protocol):
 
     def switch_host(self, name: str) -> None: ...
 
-    def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
-        """The hosts whose figures are on screen now (the others sample slower)."""
+    def set_on_screen_hosts(self, hosts: Sequence[str], *, rows: bool = False) -> None:
+        """The hosts whose figures are on screen now (the others sample slower); `rows`:
+        as fleet rows only (their /metrics slower too)."""
         ...
 
     def use_theme(self, name: str) -> None: ...

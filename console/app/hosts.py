@@ -11,12 +11,12 @@ from console.app.messages import ActiveHostChanged
 
 
 class HostSwitching(Availability):
-    def set_on_screen_hosts(self, hosts: Sequence[str]) -> None:
+    def set_on_screen_hosts(self, hosts: Sequence[str], *, rows: bool = False) -> None:
         """These hosts' figures are on screen: they sample at the full rate, the others at
-        `ui.offscreen_interval_s` (HostSession.set_pace)."""
+        `ui.offscreen_interval_s` (HostSession.set_pace). `rows`: shown as fleet rows only."""
         self.on_screen_hosts = set(hosts)
         for name, session in self.sessions.items():
-            session.set_pace(name in self.on_screen_hosts)
+            session.set_pace(name in self.on_screen_hosts, in_detail=not rows)
 
     def action_next_host(self, step: int) -> None:
         if self._refuse("next-host" if step > 0 else "prev-host"):

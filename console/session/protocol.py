@@ -86,8 +86,9 @@ class Session(Protocol):
         """The operator refused the pending unknown host key: stay disconnected."""
         ...
 
-    def set_pace(self, on_screen: bool) -> None:
-        """Sample at the full rate while the host's figures are on screen, slower otherwise."""
+    def set_pace(self, on_screen: bool, in_detail: bool = True) -> None:
+        """Sample at the full rate while the host's figures are on screen, slower otherwise;
+        `in_detail` False: on screen as a fleet row only."""
         ...
 
     async def close(self) -> None: ...

@@ -147,7 +147,7 @@ class ReplaySession(EventFeed):
     def share_profiles(self, profiles: ProfileSet) -> None:
         self.profiles = profiles
 
-    def set_pace(self, on_screen: bool) -> None:
+    def set_pace(self, on_screen: bool, in_detail: bool = True) -> None:
         """A recording plays at its own pace."""
 
     async def flag_schema(self, profile: str) -> FlagSchema:

@@ -60,6 +60,9 @@ _NOTICE_LEVEL = {
 STATUS_POLL_S = 2.0
 HEALTH_POLL_S = 30.0
 METRICS_PERIOD_S = 5.0  # each scrape is an access line in the server log
+METRICS_ROW_PERIOD_S = 15.0
+"""/metrics for a host shown only as a fleet row: the row's load figures come from the log's
+batch lines (live); a scrape and its parse were ~5% of the console's CPU at 64 hosts."""
 MAX_BACKOFF_S = 30.0
 
 
@@ -118,6 +121,7 @@ class HostSession(EventFeed):
         self.server_gate = server_gate
         self.store_path = store_path
         self.on_screen = True  # set_pace: full-rate sampling while on screen
+        self.in_detail = True  # set_pace: its own screen (not only a fleet row) shows it
 
     # -- events -------------------------------------------------------------------------------
 
@@ -307,10 +311,12 @@ class HostSession(EventFeed):
         ui = self.config.ui
         return max(1.0, ui.offscreen_interval_s / ui.gpu_interval_s)
 
-    def set_pace(self, on_screen: bool) -> None:
+    def set_pace(self, on_screen: bool, in_detail: bool = True) -> None:
         """Full rate while the host's figures are on screen; `ui.offscreen_interval_s`
         between GPU samples otherwise (status polls and /metrics slow down alike). The GPU
-        agent is restarted at the new interval, on the same connection."""
+        agent is restarted at the new interval, on the same connection. `in_detail` False:
+        on screen as a fleet row only, /metrics every METRICS_ROW_PERIOD_S."""
+        self.in_detail = in_detail
         if on_screen == self.on_screen:
             return
         self.on_screen = on_screen
@@ -474,12 +480,26 @@ class HostSession(EventFeed):
                         if self.state.server_state != "ready" or not self._may_scrape():
                             break
                         await self._scrape(client)
-                        await self._paced_sleep(self.taps.metrics_period(METRICS_PERIOD_S))
+                        await self._metrics_sleep()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the forward itself failed
                 self._metrics_failed(exc)
                 await asyncio.sleep(METRICS_PERIOD_S)
+
+    async def _metrics_sleep(self) -> None:
+        """Until the next scrape, in steps so that a host opened from its row (or a sweep's
+        evidence asking for more) is scraped at its new pace without waiting out the old."""
+        started = time.monotonic()
+        while (left := self.metrics_period - (time.monotonic() - started)) > 0:
+            await asyncio.sleep(min(left, METRICS_PERIOD_S / 5))
+
+    @property
+    def metrics_period(self) -> float:
+        """Seconds between /metrics scrapes now: a sweep's evidence asks for more, a fleet
+        row (METRICS_ROW_PERIOD_S) and an off-screen host (the pace) for fewer."""
+        own = METRICS_PERIOD_S if self.in_detail or not self.on_screen else METRICS_ROW_PERIOD_S
+        return self.taps.metrics_period(own) * self.pace
 
     def _may_scrape(self) -> bool:
         """Not while a restart runs; during an A/B (whose restarts show in the server state)

@@ -313,6 +313,9 @@ class HostState:
 
     def _server(self, event: ServerUpdate) -> tuple[Aspect, ...]:
         changed_state = event.state != self.server_state
+        if not changed_state and self._server_says_nothing_new(event):
+            # The status poll's usual answer (every 2 s a host, 64 hosts): nothing to redraw.
+            return ()
         if changed_state and event.state == "starting":  # a new startup says it all again
             self.startup_lines.clear()
             self.effective = []
@@ -333,3 +336,9 @@ class HostState:
         detail = f": {event.detail}" if event.detail else ""
         self.note("server", f"server {event.state}{detail}", level)
         return ("server", "events")
+
+    def _server_says_nothing_new(self, event: ServerUpdate) -> bool:
+        return ((event.version is None or event.version == self.server_version)
+                and (event.profile is None or event.profile == self.profile)
+                and (event.since is None or event.since == self.server_since)
+                and event.detail == self.server_detail)

@@ -145,7 +145,7 @@ class FleetScreen(Screen[None]):
         """The rows on screen sample at the full rate, the others slower."""
         table = self.query_one(FleetTable)
         if table.size.height and self.is_current:  # laid out: its rows on screen are known
-            console_app(self).set_on_screen_hosts(table.rows_in_view())
+            console_app(self).set_on_screen_hosts(table.rows_in_view(), rows=True)
 
     def _show_title(self, table: FleetTable) -> None:
         total = len(self.summaries)
