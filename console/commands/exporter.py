@@ -101,8 +101,10 @@ async def _export(args: argparse.Namespace, config: PlateauConfig, hosts: list[H
                   launch_profile: str | None, db: Path) -> int:
     from console.fleet.exporter import Fleet, serve, stale_after
     from console.fleet.history import HistoryReader
+    from console.gc_pace import pace_gc
     from console.session.service import HostSession
 
+    pace_gc()  # a long-running watcher of many hosts, as the console is
     sessions = [HostSession(h, config, launch_profile=launch_profile, store_path=db)
                 for h in hosts]
     fleet = Fleet(sessions, history=HistoryReader(db),
