@@ -279,8 +279,11 @@ def cmd_read(a):
     if a.get("probe_record"):  # a launch record: its process probed in the same round trip
         try:
             rec = json.loads(data)
-            out["probe"] = cmd_probe({"pid": int(rec["pid"]), "pgid": int(rec["pgid"]),
-                                      "identify": True, "launch_id": rec.get("launch_id") or ""})
+            probe = cmd_probe({"pid": int(rec["pid"]), "identify": True,
+                               "launch_id": rec.get("launch_id") or ""})
+            if not probe["pid_alive"]:  # the group's members matter only without the leader
+                probe["group"] = group_members(int(rec["pgid"]))  # (a walk of all /proc)
+            out["probe"] = probe
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             pass  # not a record the console can read either
     return out
