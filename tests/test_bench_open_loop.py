@@ -109,7 +109,10 @@ def test_mooncake_trace_replays_its_timestamps_and_shares_its_blocks(
     m = step.metrics
     assert step.status == "ok" and m is not None and m.completed == 5
     assert m.input_tokens == 5 * 1100
-    # 0.8 s of trace: the step lasts at least that long (the requests follow the timestamps).
-    assert m.duration_s >= 0.8
+    # 0.8 s of trace: the requests follow the timestamps, so the step lasts about that long
+    # (sent at once, 4-token requests at 20x speed end within ~0.2 s). The step is timed from
+    # its first request's send, which a loaded machine can start late while the later sends
+    # keep the trace's schedule: once 0.779 s. One inter-arrival (0.2 s) of slack for that.
+    assert m.duration_s >= 0.6
     # Blocks 7 and 8 (2 x 512 tokens) are shared: each later request finds them cached.
     assert m.cached_tokens >= 4 * 1024
