@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console.startup_gc import gc_paused
+from console.gc_policy import gc_paused
 from tests.test_app_layout import _settle
 
 

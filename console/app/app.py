@@ -42,11 +42,10 @@ from console.app.theming import (
 )
 from console.app.view_actions import ViewActions
 from console.config import LoadedConfig
-from console.gc_pace import pace_gc
+from console.gc_policy import pace_gc, resume_gc
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, current_profile, utc_now
 from console.sglang.resolved import header_text
-from console.startup_gc import resume_gc
 from widgets.header import HeaderInfo
 
 __all__ = ["SCREENS", "PlateauApp"]
@@ -79,7 +78,7 @@ class PlateauApp(
         super().__init__(loaded, sessions, active_host=active_host, clock=clock,
                          store_path=store_path, start_screen=start_screen,
                          tick_seconds=tick_seconds, profiles_dir=profiles_dir)
-        pace_gc()  # the console watches hosts for hours: see console/gc_pace.py
+        pace_gc()  # the console watches hosts for hours: see console/gc_policy.py
         for note in startup_notes:
             self.app_note("profiles", note, "warning")
         self._setup_themes(theme or self.config.theme, theme_dirs)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from console.config import load_config
 from console.errors import UsageError
-from console.startup_gc import gc_paused
+from console.gc_policy import gc_paused
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.commands import argtypes
-from console.startup_gc import gc_paused
+from console.gc_policy import gc_paused
 
 if TYPE_CHECKING:
     from console.config_models import PlateauConfig

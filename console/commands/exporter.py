@@ -101,7 +101,7 @@ async def _export(args: argparse.Namespace, config: PlateauConfig, hosts: list[H
                   launch_profile: str | None, db: Path) -> int:
     from console.fleet.exporter import Fleet, serve, stale_after
     from console.fleet.history import HistoryReader
-    from console.gc_pace import pace_gc
+    from console.gc_policy import pace_gc
     from console.session.service import HostSession
 
     pace_gc()  # a long-running watcher of many hosts, as the console is

@@ -1,4 +1,4 @@
-"""The collector's pace in the long-running processes (console/gc_pace.py)."""
+"""The collector's pace in the long-running processes (console/gc_policy.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from console.gc_pace import MIDDLE_EVERY, YOUNG_EVERY, pace_gc
+from console.gc_policy import MIDDLE_EVERY, YOUNG_EVERY, pace_gc
 from tests.support.fleet_app import fleet_app
 
 
