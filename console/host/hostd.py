@@ -210,9 +210,10 @@ def compiled(path: str) -> Any:
 
 def preimport(source: bytes) -> None:
     """Import here, once, the standard-library modules PROGRAM imports at its top level, so
-    each fork finds them loaded: importing `socket` in every child tripled its cost (a status
-    poll's probe: 7.7 -> 3.0 ms of CPU). Only the standard library's own modules: a program's
-    third-party imports (pynvml) stay the child's business."""
+    each fork finds them loaded: importing `socket` and the rest in every child was most of its
+    cost (a status poll's script: 8.6 -> 3.3 ms of CPU, tests/bench/bench_hostd_fork.py). Only
+    the standard library's own modules: a program's third-party imports (pynvml) stay the
+    child's business."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
