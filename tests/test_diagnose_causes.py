@@ -6,7 +6,9 @@ to a second server (an A/B) moving throughput or latency the expected way.
 Fast on a loaded machine: short requests, the sim's accelerated clock (`--sim-speed`), and
 the A and B servers started and swept side by side (B runs the suggestion the test expects;
 the test then checks the diagnosis suggested exactly that). Every effect asserted is large
-(>= 10%), far beyond what CPU contention does to the sim's clock.
+(>= 25% by the client's wall clock, far beyond what CPU contention does to the sim's clock);
+the 10% effects of a capped or hot GPU are read from the server's Decode lines, which the sim
+times on its model clock.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from console.diagnose.recorder import EvidenceRecorder
 from console.diagnose.sources import EvidenceSources, LocalLog, ScrapedMetrics
 from console.gpu.collector import AgentOptions, GpuCollector
 from console.host.local import LocalTransport
+from console.logs.assembler import parse_lines
+from console.logs.batch_stats import batch_stats
 from console.store.db import RunStore
 from tests.support.sim_fixtures import SimFactory, SimProcess
 
@@ -52,6 +56,17 @@ class Run:
         metrics = self.step(concurrency).metrics
         assert metrics is not None
         return metrics.total_tok_s
+
+    def decode_rate(self, batch: int) -> float:
+        """The median `gen throughput` of the server's Decode lines at `batch` running
+        requests: the sim computes it on its model clock (console/sim/engine.py _log_decode),
+        so unlike the client's wall-clock rate it does not move with this machine's load."""
+        rates = sorted(
+            stats.gen_throughput for event in parse_lines(self.sim.log_text().splitlines())
+            if (stats := batch_stats(event)) is not None and stats.kind == "decode"
+            and stats.running_reqs == batch and stats.gen_throughput)
+        assert rates, f"no Decode line at {batch} running"
+        return rates[len(rates) // 2]
 
 
 @dataclass
@@ -255,7 +270,9 @@ def test_power_cap(sim_factory: Any, tmp_path: Path) -> None:
     seen = _values(a.top(), "GPU telemetry")
     assert seen["power_limit_w"] == 300 and seen["capped_share"] >= 0.5
     assert seen["sm_clock_mhz"] < seen["sm_clock_max_mhz"] and seen["power_w"] > 0.9 * 300
-    assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
+    # The capped clock's cost, on the model's clock: the client's wall-clock rate of two sims
+    # side by side is within 10% of each other once the CPU is the limit.
+    assert b.decode_rate(16) > 1.1 * a.decode_rate(16), (a.decode_rate(16), b.decode_rate(16))
 
 
 def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
@@ -269,7 +286,9 @@ def test_thermal(sim_factory: Any, tmp_path: Path) -> None:
     seen = _values(a.top(), "GPU telemetry")
     assert seen["thermal_share"] >= 0.3 and seen["temp_max"] >= 92
     assert not any(c.id == "thermal" for c in b.diagnosis.causes)
-    assert b.total(16) > 1.1 * a.total(16), (a.total(16), b.total(16))
+    # On the model's clock (see test_power_cap): a loaded CI run once measured the cooler B
+    # 7% below A by the client's wall clock (1814 vs 1960 tok/s), both capped by the CPU.
+    assert b.decode_rate(16) > 1.1 * a.decode_rate(16), (a.decode_rate(16), b.decode_rate(16))
 
 
 @pytest.mark.slow
