@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import httpx
 import pytest
@@ -13,38 +12,7 @@ import pytest
 from tests.support.sim_fixtures import SimFactory, SimProcess
 
 INPUT_IDS = list(range(3, 131))  # 128 prompt tokens
-OUTPUT = 48
 SPEED = "4"
-
-
-async def _one(client: httpx.AsyncClient, base: str) -> int:
-    body = {"input_ids": INPUT_IDS, "stream": True,
-            "sampling_params": {"max_new_tokens": OUTPUT, "ignore_eos": True}}
-    tokens = 0
-    async with client.stream("POST", f"{base}/generate", json=body) as resp:
-        async for line in resp.aiter_lines():
-            if line.startswith("data: {"):
-                tokens += 1
-    assert tokens >= 1
-    return len(INPUT_IDS) + OUTPUT
-
-
-async def _sweep_point(base: str, concurrency: int, rounds: int = 2) -> float:
-    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        sem = asyncio.Semaphore(concurrency)
-
-        async def task() -> int:
-            async with sem:
-                return await _one(client, base)
-
-        start = time.perf_counter()
-        totals = await asyncio.gather(*(task() for _ in range(concurrency * rounds)))
-        return sum(totals) / (time.perf_counter() - start)
-
-
-def _sweep(sim: SimProcess, levels: list[int]) -> dict[int, float]:
-    return {c: asyncio.run(_sweep_point(sim.base_url, c)) for c in levels}
 
 
 DECODE = re.compile(r"Decode batch, #running-req: (\d+), .*gen throughput \(token/s\): ([\d.]+)")
@@ -98,15 +66,15 @@ def test_throughput_rises_then_plateaus(sim_factory: SimFactory) -> None:
 
 @pytest.mark.slow
 def test_moe_runner_backend_changes_the_curve(sim_factory: SimFactory) -> None:
-    # Real time, not the shape test's faster clock: the sim's steps catch up after late
-    # wakeups (console/sim/engine.py), so at a faster clock both servers outran this
-    # one-process client on a busy 2-core machine and measured the client, not the backend.
-    speed = "1"
-    fast = sim_factory("--sim-speed", speed, "--sim-seed", "1", "--moe-runner-backend", "cutlass")
-    slow = sim_factory("--sim-speed", speed, "--sim-seed", "1", "--moe-runner-backend", "triton")
-    t_fast = asyncio.run(_sweep_point(fast.base_url, 32))
-    t_slow = asyncio.run(_sweep_point(slow.base_url, 32))
+    # On the sim's clock (its Decode lines at a full batch of 32), as the shape test reads
+    # it: the client's wall-clock rate of two sweeps run one after the other moved with this
+    # machine's load (the 6% it had to show was within that), and at a faster clock both
+    # servers outran a one-process client on a busy 2-core machine.
+    fast = sim_factory("--sim-speed", SPEED, "--sim-seed", "1", "--moe-runner-backend", "cutlass")
+    slow = sim_factory("--sim-speed", SPEED, "--sim-seed", "1", "--moe-runner-backend", "triton")
+    t_fast = _sim_clock_throughput(fast, 32)
+    t_slow = _sim_clock_throughput(slow, 32)
     print("moe cutlass/triton", round(t_fast), round(t_slow))
-    assert t_fast > 1.06 * t_slow, (t_fast, t_slow)
+    assert t_fast > 1.3 * t_slow, (t_fast, t_slow)
     assert "Using default MoE kernel config. Performance might be sub-optimal!" in slow.log_text()
     assert "Using default MoE kernel config" not in fast.log_text()
