@@ -4,6 +4,7 @@ is alive but not the recorded process, and a group gone."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -59,4 +60,27 @@ async def test_a_group_that_outlives_its_leader_is_the_server_still(tmp_path: Pa
         leader.stdout.close()
         if not _gone(member):
             os.kill(member, signal.SIGKILL)
+        await transport.close()
+
+
+async def test_a_hostile_record_is_no_server_and_no_crash(tmp_path: Path) -> None:
+    """The record is the host's text: absurd, negative, non-numeric or missing pids and
+    groups are no running server (the host script's probe and the console's model both
+    refuse them), never an exception out of the status poll."""
+    host = HostConfig(name="h", local=True, python=sys.executable, run_dir=str(tmp_path))
+    transport = LocalTransport("h", run_dir=str(tmp_path))
+    await transport.connect()
+    try:
+        life = ServerLifecycle(transport, host)
+        base = {"port": 1, "profile": "p", "argv": ["x"], "state": "ready", "start_ticks": 1,
+                "boot_id": "b", "origin": "adopted"}
+        for fields in ({"pid": 10 ** 400, "pgid": 10 ** 400}, {"pid": -1, "pgid": -1},
+                       {"pid": "NaN", "pgid": 1}, {"pid": 1e308, "pgid": 1e308},
+                       {"pgid": 5}, {"pid": 0, "pgid": 0}):
+            (tmp_path / "server.json").write_text(json.dumps({**base, **fields}))
+            status = await life.status(check_health=False)
+            assert not status.running, fields
+        (tmp_path / "server.json").write_text("{not json")
+        assert not (await life.status(check_health=False)).running
+    finally:
         await transport.close()

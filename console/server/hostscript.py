@@ -281,8 +281,9 @@ def cmd_read(a):
             rec = json.loads(data)
             probe = cmd_probe({"pid": int(rec["pid"]), "identify": True,
                                "launch_id": rec.get("launch_id") or ""})
-            if not probe["pid_alive"]:  # the group's members matter only without the leader
-                probe["group"] = group_members(int(rec["pgid"]))  # (a walk of all /proc)
+            pgid = int(rec["pgid"])
+            if not probe["pid_alive"] and pgid:  # members matter only without the leader
+                probe["group"] = group_members(pgid)  # (a walk of all /proc)
             out["probe"] = probe
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             pass  # not a record the console can read either
