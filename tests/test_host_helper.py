@@ -261,13 +261,14 @@ print(colorsys.rgb_to_hsv(1.0, 0.0, 0.0), plateau_neighbour.VALUE)
 """
 
 
+@pytest.mark.parametrize("shell", ["bash", "fish"])
 async def test_a_programs_stdlib_imports_are_loaded_once_in_the_helper(
-        ssh_user: Callable[..., SshUser]) -> None:
+        ssh_user: Callable[..., SshUser], shell: str) -> None:
     """A forked program finds the standard-library modules it imports at its top level
     already loaded by the helper (each fork importing `socket` tripled a status poll's
     cost); a module that is not the standard library's (here one beside the program) is
     still imported by the program itself, from the program's directory as python3 would."""
-    transport = make_user_transport(ssh_user("bash"), python="/usr/bin/python3")
+    transport = make_user_transport(ssh_user(shell), python="/usr/bin/python3")
     try:
         await transport.connect()
         path = await transport.install_program("plateau-test-imports", IMPORTING)

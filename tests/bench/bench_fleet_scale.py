@@ -115,8 +115,7 @@ def memory_mb() -> tuple[float, float]:
 
 
 async def run_console(config: PlateauConfig, store: Path, window: float,
-                      profile: str | None = None,
-                      after_fill: Callable[[], object] | None = None) -> dict[str, float]:
+                      profile: str | None = None) -> dict[str, float]:
     from console.app.app import PlateauApp
     from console.session.service import HostSession
 
@@ -144,8 +143,6 @@ async def run_console(config: PlateauConfig, store: Path, window: float,
             out["fill_console_cpu_s"] = time.process_time() - console0
             out["fill_busy_cpu_s"] = busy_cpu_s() - busy0
             out["filled"] = float(sum(filled(s.state) for s in sessions))
-            if after_fill is not None:
-                after_fill()
             await pilot.pause(2.0)  # the agents' first seconds
             profiler = cProfile.Profile() if profile else None
             if profiler is not None:
