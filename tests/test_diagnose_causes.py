@@ -206,7 +206,10 @@ def test_eager_decode(sim_factory: Any, tmp_path: Path) -> None:
 
 
 def test_running_cap(sim_factory: Any, tmp_path: Path) -> None:
-    case = Case({"max-running-requests": 4}, {**SHORT, "concurrency": [2, 4, 8]})
+    # 64-token outputs: at concurrency 8 the queue stays full for several Decode lines (with
+    # 24, a loaded CI run once logged too few with a queue for the rule to see the cap).
+    case = Case({"max-running-requests": 4}, {"input_len": 32, "output_len": 64,
+                                              "concurrency": [2, 4, 8]})
     a, b = _ab(sim_factory, tmp_path, case, "running-cap",
                {"flags": {"max-running-requests": 8}})
     seen = _values(a.top(), "Decode lines")
