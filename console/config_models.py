@@ -177,11 +177,26 @@ def _kib(size: int) -> str:
     return f"{size / 1024:.0f} KiB" if size >= 1024 else f"{size} bytes"
 
 
+ServerEngineName = Literal["sglang", "openai", "transformers-serve"]
+"""The inference engines Plateau knows (console/engines/ holds one module each; a new engine
+adds its name here, its module there and one line in console/engines/registry.py)."""
+
+MODEL_ARG: dict[str, str] = {"sglang": "--model-path", "openai": "--model",
+                             "transformers-serve": ""}
+"""How each engine's launch command takes the model when the profile does not say
+(`model_arg`): a flag, or "" for a positional argument (`transformers serve MODEL`)."""
+
+
 class ServerProfile(StrictModel):
-    """How to launch an SGLang server: command, model, flags, environment."""
+    """How to launch an inference server (SGLang unless `engine` says otherwise): command,
+    model, flags, environment."""
 
     launch: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"])
     model_path: str
+    engine: ServerEngineName = "sglang"
+    model_arg: str | None = None
+    """How the launch command takes the model: a flag (`--model`), "" for positional; None:
+    the engine's way (MODEL_ARG)."""
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535)] = 30000
     flags: dict[str, FlagValue] = Field(default_factory=dict)
@@ -191,7 +206,7 @@ class ServerProfile(StrictModel):
     api_key_env: str | None = None
     description: str = ""
 
-    @field_validator("model_path", "host", "log_dir", "api_key_env", "description")
+    @field_validator("model_path", "host", "log_dir", "api_key_env", "description", "model_arg")
     @classmethod
     def _check_text(cls, value: str | None) -> str | None:
         return None if value is None else _bounded_text(value, "value")
@@ -242,8 +257,9 @@ class ServerProfile(StrictModel):
 
     def argv(self) -> list[str]:
         """The server's command line: launch + model + host/port + flags + extra args."""
-        args = [*self.launch, "--model-path", self.model_path]
-        args += ["--host", self.host, "--port", str(self.port)]
+        model_arg = MODEL_ARG[self.engine] if self.model_arg is None else self.model_arg
+        model = [model_arg, self.model_path] if model_arg else [self.model_path]
+        args = [*self.launch, *model, "--host", self.host, "--port", str(self.port)]
         for name, value in self.flags.items():
             if value is True:
                 args.append(f"--{name}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -12,17 +13,23 @@ from console.bench.arrivals import arrival_offsets
 from console.bench.metrics import step_metrics
 from console.bench.models import StepMetrics, StepPhase
 from console.bench.native import WorkerPool
+from console.bench.openai_probe import ProbeError, fit_client
 from console.bench.server_probe import describe_http_error
 from console.bench.slo import attainment
 from console.bench.steady import steady_state
 from console.bench.workload import TraceRow, Workload, load_trace, trace_offsets
 from console.config_models import SweepPreset
+from console.engines import ServerEngine
+from console.errors import PlateauError
+from console.engines.sglang import SGLANG
 
 Emit = Callable[[StepPhase], None]
 
 
-class StepError(Exception):
-    """A step could not be measured (server unreachable, the bench tool crashed...)."""
+class StepError(PlateauError):
+    """A step could not be measured (server unreachable, the bench tool crashed...); raised
+    before the first step (the client could not be fitted to the server), the sweep ends with
+    its message as the operator's one line."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,11 @@ _DEFAULT_SGLANG_FLUSH_CACHE_TIMEOUT): the server waits up to this long for runni
 requests to finish before it flushes (srt/managers/scheduler_components/flush_wrapper.py)."""
 
 
-async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = ()) -> str | None:
+FLUSH_MISSING = re.compile(r"HTTP (?:404|405|501)\b")
+
+
+async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = (),
+                      path: str = "/flush_cache") -> str | None:
     """POST /flush_cache?timeout=60 as bench_serving's flush_server_cache does: the server
     defers the flush until it is idle, so a straggler of the previous step does not fail it.
     The client waits longer than the server does. None, or why it failed."""
@@ -70,7 +81,7 @@ async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = ()) ->
             timeout=FLUSH_CACHE_TIMEOUT_S + 30, headers=dict(headers)
         ) as client:
             resp = await client.post(
-                base_url.rstrip("/") + "/flush_cache", params={"timeout": FLUSH_CACHE_TIMEOUT_S}
+                base_url.rstrip("/") + path, params={"timeout": FLUSH_CACHE_TIMEOUT_S}
             )
     except httpx.HTTPError as exc:
         return f"flush_cache failed: {describe_http_error(exc)}"
@@ -145,17 +156,37 @@ class NativeEngine:
         max_workers: int | None = None,
         seed: int = 1,
         headers: Sequence[tuple[str, str]] = (),
+        server: ServerEngine = SGLANG,
+        model: str | None = None,
+        fallback_model: str | None = None,
     ) -> None:
         self.pool = WorkerPool(streams_per_worker=streams_per_worker, max_workers=max_workers)
         self.seed = seed
         self.headers = tuple(headers)
-        self.model = "default"
+        self.server = server
+        self.model = model or "default"
+        self.given_model = model
+        self.fallback_model = fallback_model
         self.context_len = 0
         self.trace: tuple[TraceRow, ...] = ()
+        self.fit: Workload | None = None  # the server's answer to the probe (openai_probe)
+        self.notes: list[str] = []
+        self.flush_missing = server.flush_path is None
 
     async def prepare(self, base_url: str, spec: SweepPreset) -> None:
         if spec.endpoint != "generate":
-            self.model = await served_model(base_url, self.headers)
+            self.model = self.given_model or await served_model(base_url, self.headers)
+            if self.model == "default" and self.fallback_model:
+                self.model = self.fallback_model  # /v1/models said nothing (it may 500)
+            try:
+                fitted = await fit_client(base_url, self._workload(spec, 0), self.server,
+                                          self.headers)
+            except ProbeError as exc:
+                raise StepError(str(exc)) from None
+            self.fit, self.model = fitted.workload, fitted.workload.model
+            self.notes.extend(fitted.notes)
+        if spec.flush_cache and self.flush_missing:
+            self._no_flush(f"{self.server.title} servers have no cache flush")
         if spec.workload in ("long-context", "sharegpt"):
             self.context_len = await context_length(base_url, self.headers)
         if spec.workload == "trace" and spec.trace_file:
@@ -164,7 +195,17 @@ class NativeEngine:
             except (OSError, ValueError) as exc:
                 raise StepError(f"trace: {exc}") from None
 
+    def _no_flush(self, why: str) -> None:
+        self.flush_missing = True
+        self.notes.append(f"{why}: each step starts with the prefix cache the last one left")
+
     def _workload(self, spec: SweepPreset, seed: int) -> Workload:
+        if self.fit is not None:
+            return replace(self._base_workload(spec, seed), extensions=self.fit.extensions,
+                           tokens_per_word=self.fit.tokens_per_word)
+        return self._base_workload(spec, seed)
+
+    def _base_workload(self, spec: SweepPreset, seed: int) -> Workload:
         return Workload(
             endpoint=spec.endpoint,
             input_len=spec.input_len,
@@ -223,11 +264,8 @@ class NativeEngine:
                 seed=seed + 7,
                 headers=self.headers,
             )
-        if spec.flush_cache:
-            emit(StepPhase(index, "flush", "/flush_cache"))
-            problem = await flush_cache(base_url, self.headers)
-            if problem:
-                raise StepError(problem)
+        if spec.flush_cache and not self.flush_missing:
+            await self._flush(base_url, index, emit)
         prompts = prompts_for(spec, concurrency)
         open_loop = self._open_loop(spec, seed)
         if open_loop is not None:
@@ -258,6 +296,7 @@ class NativeEngine:
             "client_warning": client_warning(cpu, lag),
             "slo": attainment(records, spec.slo, metrics.duration_s)
             if spec.slo is not None else None,
+            "client_notes": list(self.notes),
         }
         if open_loop is None:
             update["steady"] = steady_state(
@@ -267,6 +306,19 @@ class NativeEngine:
             update["request_rate"] = step_rate(spec)
             update["max_concurrency"] = spec.max_concurrency
         return StepOutcome(metrics.model_copy(update=update))
+
+    async def _flush(self, base_url: str, index: int, emit: Emit) -> None:
+        """The server's cache flush; a server without one (404/405) is said once, not a
+        failed step."""
+        path = self.server.flush_path or "/flush_cache"
+        emit(StepPhase(index, "flush", path))
+        problem = await flush_cache(base_url, self.headers, path)
+        if problem is None:
+            return
+        if FLUSH_MISSING.search(problem):
+            self._no_flush(f"this server has no {path} ({problem.partition(': ')[2][:60]})")
+            return
+        raise StepError(problem)
 
     def cancel(self) -> None:
         self.pool.cancel()

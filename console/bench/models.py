@@ -115,6 +115,10 @@ class StepMetrics(Frozen):
     client_cpu_max: float | None = None
     client_loop_lag_p99_ms: float | None = None
     client_warning: str | None = None
+    # What the client had to adapt to this server, said once per step so a stored run keeps it
+    # (console/bench/openai_probe.py): a refused extension (`ignore_eos`: output lengths then
+    # vary), no cache flush, prompt lengths calibrated from the server's usage.
+    client_notes: list[str] = []
     # Steady-state window (native engine); None for steps stored before it existed and for
     # engines without per-request timestamps (bench_serving).
     steady: SteadyState | None = None
@@ -254,6 +258,9 @@ class RunMeta(BaseModel):
     spec: dict[str, Any] = {}
     engine: str = "native"
     label: str = ""
+    server_engine: str = ""
+    """The inference engine measured (console/engines/); "" in runs stored before engines
+    were told apart, which were SGLang's."""
 
 
 class StepObserver(Protocol):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import httpx
 
+from console.engines import ENGINES, ServerEngine
+from console.engines.openai import OPENAI
+
 GONE_PROBE_TIMEOUT_S = 10.0
 
 
@@ -32,3 +35,20 @@ async def server_gone(base_url: str) -> str | None:
     except httpx.HTTPError as exc:
         return describe_http_error(exc)
     return None
+
+
+async def detect_engine(base_url: str, headers: tuple[tuple[str, str], ...] = ()
+                        ) -> ServerEngine:
+    """The engine behind a bare URL: one whose server-info path answers a JSON object with a
+    version (SGLang's /server_info); otherwise any OpenAI-compatible server."""
+    async with httpx.AsyncClient(timeout=GONE_PROBE_TIMEOUT_S, headers=dict(headers)) as client:
+        for engine in ENGINES.values():
+            for path in engine.server_info_paths:
+                try:
+                    resp = await client.get(base_url.rstrip("/") + path)
+                    info = resp.json() if resp.status_code == 200 else None
+                except (httpx.HTTPError, ValueError):
+                    continue
+                if isinstance(info, dict) and "version" in info:
+                    return engine
+    return OPENAI

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from console.config_models import WorkloadKind
+from console.engines.base import BODY_EXTENSIONS
 
 Endpoint = Literal["generate", "completions", "chat"]
 
@@ -81,6 +82,24 @@ class Workload:
     turns: int = 4
     context_len: int = 0  # the server's (long-context, sharegpt pruning); 0: unknown
     trace: tuple[TraceRow, ...] = ()
+    extensions: frozenset[str] = frozenset(BODY_EXTENSIONS)
+    """Request-body fields beyond OpenAI's API to send (those the server accepts)."""
+    tokens_per_word: float = 1.0
+    """Tokens one prompt word costs on this server's tokenizer (measured from its usage by
+    console.bench.openai_probe), so a text prompt of N tokens has N / this words."""
+
+
+def _spread(ids: Sequence[int], count: int) -> list[int]:
+    """`count` of `ids`, evenly spread: two prompts that share a prefix of ids (and have one
+    length) still share a prefix of words when a word costs more than one token."""
+    if count >= len(ids):
+        return list(ids)
+    return [ids[i * len(ids) // count] for i in range(count)]
+
+
+def words_for(workload: Workload, tokens: int) -> int:
+    """Words in a text prompt of `tokens` tokens on the workload's server."""
+    return max(1, round(tokens / workload.tokens_per_word))
 
 
 def _length(rng: random.Random, full: int, ratio: float) -> int:
@@ -98,6 +117,11 @@ def _text(ids: Sequence[int]) -> str:
     return " ".join(_WORDS[i % len(_WORDS)] for i in ids)
 
 
+def sample_text(words: int) -> str:
+    """A prompt of `words` words as the workloads write them (for probes)."""
+    return _text(range(words))
+
+
 def body_bytes(workload: Workload, prompt: Sequence[int] | str | list[dict[str, str]],
                out_len: int) -> bytes:
     """The JSON request: ids for /generate, text (or messages) for the OpenAI endpoints."""
@@ -106,7 +130,7 @@ def body_bytes(workload: Workload, prompt: Sequence[int] | str | list[dict[str, 
         params = json.dumps({"max_new_tokens": out_len, "ignore_eos": workload.ignore_eos,
                              "temperature": 0.0}, separators=(",", ":"))
         return f'{{"input_ids":[{prompt}],"sampling_params":{params},"stream":true}}'.encode()
-    if workload.endpoint == "generate":
+    if workload.endpoint == "generate":  # SGLang's own API: its extensions are native there
         body = {
             "input_ids": list(prompt) if not isinstance(prompt, str) else prompt,
             "sampling_params": {
@@ -117,23 +141,30 @@ def body_bytes(workload: Workload, prompt: Sequence[int] | str | list[dict[str, 
             "stream": True,
         }
     else:
-        body = {
-            "model": workload.model,
-            "max_tokens": out_len,
-            "ignore_eos": workload.ignore_eos,
-            "temperature": 0.0,
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        }
+        body = openai_body(workload, out_len)
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
             body["messages"] = prompt
         else:
-            text = prompt if isinstance(prompt, str) else _text(prompt)  # type: ignore[arg-type]
+            text = prompt if isinstance(prompt, str) else _text(
+                _spread(prompt, words_for(workload, len(prompt))))  # type: ignore[arg-type]
             if workload.endpoint == "chat":
                 body["messages"] = [{"role": "user", "content": text}]
             else:
                 body["prompt"] = text
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+def openai_body(workload: Workload, out_len: int) -> dict[str, object]:
+    """An OpenAI request's fields but the prompt: the standard ones, and the extensions the
+    server takes (a strict server refuses an unknown field with 422)."""
+    usage: dict[str, bool] = {"include_usage": True}
+    if "continuous_usage_stats" in workload.extensions:
+        usage["continuous_usage_stats"] = True
+    body: dict[str, object] = {"model": workload.model, "max_tokens": out_len,
+                               "temperature": 0.0, "stream": True, "stream_options": usage}
+    if "ignore_eos" in workload.extensions:
+        body["ignore_eos"] = workload.ignore_eos
+    return body
 
 
 def request_body(workload: Workload, rng: random.Random) -> tuple[bytes, int]:
@@ -142,7 +173,7 @@ def request_body(workload: Workload, rng: random.Random) -> tuple[bytes, int]:
     out_len = _length(rng, workload.output_len, workload.range_ratio)
     if workload.endpoint == "generate":
         return body_bytes(workload, _ids(rng, in_len), out_len), out_len
-    text = " ".join(rng.choice(_WORDS) for _ in range(in_len))
+    text = " ".join(rng.choice(_WORDS) for _ in range(words_for(workload, in_len)))
     return body_bytes(workload, text, out_len), out_len
 
 
@@ -160,12 +191,14 @@ class Conversation:
     text: str = ""  # /v1/completions
     messages: list[dict[str, str]] = field(default_factory=list)  # /v1/chat/completions
 
-    def ask(self, endpoint: str, question: list[int]) -> Any:
-        """Append the next question; returns the prompt to send."""
+    def ask(self, endpoint: str, question: list[int], words: int | None = None) -> Any:
+        """Append the next question (as `words` words on a text endpoint); returns the
+        prompt to send."""
         self.turns_left -= 1
         if endpoint == "generate":
             self.ids = _join(self.ids, ",".join(map(str, question)))
             return IdsText(self.ids)
+        question = _spread(question, words) if words else question
         if endpoint == "chat":
             self.messages.append({"role": "user", "content": _text(question)})
             return self.messages
@@ -319,7 +352,8 @@ class PromptSource:
         conv = self.ready.popleft() if self.ready else Conversation(turns_left=w.turns)
         question = _ids(self.rng, _length(self.rng, w.input_len, w.range_ratio))
         out = _length(self.rng, w.output_len, w.range_ratio)
-        return Prompt(body_bytes(w, conv.ask(w.endpoint, question), out), out, conv)
+        prompt = conv.ask(w.endpoint, question, words_for(w, len(question)))
+        return Prompt(body_bytes(w, prompt, out), out, conv)
 
     def _trace(self) -> Prompt:
         rows = self.workload.trace

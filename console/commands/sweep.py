@@ -22,6 +22,7 @@ from console.commands import argtypes
 from console.config import load_config
 from console.config_models import CostConfig, PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
+from console.engines import ENGINES
 from console.errors import PlateauError, UsageError
 from console.jobs import sweep as sweep_jobs
 from console.jobs.sweep import EngineOptions, run_label
@@ -133,6 +134,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="bench_serving command prefix on the host "
                    "(default: HOST_PYTHON -m sglang.benchmark.serving)")
     p.add_argument("--tokenizer", help="tokenizer path on the host (bench-serving engine)")
+    p.add_argument("--server-engine", choices=sorted(ENGINES),
+                   help="the inference engine behind --url (default: asked of the server: "
+                   "SGLang answers /server_info, anything else is openai)")
+    p.add_argument("--model", type=argtypes.plain_text,
+                   help="the model name requests carry (default: the server's /v1/models, "
+                   "else the profile's model path)")
     p.add_argument("--workers", type=argtypes.int_at_least(1, 256),
                    help="max load-generator processes (native engine)")
     p.add_argument("--api-key-env", metavar="VAR",
@@ -185,7 +192,7 @@ async def _open_target(
         async with demo_target(args.profile) as (target, demo_config):
             yield target, demo_config
     elif args.url:
-        async with url_target(args.url) as target:
+        async with url_target(args.url, args.server_engine) as target:
             yield target, config
     else:
         assert config is not None
@@ -209,6 +216,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         bench_command=shlex.split(args.bench_command) if args.bench_command else None,
         tokenizer=args.tokenizer,
         api_key_env=args.api_key_env,
+        model=args.model,
     )
 
 
@@ -241,6 +249,8 @@ def _progress(event: SweepEvent) -> None:
         )
         if m.client_warning:
             print(f"  warning: {m.client_warning}", file=sys.stderr, flush=True)
+        for note in m.client_notes if event.result.index == 0 and not event.result.repeat else ():
+            print(f"  note: {note}", file=sys.stderr, flush=True)
     elif isinstance(event, StepFailed):
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 

@@ -53,6 +53,9 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     first; candidates explain less but more than the run's noise; smaller effects are not
     reported (they would be noise)."""
     knee = _knee_info(steps)
+    unmeasured = why_nothing_completed(steps)
+    if unmeasured is not None:
+        return Diagnosis(knee=knee, no_measurement=unmeasured, sources=list(evidence.sources))
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
     levels = {s.index: step_level(s) for s in steps}
@@ -67,6 +70,24 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     candidates = [c for c in found if noise <= c.confidence < CLEAR_EFFECT]
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
                      checked=[r.checked for r in rules], sources=list(evidence.sources))
+
+
+def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:
+    """None when some request completed; else why every step failed, each reason once (a run
+    with no completed request has no throughput to explain: issue 36)."""
+    if any(s.metrics is not None and s.metrics.completed > 0 for s in steps):
+        return None
+    reasons: list[str] = []
+    for step in steps:
+        samples = step.metrics.error_samples if step.metrics is not None else []
+        reason = (step.error or (samples[0] if samples else "") or "no request completed")
+        reason = reason.strip().splitlines()[0][:300] if reason.strip() else "no reply"
+        if reason not in reasons:
+            reasons.append(reason)
+    if not reasons:
+        return "the run has no steps"
+    return (f"no request completed in any of its {len(steps)} step(s): "
+            + "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else ""))
 
 
 def _repeats(steps: Sequence[StepResult]) -> dict[float, list[float]]:
@@ -113,11 +134,14 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "checked": diagnosis.checked,
         "sources": diagnosis.sources,
         "verdict": diagnosis.verdict,
+        "no_measurement": diagnosis.no_measurement,
     }
 
 
 def diagnosis_lines(diagnosis: Diagnosis, top: int = 3) -> list[str]:
     """The text under the knee sentence: top causes with their first evidence and the fix."""
+    if diagnosis.no_measurement is not None:
+        return [f"why: nothing to diagnose: {diagnosis.no_measurement}"]
     if not diagnosis.causes:
         return [no_clear_cause(diagnosis)]
     lines = []

@@ -209,9 +209,14 @@ class Diagnosis(Frozen):
     noise: float | None = None  # the run's noise as a share of step time (effects below: dropped)
     checked: list[str] = []  # what was looked at (the honest "no clear cause" answer)
     sources: list[str] = []
+    # Set when no request of the run completed: there is nothing to explain, only why every
+    # step failed (its first error, deduplicated), and no cause is named.
+    no_measurement: str | None = None
 
     @property
     def verdict(self) -> str:
+        if self.no_measurement is not None:
+            return "no measurement"
         if not self.causes:
             return "no clear cause"
         return ", ".join(c.id for c in self.causes[:3])

@@ -50,6 +50,9 @@ class EngineOptions:
     """Tokenizer path on the host for bench_serving (default: the profile's model path)."""
     api_key_env: str | None = None
     """Local variable holding the server's --api-key (default: the profile's)."""
+    model: str | None = None
+    """The model name requests carry (default: the server's /v1/models, else the profile's
+    model path, else what a pinned server's refusal names)."""
 
 
 DEFAULT_OPTIONS = EngineOptions()
@@ -79,7 +82,9 @@ async def make_engine(
     on this machine for a --url target)."""
     headers = api_key_headers(target, options)
     if spec.engine == "native":
-        return NativeEngine(max_workers=options.workers, headers=headers)
+        return NativeEngine(max_workers=options.workers, headers=headers,
+                            server=target.engine, model=options.model,
+                            fallback_model=target.profile.model_path if target.profile else None)
     if headers:
         raise SweepSetupError(
             "the bench-serving engine can only take an API key on the host's command line or "
@@ -148,6 +153,9 @@ async def sweep(
     `finish` append to an existing run (an A/B side's repeats; console.bench.sweep).
     `evidence`: where that evidence comes from (the console passes tees of its session's own
     observers); None: standalone observers of the target (`standalone_sources`)."""
+    if spec.endpoint == "generate" and not target.engine.native_endpoint:
+        # /generate is SGLang's own; every OpenAI-compatible server has /v1/completions.
+        spec = spec.model_copy(update={"endpoint": "completions"})
     async with _holding(target, f"sweep {label}", wait, on_wait), \
             load_url(target, spec) as url:
         engine = await make_engine(spec, target, options)

@@ -22,6 +22,7 @@ import platformdirs
 
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.demo import DEMO_HOST, demo_config, free_port, temp_demo
+from console.engines import ServerEngine, engine_named, engine_of_profile
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.host.transport import Transport
@@ -51,6 +52,15 @@ class Target:
     host: HostConfig | None = None
     profile: ServerProfile | None = None
     log_tail: LogTail | None = None
+    engine_name: str | None = None
+    """A --url server's engine (given, or detected by `url_target`); a profile says its own."""
+
+    @property
+    def engine(self) -> ServerEngine:
+        """The inference engine serving this target (console/engines/)."""
+        if self.profile is not None:
+            return engine_of_profile(self.profile)
+        return engine_named(self.engine_name)
 
     @property
     def host_python(self) -> str:
@@ -165,6 +175,7 @@ async def on_host(
                 flags=dict(profile.flags),
                 # The server's address on its host: a forward's local port means nothing later.
                 server_url=f"http://{profile.host}:{profile.port}",
+                server_engine=profile.engine,
             ),
             transport=transport,
             host=host,
@@ -192,6 +203,12 @@ def server_log_tail(lifecycle: ServerLifecycle) -> LogTail:
 
 
 @contextlib.asynccontextmanager
-async def url_target(url: str) -> AsyncIterator[Target]:
+async def url_target(url: str, engine: str | None = None) -> AsyncIterator[Target]:
+    """A server as its URL says; its engine as given, else asked of the server."""
     base = url.rstrip("/")
-    yield Target(base_url=base, meta=RunMeta(server_url=base))
+    if engine is None:
+        from console.bench.server_probe import detect_engine  # httpx: not for `plateau demo`
+
+        engine = (await detect_engine(base)).name
+    yield Target(base_url=base, meta=RunMeta(server_url=base, server_engine=engine),
+                 engine_name=engine)

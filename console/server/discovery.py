@@ -15,19 +15,22 @@ from pathlib import Path
 import platformdirs
 
 from console.config_models import HostConfig, ServerProfile
+from console.engines import engine_of_profile
 from console.errors import PlateauError
 from console.host.transport import Transport
 from console.server.flags import FlagSchema, parse_help
+from console.server.flags_click import parse_click_help
 from console.server.known import TYPE_HINTS
 from console.text import sanitize
 
 APP_NAME = "plateau"
 HELP_TIMEOUT_S = 180.0
 
-# Reads the installed distribution's version without importing sglang (which imports torch).
+# Reads an installed distribution's version without importing it (sglang and transformers
+# import torch); the distribution's name is argv[1], a value, never code.
 _VERSION_SOURCE = (
-    "import importlib.metadata as m\n"
-    "try:\n    print(m.version('sglang'))\n"
+    "import importlib.metadata as m, sys\n"
+    "try:\n    print(m.version(sys.argv[1]))\n"
     "except m.PackageNotFoundError:\n    print('')\n"
 )
 
@@ -48,10 +51,18 @@ def python_for(profile: ServerProfile, host: HostConfig) -> str:
     return host.python
 
 
-async def sglang_version(transport: Transport, python: str) -> str | None:
-    result = await transport.run([python, "-c", _VERSION_SOURCE], timeout=60.0)
+async def package_version(transport: Transport, python: str, dist: str | None) -> str | None:
+    """The version of distribution `dist` in the server's environment (None: not installed,
+    or the engine has no distribution to ask)."""
+    if dist is None:
+        return None
+    result = await transport.run([python, "-c", _VERSION_SOURCE, dist], timeout=60.0)
     version = result.stdout.strip() if result.ok else ""
-    return sanitize(version) or None
+    return sanitize(version)[:64] or None
+
+
+async def sglang_version(transport: Transport, python: str) -> str | None:
+    return await package_version(transport, python, "sglang")
 
 
 def cache_key(host_name: str, version: str | None, launch: list[str]) -> str:
@@ -76,7 +87,9 @@ class FlagDiscovery:
         self._memory: dict[str, FlagSchema] = {}
 
     async def schema_for(self, profile: ServerProfile, *, refresh: bool = False) -> FlagSchema:
-        version = await sglang_version(self.transport, python_for(profile, self.host))
+        engine = engine_of_profile(profile)
+        version = await package_version(self.transport, python_for(profile, self.host),
+                                        engine.dist_name)
         key = cache_key(self.host.name, version, list(profile.launch))
         if not refresh:
             cached = self._memory.get(key) or self._load(key)
@@ -101,7 +114,9 @@ class FlagDiscovery:
                 f"`{' '.join(profile.launch)} --help` failed on {self.host.name} "
                 f"(exit {result.exit_status}): {tail}"
             )
-        schemas = [parse_help(text, version=version)]
+        parse = parse_click_help if engine_of_profile(profile).help_format == "click" \
+            else parse_help
+        schemas = [parse(text, version=version)]
         # Plateau's simulator keeps its own `--sim-*` options out of SGLang's help (so the
         # SGLang part stays byte-for-byte the real one); they are listed by `--sim-help`.
         if "console.sim" in profile.launch and "sim-startup-seconds" not in schemas[0].flags:

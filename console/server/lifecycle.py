@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from console.config_models import HostConfig, ServerProfile
+from console.engines import engine_of_profile
 from console.errors import PlateauError, TransportError, UsageError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
 from console.logs.follower import LogFollower
 from console.server.config_merge import config_path, merge_key, with_config
-from console.server.discovery import FlagDiscovery
+from console.server.discovery import FlagDiscovery, package_version, python_for
 from console.server.events import (
     CommandShown,
     EventSink,
@@ -49,7 +50,7 @@ from console.server.events import (
 from console.server.hostscript import run_host_script
 from console.server.lease import host_lease
 from console.server.records import LaunchRecord, display_command, redact_argv
-from console.server.startup import READY_LINE, diagnose, step_fraction, step_of
+from console.server.startup import diagnose, step_fraction, step_of
 from console.server.translate import translate_profile
 from console.server.validate import ValidationReport, check_safety, validate_profile
 from console.text import sanitize
@@ -775,6 +776,7 @@ class ServerLifecycle:
             return line.replace(key, "<redacted>") if key else line
 
         state: dict[str, Any] = {"step": StartupStep.LAUNCHED, "ready_line": False}
+        engine = engine_of_profile(profile)
 
         said = _SaidOnce(run)
 
@@ -787,7 +789,7 @@ class ServerLifecycle:
                 state["step"] = step
                 run.progress(Phase.STARTUP, step.value, step=step,
                              fraction=step_fraction(step))
-            if READY_LINE in line:
+            if any(ready in line for ready in engine.ready_lines):
                 state["ready_line"] = True
 
         async def follow() -> None:
@@ -839,16 +841,10 @@ class ServerLifecycle:
                 how = "HTTP /ready" if code == 200 else "log line (HTTP unreachable)"
                 run.finish(Phase.STARTUP, f"ready via {how}")
                 run.start(Phase.READY)
-                version = None
-                try:
-                    info = await client.get("/server_info")
-                    if info.status_code == 200:
-                        version = sanitize(str(info.json().get("version") or "")) or None
-                except (_httpx().HTTPError, ValueError):
-                    pass
+                version = await self._server_version(client, profile)
                 if key:
                     await self._refuses_without_key(run, profile)
-                run.finish(Phase.READY, f"sglang {version or 'unknown version'}")
+                run.finish(Phase.READY, f"{engine.title} {version or 'unknown version'}")
                 return version
         finally:
             follower.cancel()
@@ -857,6 +853,26 @@ class ServerLifecycle:
             await asyncio.wait({follower}, timeout=_FOLLOWER_STOP_S)
             if follower.done() and not follower.cancelled():
                 follower.exception()  # retrieved: a follower's failure is not the restart's
+
+    async def _server_version(self, client: httpx.AsyncClient,
+                              profile: ServerProfile) -> str | None:
+        """What the server says its version is (SGLang: /server_info), else its engine's
+        distribution in the server's environment (transformers serve has no such path)."""
+        engine = engine_of_profile(profile)
+        for path in engine.server_info_paths:
+            try:
+                info = await client.get(path)
+                if info.status_code == 200:
+                    return sanitize(str(info.json().get("version") or ""))[:64] or None
+            except (_httpx().HTTPError, ValueError, AttributeError):
+                continue
+        if engine.server_info_paths:  # it has one, and it did not say
+            return None
+        try:
+            return await package_version(self.transport, python_for(profile, self.host),
+                                         engine.dist_name)
+        except PlateauError:
+            return None
 
     async def _refuses_without_key(self, run: _Run, profile: ServerProfile) -> None:
         """An API key was asked for: prove the server refuses a request without it. A server

@@ -10,8 +10,7 @@ import re
 from dataclasses import dataclass
 
 from console.server.events import StartupStep
-
-READY_LINE = "The server is fired up and ready to roll!"
+from console.sglang.startup import READY as READY_LINE
 
 _STEPS: list[tuple[re.Pattern[str], StartupStep]] = [
     (re.compile(r"server_args="), StartupStep.ARGS),

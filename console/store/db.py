@@ -103,8 +103,11 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # on a request-rate sweep's axis without metrics to read it from.
     ("steps", "request_rate", "REAL"),
     ("steps", "gpus", "INTEGER"),  # GPUs serving the model (console/bench/gpus.py)
+    # Issue 36: the inference engine the run measured (console/engines/): sglang, openai,
+    # transformers-serve; '' for runs stored before engines were told apart (SGLang's).
+    ("runs", "server_engine", "TEXT NOT NULL DEFAULT ''"),
 )
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _writer_id() -> str:
@@ -242,8 +245,8 @@ class RunStore:
         with self._writing() as db:
             cursor = db.execute(
                 "INSERT INTO runs (started_at, status, host, server_url, server_version, "
-                "profile, flags, server_info, spec, engine, label, writer) "
-                "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "profile, flags, server_info, spec, engine, label, writer, server_engine) "
+                "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     started_at or time.time(),
                     meta.host,
@@ -258,6 +261,7 @@ class RunStore:
                     meta.engine,
                     meta.label,
                     _writer_id(),
+                    meta.server_engine,
                 ),
             )
             return int(cursor.lastrowid or 0)
@@ -469,6 +473,7 @@ class RunStore:
             spec=json.loads(row["spec"] or "{}"),
             engine=row["engine"],
             label=row["label"],
+            server_engine=row["server_engine"],
         )
         return RunSummary(
             id=row["id"],
