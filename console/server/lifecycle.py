@@ -273,7 +273,7 @@ class ServerLifecycle:
         schema = await self.discovery.schema_for(profile)
         where = f"{' '.join(profile.launch[-2:])} --help on {self.host.name}"
         if schema.version:
-            where += f" (sglang {schema.version})"
+            where += f" ({engine_of_profile(profile).title} {schema.version})"
         return validate_profile(profile, schema, checked_against=where)
 
     # ------------------------------------------------------------------ status / adopt

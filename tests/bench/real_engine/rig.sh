@@ -11,8 +11,12 @@
 set -uo pipefail
 part=${1:-1}
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
-OUT=${OUT:-/tmp/rig-out}
-mkdir -p "$OUT" /tmp/rig
+# Everything is written under $W and packed into $OUT/rig$part.tgz at the end (the device
+# returns at most 8 files).
+W=/tmp/rig/out$part
+mkdir -p "$W" /tmp/rig
+OUT_DIR=${OUT:-/tmp/rig-out}
+OUT=$W
 if [ ! -d /tmp/site/fastapi ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site "$repo"/.whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
@@ -86,12 +90,12 @@ if [ "$part" = 1 ]; then
   t plateau sweep h200 --preset rig --json >"$OUT/sweep_cb.json" 2>"$OUT/sweep_cb.err"
   tail -5 "$OUT/sweep_cb.err"
   # Plateau's client and bench_serving through one relay (bench_serving sends fields the server refuses)
-  python3 "$repo"/tests/bench/real_engine/strip_proxy.py 8100 http://127.0.0.1:8000 >/tmp/rig/proxy.log 2>&1 &
+  python3 "$repo"/tests/bench/real_engine/strip_proxy.py 8100 http://127.0.0.1:8000 $model >/tmp/rig/proxy.log 2>&1 &
   sleep 2
   for c in 1 8 32 128; do
     n=$((c * 4)); [ $n -lt 16 ] && n=16
     t python3 "$repo"/tests/support/sglang_bench.py --backend vllm --base-url http://127.0.0.1:8100 \
-      --dataset-name random --random-input-len 256 --random-output-len 128 --random-range-ratio 1.0 \
+      --dataset-name random-ids --random-input-len 256 --random-output-len 128 --random-range-ratio 1.0 \
       --num-prompts $n --max-concurrency $c --model $model --tokenizer $model --disable-ignore-eos \
       --output-file "$OUT/bench_serving.jsonl" >"$OUT/bench_serving_c$c.txt" 2>&1
     t plateau sweep --url http://127.0.0.1:8100 --server-engine transformers-serve --model $model \
@@ -109,4 +113,7 @@ else
   t plateau sweep h200 --preset rig --concurrency 8,64,256 --json >"$OUT/sweep_small.json" 2>"$OUT/sweep_small.err"
   plateau server stop h200 >/dev/null 2>&1
 fi
+cp /tmp/rig/history.db /tmp/rig/vs.db "$W/" 2>/dev/null
+mkdir -p "$OUT_DIR"
+tar czf "$OUT_DIR/rig$part.tgz" -C "$W" .
 cat "$OUT/timings.txt"

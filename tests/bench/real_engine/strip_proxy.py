@@ -3,10 +3,12 @@
 SGLang's bench_serving (0.5.23, `--backend vllm|sglang-oai`) always sends `best_of` and
 `ignore_eos` (serving.py async_request_openai_completions), and `transformers serve` refuses
 any unknown field with 422, so bench_serving cannot measure it as it is. This relay keeps only
-OpenAI's fields and streams the answer back byte for byte. For a fair comparison Plateau's
+OpenAI's fields and streams the answer back byte for byte. bench_serving also waits for
+`GET /v1/models` to answer 200, which transformers serve 500s without an HF cache: the relay
+answers it with the one model it is told. For a fair comparison Plateau's
 client is sent through the same relay (both pay the same extra hop).
 
-    python strip_proxy.py LISTEN_PORT UPSTREAM_URL
+    python strip_proxy.py LISTEN_PORT UPSTREAM_URL MODEL
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ KEEP = frozenset({"model", "prompt", "messages", "max_tokens", "temperature", "s
                   "stream_options", "top_p", "n", "stop", "seed"})
 
 
-def make_app(upstream: str) -> web.Application:
+def make_app(upstream: str, model: str) -> web.Application:
     session: dict[str, aiohttp.ClientSession] = {}
 
     async def start(_app: web.Application) -> None:
         session["s"] = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"object": "list",
+                                  "data": [{"id": model, "object": "model"}]})
 
     async def relay(request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -45,10 +51,11 @@ def make_app(upstream: str) -> web.Application:
 
     app = web.Application()
     app.on_startup.append(start)
+    app.router.add_get("/v1/models", models)
     app.router.add_route("*", "/{tail:.*}", relay)
     return app
 
 
 if __name__ == "__main__":
-    web.run_app(make_app(sys.argv[2].rstrip("/")), host="127.0.0.1", port=int(sys.argv[1]),
-                print=None)
+    web.run_app(make_app(sys.argv[2].rstrip("/"), sys.argv[3]), host="127.0.0.1",
+                port=int(sys.argv[1]), print=None)
