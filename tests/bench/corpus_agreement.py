@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         logs = [log for log in logs if log.stem in set(args.slugs)]
     rows = [judge(log) for log in logs]
     lines = _markdown(rows) if args.markdown else _plain(rows)
-    print("\n".join(lines + [""] + _totals(rows)))
+    print("\n".join([*lines, "", *_totals(rows)]))
     return 0
 
 
