@@ -14,9 +14,10 @@ log before Plateau was run on it:
   diagnosis's first cause; the other causes it names are reported as present or missing;
 - a **healthy** file (`abstain: true`): agrees when the diagnosis names no cause.
 
-It prints a per-file table and the totals; `--markdown` prints the table as the "agrees"
-column of INDEX.md is written (regenerate that column with it). Exit status 0 always: it is a
-report, not a gate.
+It prints a per-file table and the totals; `--markdown` prints them as Markdown, and
+`--update-index` rewrites the block between the agreement markers of INDEX.md with that table (the
+"agrees" column INDEX.md shows is regenerated this way). Exit status 0 always: it is a report,
+not a gate.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from console.commands.logscan import scan_path
 from console.diagnose.log_diagnosis import diagnose_log, log_diagnosis_json, open_log
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "logs" / "real"
+BEGIN, END = "<!-- agreement:begin -->", "<!-- agreement:end -->"
 CRASH_EVENTS = {"crash", "oom"}
 CRASH_WORDS = ("crash", "oom", "failed-launch", "launch-failed", "capture-failed")
 
@@ -137,16 +139,32 @@ def _markdown(rows: list[Row]) -> list[str]:
                    f"{r.verdict} |" for r in rows]
 
 
+def update_index(index: Path, block: list[str]) -> None:
+    """Replace what lies between the agreement markers; everything else is kept as written."""
+    text = index.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise SystemExit(f"{index}: no {BEGIN} ... {END} block to update")
+    index.write_text(head + BEGIN + "\n" + "\n".join(block) + "\n" + END + tail, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("slugs", nargs="*", help="only these files (default: all)")
     parser.add_argument("--corpus", type=Path, default=REAL, help="corpus directory")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--update-index", action="store_true",
+                        help="rewrite the agreement block of the corpus's INDEX.md")
     args = parser.parse_args(argv)
     logs = sorted(args.corpus.glob("*.log"))
     if args.slugs:
         logs = [log for log in logs if log.stem in set(args.slugs)]
     rows = [judge(log) for log in logs]
+    if args.update_index:
+        totals = [f"- {line.strip()}" for line in _totals(rows)]
+        update_index(args.corpus / "INDEX.md", [*_markdown(rows), "", *totals])
+        return 0
     lines = _markdown(rows) if args.markdown else _plain(rows)
     print("\n".join([*lines, "", *_totals(rows)]))
     return 0
