@@ -90,6 +90,19 @@ def workload_updates(args: argparse.Namespace) -> dict[str, Any]:
     return updates
 
 
+def check_trace(args: argparse.Namespace) -> None:
+    """A --trace file read and checked before anything starts (a demo server, the host's
+    lease, a stored run): a bad one is one line, not a failed step after the start."""
+    if not getattr(args, "trace_file", None):
+        return
+    from console.bench.workload import load_trace
+
+    try:
+        load_trace(args.trace_file)
+    except ValueError as exc:
+        raise UsageError(f"--trace: {exc}") from None
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sweep",
@@ -273,6 +286,7 @@ async def _handle(args: argparse.Namespace) -> int:
     chosen = sum(bool(x) for x in (args.demo, args.host, args.url))
     if chosen != 1:
         raise UsageError("say where to sweep: --demo, a HOST from the config, or --url URL")
+    check_trace(args)
     if args.url:
         await _require_reachable(args.url)
     config: PlateauConfig | None = None
