@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
 from console.share.gather import PairView, Report, RunView
 from console.share.levels import environment, levels, optional_columns, optional_value
@@ -82,10 +83,10 @@ def _pair(pair: PairView) -> list[str]:
                       p.word) for p in v.points])
     lines += ["", *(f"note: {inert(n)}" for n in v.notes), ""]
     if pair.flags:
-        lines += _table(("flag", "A", "B"),
-                        [(f"--{inert(f)}", inert(a), inert(b)) for f, a, b in pair.flags])
+        lines += _table(("flag or env", "A", "B"),
+                        [(inert(setting_label(f)), inert(a), inert(b)) for f, a, b in pair.flags])
     else:
-        lines.append("flags: the same")
+        lines.append("flags and environment: the same")
     return [*lines, ""]
 
 
