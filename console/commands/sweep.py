@@ -20,7 +20,7 @@ from console.bench.report import steps_table
 from console.bench.summary import run_summary
 from console.commands import argtypes
 from console.config import load_config
-from console.config_models import CostConfig, PlateauConfig, SweepPreset
+from console.config_models import TRACE_NEEDS_OPEN_LOOP, CostConfig, PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
 from console.errors import PlateauError, UsageError
 from console.jobs import sweep as sweep_jobs
@@ -101,6 +101,11 @@ def check_trace(args: argparse.Namespace) -> None:
         load_trace(args.trace_file)
     except ValueError as exc:
         raise UsageError(f"--trace: {exc}") from None
+    # Without a preset or a host's config, nothing else can give the open loop a trace needs
+    # (SweepPreset refuses the closed loop too, once the preset is known).
+    open_loop = getattr(args, "max_concurrency", None) or getattr(args, "request_rate", None)
+    if not (open_loop or getattr(args, "preset", None) or getattr(args, "host", None)):
+        raise UsageError(f"--trace: {TRACE_NEEDS_OPEN_LOOP}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -186,7 +191,8 @@ def build_spec(base: SweepPreset, args: argparse.Namespace) -> SweepPreset:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise UsageError(f"invalid sweep setting {where}: {first['msg']}") from None
+        setting = f" {where}" if where else ""  # a rule over several settings names none
+        raise UsageError(f"invalid sweep setting{setting}: {first['msg']}") from None
 
 
 @contextlib.asynccontextmanager
