@@ -53,8 +53,9 @@ def did_you_mean(word: str, candidates: Sequence[str]) -> str:
 
 class PlateauParser(argparse.ArgumentParser):
     """A bad value is one line, with where to read more, instead of argparse's usage block
-    (12 lines for `sweep`) above the one line that matters; a word the (sub)command does not
-    take shows that command's usage, then the one line with a did-you-mean (issue 26, item 9).
+    (18 lines for `sweep`) above the one line that matters; a word the (sub)command does not
+    take is that one line too, with a did-you-mean (issue 26, item 9) and where the usage is:
+    the README promises one line for an error (issue 41 found the usage block above it).
     """
 
     def error(self, message: str) -> Any:  # argparse's signature: NoReturn
@@ -69,7 +70,6 @@ class PlateauParser(argparse.ArgumentParser):
         """Words this (sub)command does not take, each with its closest option."""
         options = [o for action in self._actions for o in action.option_strings]
         said = ", ".join(f"{w!r}{did_you_mean(w, options)}" for w in extras)
-        self._print_message(self.format_usage(), sys.stderr)
         self.error(f"unrecognized argument(s) {said}")
 
 

@@ -374,7 +374,18 @@ class SweepPreset(StrictModel):
     def _trace_needs_file(self) -> SweepPreset:
         if self.workload == "trace" and not self.trace_file:
             raise ValueError("workload 'trace' needs trace_file")
+        if self.workload == "trace" and self.request_rate is None and \
+                self.max_concurrency is None:
+            raise ValueError(TRACE_NEEDS_OPEN_LOOP)
         return self
+
+
+# A trace is replayed at its own timestamps, which only an open-loop step does: a closed-loop
+# concurrency sweep would cycle its rows (128 requests from a 30-row trace) at no timestamp.
+TRACE_NEEDS_OPEN_LOOP = (
+    "a trace replays at its timestamps: give max_concurrency (--max-concurrency N, a cap on "
+    "requests in flight) or request_rate (--request-rate R, its mean rate scaled to R), not a "
+    "concurrency sweep, which would cycle its rows")
 
 
 class UiConfig(StrictModel):

@@ -15,9 +15,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from console.bench.models import StepResult
+from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.models import Cause, Diagnosis, Suggestion
-from console.jobs.tune import kept_by, load_state, tuned_profile
+from console.jobs.tune import TuneError, kept_by, load_state, tuned_profile
+from console.jobs.tune_bench import CandidateFailed, SweepOutcome
 from console.jobs.tune_models import TuneState, ladder_rows
 from console.jobs.tune_plan import candidates
 from console.store.db import RunStore
@@ -81,6 +85,70 @@ def test_a_crashing_candidate_is_reverted_and_a_larger_value_tried(tmp_path: Pat
     second = state.ladder[1]
     assert second.change == "--cuda-graph-max-bs-decode 256" and second.outcome == "kept"
     assert tuned_profile(state).flags["cuda-graph-max-bs-decode"] == 256
+
+
+def test_a_kept_step_that_crashes_in_its_confirmation_sweep_is_undone(tmp_path: Path) -> None:
+    """The graph ceiling of 128 NaNs after 150 decode steps: later than each short A/B pass
+    at 128 (a fresh launch each), within the kept profile's full confirmation sweep. The keep
+    is undone, the last profile that ran through a whole sweep runs again, and the tune goes
+    on from it (before: TuneError with the crashed server left as the host's only one)."""
+    from console.jobs.tune import new_state
+    from tests.support.virtual_tune import request
+
+    store = RunStore(tmp_path / "h.sqlite")
+    start = reference_profile(tmp_path, **{"sim-nan-when": "cuda-graph-max-bs-decode=128",
+                                           "sim-nan-after-steps": 150})
+    state, _id, bench = tune(store, tmp_path, VirtualBench(store, tmp_path),
+                             new_state(request(), start))
+    first = state.ladder[0]
+    assert (first.change, first.outcome) == ("--cuda-graph-max-bs-decode 128", "failed")
+    assert first.delta_pct is not None and first.delta_pct > 0  # its A/B had said better
+    assert "then failed its confirmation sweep" in first.reason and "NaN" in first.reason
+    assert first.cumulative_pct == 0
+    # the crash was in the confirmation sweep; the start profile was launched right after
+    assert bench.launches[4] == ("cutlass-moe", "1:undo")
+    assert any("reverted to cutlass-moe, the last profile that ran through a whole sweep" in n
+               for n in state.notes)
+    assert state.status == "done", state.stop_reason
+    assert [r.outcome for r in state.ladder[1:]] == ["kept", "kept"]
+    assert tuned_profile(state).flags["cuda-graph-max-bs-decode"] == 256
+    assert load_state(store, _id or 0) == state
+
+
+class _FlakyAfterKeep(VirtualBench):
+    """The kept profile's confirmation sweep fails, and so does the first launch back to the
+    profile before it: the tune fails, but a launch of the last profile that ran through a
+    whole sweep is tried once more, so the host is not left without a server."""
+
+    async def restart(self, name: str, profile: ServerProfile, launch: str) -> None:
+        if launch == "1:undo":
+            self.launches.append((name, launch))
+            raise CandidateFailed("did not start: (a flaky start)")
+        await super().restart(name, profile, launch)
+
+    async def sweep(self, name: str, profile: ServerProfile, spec: SweepPreset, *,
+                    label: str, run_id: int | None, repeat_base: int,
+                    finish: bool) -> SweepOutcome:
+        if "after step 1" in label:
+            raise CandidateFailed("crashed during the sweep: (late)")
+        return await super().sweep(name, profile, spec, label=label, run_id=run_id,
+                                   repeat_base=repeat_base, finish=finish)
+
+
+def test_a_failure_after_a_keep_never_leaves_the_host_without_a_server(
+    tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path / "h.sqlite")
+    bench = _FlakyAfterKeep(store, tmp_path)
+    with pytest.raises(TuneError, match="did not start"):
+        tune(store, tmp_path, bench)
+    assert bench.launches[-2:] == [("cutlass-moe", "1:undo"), ("cutlass-moe", "recover")]
+    stored = store.load_tune(1)
+    assert stored is not None
+    state = TuneState.model_validate(stored[1])
+    assert state.status == "failed"
+    assert state.stop_reason.endswith("cutlass-moe, the last profile that ran through a whole "
+                                      "sweep, runs again")
 
 
 class _NoopSuggestion(VirtualBench):

@@ -20,8 +20,8 @@ from console.bench.steady import steady_state
 from console.bench.workload import TraceRow, Workload, load_trace, trace_offsets
 from console.config_models import SweepPreset
 from console.engines import ServerEngine
-from console.errors import PlateauError
 from console.engines.sglang import SGLANG
+from console.errors import PlateauError
 
 Emit = Callable[[StepPhase], None]
 

@@ -206,8 +206,8 @@ def verdict_table(verdict: Verdict) -> str:
 
 def flags_table(differing: Sequence[tuple[str, str, str]]) -> str:
     if not differing:
-        return "flags: the same on both sides"
-    return table(("flag", "A", "B"), [list(row) for row in differing])
+        return "flags and environment: the same on both sides"
+    return table(("flag or env", "A", "B"), [list(row) for row in differing])
 
 
 def _fill(text: str, width: int | None) -> str:

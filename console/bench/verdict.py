@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from console.bench.energy import energy_change_pct
@@ -335,7 +335,7 @@ def judge(
 
 
 def differing_flags(
-    flags_a: dict[str, object], flags_b: dict[str, object]
+    flags_a: Mapping[str, object], flags_b: Mapping[str, object]
 ) -> list[tuple[str, str, str]]:
     """(flag, A's value, B's value) for every flag the two runs do not share ('-' = unset)."""
     out = []
@@ -344,3 +344,24 @@ def differing_flags(
         if va != vb:
             out.append((name, str(va), str(vb)))
     return out
+
+
+ENV_ROW = "env "  # how a differing environment variable's row is named among the flags'
+
+
+def differing_settings(
+    flags_a: Mapping[str, object], flags_b: Mapping[str, object],
+    env_a: Mapping[str, object] | None, env_b: Mapping[str, object] | None,
+) -> list[tuple[str, str, str]]:
+    """differing_flags, then every environment variable the two profiles set differently as
+    a row named `env NAME` ('-' = unset): unsetting NCCL_P2P_DISABLE changes a run as much as
+    a flag does. An env of None is unknown (no evidence stored): no env rows then."""
+    rows = differing_flags(flags_a, flags_b)
+    if env_a is not None and env_b is not None:
+        rows += [(ENV_ROW + name, va, vb) for name, va, vb in differing_flags(env_a, env_b)]
+    return rows
+
+
+def setting_label(name: str) -> str:
+    """A row of differing_settings as the operator writes it: `--flag` or `env NAME`."""
+    return name if name.startswith(ENV_ROW) else f"--{name}"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import random
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -37,6 +38,8 @@ from typing import Any, Literal
 
 from console.config_models import WorkloadKind
 from console.engines.base import BODY_EXTENSIONS
+from console.errors import UsageError
+from console.inputfile import TRACE_FILE, text_lines
 
 Endpoint = Literal["generate", "completions", "chat"]
 
@@ -241,22 +244,38 @@ def sharegpt_lengths() -> tuple[tuple[int, int], ...]:
 
 
 def load_trace(path: str | Path) -> tuple[TraceRow, ...]:
-    """A Mooncake-format JSONL trace (bench_serving's `--dataset-name mooncake` file)."""
+    """A Mooncake-format JSONL trace (bench_serving's `--dataset-name mooncake` file), read
+    within a trace's limits (console/inputfile.py); any problem is one ValueError line."""
     rows = []
-    with Path(path).open() as f:
-        for number, line in enumerate(f, 1):
+    try:
+        lines = text_lines(str(path), str(path), TRACE_FILE)
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
-                rows.append(TraceRow(float(item["timestamp"]), int(item["input_length"]),
-                                     int(item.get("output_length", 256)),
-                                     tuple(int(h) for h in item.get("hash_ids") or ())))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: not a Mooncake trace line ({exc})") from None
+                rows.append(_trace_row(json.loads(line)))
+            except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+                raise ValueError(f"{path}:{number}: not a Mooncake trace line "
+                                 f"({str(exc)[:200]})") from None
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
     if not rows:
         raise ValueError(f"{path}: no requests in the trace")
     return tuple(sorted(rows, key=lambda r: r.timestamp_ms))
+
+
+MAX_TRACE_TOKENS = 1 << 20  # a row asks for a prompt this long at most (it is built in memory)
+
+
+def _trace_row(item: Any) -> TraceRow:
+    row = TraceRow(float(item["timestamp"]), int(item["input_length"]),
+                   int(item.get("output_length", 256)),
+                   tuple(int(h) for h in item.get("hash_ids") or ()))
+    if not math.isfinite(row.timestamp_ms) or row.timestamp_ms < 0:
+        raise ValueError("timestamp must be a finite number of ms >= 0")
+    if not (1 <= row.input_len <= MAX_TRACE_TOKENS and 1 <= row.output_len <= MAX_TRACE_TOKENS):
+        raise ValueError(f"input_length and output_length must be 1..{MAX_TRACE_TOKENS:,}")
+    return row
 
 
 def trace_offsets(rows: Sequence[TraceRow]) -> list[float]:

@@ -17,7 +17,13 @@ from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
 from console.commands import argtypes
-from console.commands.sweep import _int_list, _progress, add_workload_args, workload_updates
+from console.commands.sweep import (
+    _int_list,
+    _progress,
+    add_workload_args,
+    check_trace,
+    workload_updates,
+)
 from console.config_models import HostConfig, PlateauConfig, SweepPreset
 from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
@@ -150,6 +156,7 @@ async def _handle(args: argparse.Namespace) -> int:
 
     if bool(args.demo) == bool(args.host):
         raise UsageError("say where to A/B: --demo, or a HOST from the config")
+    check_trace(args)
     user = load_config(args.config)
     _run_dir = None
     if args.demo:

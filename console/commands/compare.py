@@ -11,8 +11,9 @@ from console.bench.compare import compare_runs
 from console.bench.fit_table import terminal_width
 from console.bench.knee import knee_of_steps
 from console.bench.report import compare_table, verdict_report
-from console.bench.verdict import differing_flags, judge
+from console.bench.verdict import ENV_ROW, differing_settings, judge
 from console.commands import argtypes
+from console.diagnose.models import RunEvidence
 from console.errors import UsageError
 from console.store.db import RunStore
 from console.store.export import _finite
@@ -36,6 +37,11 @@ def _interleaved(store: RunStore, a: RunRecord, b: RunRecord) -> bool | None:
     return bool(pair[3].get("interleaved")) if "interleaved" in pair[3] else None
 
 
+def _env(evidence: RunEvidence | None) -> dict[str, str] | None:
+    """The profile env stored with a run, or None when no evidence was (unknown)."""
+    return dict(evidence.env) if evidence is not None else None
+
+
 def _handle(args: argparse.Namespace) -> int:
     with RunStore(args.db) as store:
         runs = []
@@ -46,14 +52,18 @@ def _handle(args: argparse.Namespace) -> int:
                 raise UsageError(f"no run {run_id} in {store.path}") from None
         a, b = runs
         interleaved = _interleaved(store, a, b)
+        env_a, env_b = (_env(store.load_evidence(run.id)) for run in runs)
     label_a, label_b = f"{a.id} {a.label}", f"{b.id} {b.label}"
     verdict = judge(a.steps, b.steps, label_a=label_a, label_b=label_b, interleaved=interleaved)
-    flags = differing_flags(a.summary.meta.flags, b.summary.meta.flags)
+    flags = differing_settings(a.summary.meta.flags, b.summary.meta.flags, env_a, env_b)
     comparison = compare_runs(a.steps, b.steps, label_a=label_a, label_b=label_b)
     if args.json:
         print(json.dumps(_finite({
             "verdict": verdict.model_dump(mode="json"),
-            "flags_differing": [{"flag": f, "a": va, "b": vb} for f, va, vb in flags],
+            "flags_differing": [{"flag": f, "a": va, "b": vb} for f, va, vb in flags
+                                if not f.startswith(ENV_ROW)],
+            "env_differing": [{"variable": f.removeprefix(ENV_ROW), "a": va, "b": vb}
+                              for f, va, vb in flags if f.startswith(ENV_ROW)],
             "comparison": asdict(comparison),
         }), allow_nan=False))
         return 0

@@ -20,7 +20,7 @@ from console.bench.report import steps_table
 from console.bench.summary import run_summary
 from console.commands import argtypes
 from console.config import load_config
-from console.config_models import CostConfig, PlateauConfig, SweepPreset
+from console.config_models import TRACE_NEEDS_OPEN_LOOP, CostConfig, PlateauConfig, SweepPreset
 from console.diagnose.diagnose import diagnose_stored, diagnosis_json, diagnosis_lines
 from console.engines import ENGINES
 from console.errors import PlateauError, UsageError
@@ -89,6 +89,24 @@ def workload_updates(args: argparse.Namespace) -> dict[str, Any]:
     if updates.get("trace_file") and "workload" not in updates:
         updates["workload"] = "trace"
     return updates
+
+
+def check_trace(args: argparse.Namespace) -> None:
+    """A --trace file read and checked before anything starts (a demo server, the host's
+    lease, a stored run): a bad one is one line, not a failed step after the start."""
+    if not getattr(args, "trace_file", None):
+        return
+    from console.bench.workload import load_trace
+
+    try:
+        load_trace(args.trace_file)
+    except ValueError as exc:
+        raise UsageError(f"--trace: {exc}") from None
+    # Without a preset or a host's config, nothing else can give the open loop a trace needs
+    # (SweepPreset refuses the closed loop too, once the preset is known).
+    open_loop = getattr(args, "max_concurrency", None) or getattr(args, "request_rate", None)
+    if not (open_loop or getattr(args, "preset", None) or getattr(args, "host", None)):
+        raise UsageError(f"--trace: {TRACE_NEEDS_OPEN_LOOP}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -180,7 +198,8 @@ def build_spec(base: SweepPreset, args: argparse.Namespace) -> SweepPreset:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise UsageError(f"invalid sweep setting {where}: {first['msg']}") from None
+        setting = f" {where}" if where else ""  # a rule over several settings names none
+        raise UsageError(f"invalid sweep setting{setting}: {first['msg']}") from None
 
 
 @contextlib.asynccontextmanager
@@ -283,6 +302,7 @@ async def _handle(args: argparse.Namespace) -> int:
     chosen = sum(bool(x) for x in (args.demo, args.host, args.url))
     if chosen != 1:
         raise UsageError("say where to sweep: --demo, a HOST from the config, or --url URL")
+    check_trace(args)
     if args.url:
         await _require_reachable(args.url)
     config: PlateauConfig | None = None

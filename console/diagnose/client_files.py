@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from console.bench.bench_serving import parse_jsonl, record_to_metrics
 from console.bench.models import StepResult
-from console.errors import UsageError, file_as_usage_error
+from console.errors import UsageError
+from console.inputfile import BENCH_FILE, read_text
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,9 @@ def read_client_files(paths: Sequence[str]) -> ClientSide | None:
 
 
 def _read(path: str) -> str:
-    with file_as_usage_error(f"diagnose: {path}"):
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+    return read_text(path, f"diagnose: {path}", BENCH_FILE)
+
+_TOO_DEEP = "diagnose: {path}: JSON nested deeper than Python's JSON reader goes"
 
 
 def _parse(text: str, path: str) -> tuple[str, list[StepResult], list[str]]:
@@ -71,12 +72,16 @@ def _parse(text: str, path: str) -> tuple[str, list[StepResult], list[str]]:
     if stripped.startswith("{") and "\n{" not in stripped:
         try:
             whole = json.loads(stripped)
+        except RecursionError:
+            raise UsageError(_TOO_DEEP.format(path=path)) from None
         except ValueError:
             whole = None
         if isinstance(whole, dict) and isinstance(whole.get("steps"), list):
             return "sweep", _sweep_steps(whole["steps"], path), []
     try:
         records = parse_jsonl(text)
+    except RecursionError:
+        raise UsageError(_TOO_DEEP.format(path=path)) from None
     except ValueError:
         raise UsageError(f"diagnose: {path}: neither bench_serving JSONL nor sweep JSON"
                          ) from None

@@ -15,7 +15,7 @@ from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
 from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
-from console.errors import file_as_usage_error
+from console.inputfile import SERVER_LOG, text_chunks
 from console.sglang.resolved import resolved_settings
 
 
@@ -37,33 +37,10 @@ class LogDiagnosis:
 
 
 def open_log(path: str) -> Iterator[str]:
-    """The file's text in chunks that end at line ends (bad bytes replaced), for
-    diagnose_log; one clear error when it cannot be read."""
-    with file_as_usage_error(f"diagnose: {path}"):
-        handle = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
-    return _chunks(handle)
-
-
-CHUNK = 1 << 23
-
-
-def _chunks(handle: Any) -> Iterator[str]:
-    """8 MiB pieces cut after their last newline (`\r\n` and `\r` read as `\n`)."""
-    rest = ""
-    with handle:
-        while True:
-            block = handle.read(CHUNK)
-            if not block:
-                break
-            text = rest + block
-            if "\r" in text:
-                text = text.replace("\r\n", "\n").replace("\r", "\n")
-            cut = text.rfind("\n") + 1
-            rest = text[cut:]
-            if cut:
-                yield text[:cut]
-    if rest:
-        yield rest + "\n"
+    """The file's text in pieces that end at line ends (bad bytes replaced), for
+    diagnose_log, within a server log's limits (console/inputfile.py); one clear error when
+    it cannot be read or is out of bounds."""
+    return text_chunks(path, f"diagnose: {path}", SERVER_LOG)
 
 
 def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,

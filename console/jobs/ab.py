@@ -25,7 +25,7 @@ from dataclasses import replace
 from console.bench.abplan import Pass, order_text, plan_passes
 from console.bench.compare import compare_runs
 from console.bench.models import SweepEvent
-from console.bench.verdict import differing_flags, judge
+from console.bench.verdict import differing_settings, judge
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.sources import EvidenceSources
 from console.jobs.ab_models import ABProgress, ABRequest, ABResult, ABStage
@@ -144,7 +144,8 @@ async def run_ab(
             steps_b=tuple(steps["B"]),
             comparison=compare_runs(steps["A"], steps["B"], label_a=name_a, label_b=name_b),
             verdict=verdict,
-            flags=tuple(differing_flags(dict(profile_a.flags), dict(profile_b.flags))),
+            flags=tuple(differing_settings(profile_a.flags, profile_b.flags, profile_a.env,
+                                           profile_b.env)),
             repeats=repeats,
             interleave=interleave,
             run_a=runs["A"],

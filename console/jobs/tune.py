@@ -27,6 +27,7 @@ the stored state (the A/B in flight is run again, from its first pass).
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -361,10 +362,10 @@ class Tuner:
                                              f"{name}", run_id=p.run_id,
                                              repeat_base=p.repeat_base, finish=p.last)
             except CandidateFailed:
+                self.running = None
                 if p.side == "A":
                     raise TuneError(f"the last good profile {name} failed during "
                                     "its A/B pass") from None
-                self.running = None
                 raise
             self._check_finite(p.side, out.steps)
             return PassResult(out.run_id, out.steps)
@@ -407,9 +408,22 @@ class Tuner:
                 await self._leave_good("stopped at your request (at a safe point)")
             except (PlateauError, OSError) as exc:
                 state.status, state.stop_reason = "failed", str(exc).splitlines()[0]
+                await self._leave_running()
                 self.persist()
                 raise
         return state
+
+    async def _leave_running(self) -> None:
+        """After a failure, never no server: the last profile that ran through a whole sweep
+        is started again where something else (or nothing) runs, and the reason says so."""
+        if self.state.current_run is None or self.running == "good":
+            return
+        try:
+            await self.restart_good("recover")
+        except (PlateauError, OSError):
+            return
+        self.state.stop_reason += (f"; {self.good_name()}, the last profile that ran through "
+                                   "a whole sweep, runs again")
 
     async def _leave_good(self, why: str) -> None:
         self.state.status, self.state.stop_reason = "stopped", why
@@ -455,15 +469,50 @@ class Tuner:
 
     async def resweep(self) -> None:
         """The kept profile's own full sweep, for the next diagnosis. `stale` is stored first:
-        a tuner killed before this sweep was stored does it again when resumed."""
+        a tuner killed before this sweep was stored does it again when resumed. The sweep
+        confirms the keep: a kept profile that does not start again or fails in it (a crash
+        later than its A/B passes ran) is undone (`_undo_keep`)."""
         state = self.state
+        tried_before = list(state.tried)
         state.tried = []  # a new base: earlier rejections are judged again if suggested
         state.stale = True
         self.persist()
-        if self.running != "good":
-            await self.restart_good(f"{len(state.ladder)}:resweep")
-        await self.full_sweep(f"{self.good_name()} (after step {len(state.ladder)})")
+        try:
+            if self.running != "good":
+                await self.restart_good(f"{len(state.ladder)}:resweep")
+            await self.full_sweep(f"{self.good_name()} (after step {len(state.ladder)})")
+        except TuneError as exc:
+            if not any(r.outcome == "kept" for r in state.ladder):
+                raise
+            self.running = None
+            await self._undo_keep(str(exc), tried_before)
+            return
         state.stale = False
+        self.persist()
+
+    async def _undo_keep(self, why: str, tried: list[str]) -> None:
+        """The newest kept step failed its confirmation: it becomes "failed", the kept
+        changes and the gain are those before it, and the profile they make, the last one
+        that ran through a whole sweep (its sweep is still `current_run`), runs again."""
+        state = self.state
+        failed_name = self.good_name()
+        index = max(i for i, r in enumerate(state.ladder) if r.outcome == "kept")
+        rung = state.ladder[index]
+        kept = [r for r in state.ladder[:index] if r.outcome == "kept"]
+        state.kept = functools.reduce(lambda so_far, r: so_far.merged(r.applied), kept,
+                                      Change())
+        state.gain_pct = kept[-1].cumulative_pct if kept else 0.0
+        state.ladder[index] = rung.model_copy(update={
+            "outcome": "failed", "cumulative_pct": round(state.gain_pct, 2),
+            "reason": f"kept ({rung.reason}), then failed its confirmation sweep: {why}"})
+        state.tried = [*tried, *([] if rung.applied.key() in tried else [rung.applied.key()])]
+        state.stale = False
+        note = (f"step {rung.step} ({rung.change}) was kept, then {failed_name} failed its "
+                f"confirmation sweep: reverted to {self.good_name()}, the last profile that "
+                "ran through a whole sweep")
+        state.notes.append(note)
+        self.say(TuneProgress("revert", note))
+        await self.restart_good(f"{rung.step}:undo")
         self.persist()
 
     def _nothing_left(self, diagnosis: Diagnosis) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.bench.verdict import Verdict, differing_flags, judge
+from console.bench.verdict import Verdict, differing_settings, judge
 from console.diagnose.diagnose import diagnose
 from console.diagnose.models import Diagnosis, RunEvidence
 from console.store.models import RunRecord
@@ -35,7 +35,7 @@ class PairView:
     a: RunView
     b: RunView
     verdict: Verdict
-    flags: list[tuple[str, str, str]]
+    flags: list[tuple[str, str, str]]  # flags and env variables (verdict.differing_settings)
     pair_id: int | None  # the stored A/B pair, or None when two runs are simply compared
 
 
@@ -76,7 +76,9 @@ def _pair(store: Any, a: RunView, b: RunView) -> PairView:
             a, b = b, a
     verdict = judge(a.run.steps, b.run.steps, label_a=f"{a.run.id} {a.run.label}",
                     label_b=f"{b.run.id} {b.run.label}", interleaved=interleaved)
-    flags = differing_flags(a.run.summary.meta.flags, b.run.summary.meta.flags)
+    flags = differing_settings(a.run.summary.meta.flags, b.run.summary.meta.flags,
+                               a.evidence.env if a.evidence is not None else None,
+                               b.evidence.env if b.evidence is not None else None)
     return PairView(a=a, b=b, verdict=verdict, flags=flags, pair_id=pair_id)
 
 

@@ -9,6 +9,7 @@ script at all is a second fence should an escape ever be missed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -33,8 +34,8 @@ def _series(runs: Sequence[RunView], fields: Sequence[tuple[str, str, bool]]) ->
     for color, view in enumerate(runs):
         rows = levels(view.run)
         for attr, name, dashed in fields:
-            points = [(lv.concurrency, v) for lv in rows
-                      if (v := getattr(lv, attr)) is not None]
+            points = [(lv.concurrency, v) for lv in rows  # a NaN or inf has no place
+                      if (v := getattr(lv, attr)) is not None and math.isfinite(v)]
             if points:
                 out.append(Series(f"{view.title} \u2013 {name}", points, color, dashed))
     return out

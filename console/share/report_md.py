@@ -2,13 +2,19 @@
 flags that differ, within one issue comment (GitHub refuses a comment over 65,536 chars).
 
 Host-written text is made inert for Markdown: terminal escapes removed (whoever `cat`s the
-file), `<`, `>` and `&` as entities (GitHub renders inline HTML), and `|` escaped in tables.
+file), `<`, `>` and `&` as entities (GitHub renders inline HTML), and a backslash before each
+character that starts or closes a link, an image, code or emphasis (`[ ] ( ) !` ...), `|` (a
+table cell), `:` and `@` (a bare URL or address would be linked: an escaped one is a separate
+text node that neither GitHub nor markdown-it links) and the dot of `www.`. CommonMark
+renders an escaped punctuation character as itself, so the text reads as the host wrote it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
 from console.share.gather import PairView, Report, RunView
 from console.share.levels import environment, levels, optional_columns, optional_value
@@ -17,9 +23,14 @@ from console.text import sanitize
 LIMIT = 60_000  # under GitHub's 65,536, with room for what the operator adds
 
 
+_ACTIVE = re.compile(r"([\\`*_~\[\]()!|:@])")
+_WWW = re.compile(r"(www)\.", re.IGNORECASE)
+
+
 def inert(text: object) -> str:
     s = sanitize(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return s.replace("|", "\\|").replace("`", "\\`").replace("\n", " ")
+    s = _WWW.sub(r"\1\\.", _ACTIVE.sub(r"\\\1", s))
+    return s.replace("\n", " ")
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -72,10 +83,10 @@ def _pair(pair: PairView) -> list[str]:
                       p.word) for p in v.points])
     lines += ["", *(f"note: {inert(n)}" for n in v.notes), ""]
     if pair.flags:
-        lines += _table(("flag", "A", "B"),
-                        [(f"--{inert(f)}", inert(a), inert(b)) for f, a, b in pair.flags])
+        lines += _table(("flag or env", "A", "B"),
+                        [(inert(setting_label(f)), inert(a), inert(b)) for f, a, b in pair.flags])
     else:
-        lines.append("flags: the same")
+        lines.append("flags and environment: the same")
     return [*lines, ""]
 
 
@@ -88,6 +99,8 @@ def report_md(report: Report) -> str:
     text = "\n".join(lines).rstrip() + "\n"
     if len(text) > LIMIT:
         cut = text.rfind("\n", 0, LIMIT - 200)
+        if cut <= 0:  # one line longer than the cap: cut inside it
+            cut = LIMIT - 200
         text = text[:cut] + "\n\n(cut to fit one issue comment: `plateau report --html` has " \
             "the rest)\n"
     return text

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
 from console.diagnose.models import Cause
 from console.share.gather import PairView, RunView
@@ -170,9 +171,10 @@ def pair_html(number: int, pair: PairView) -> str:
                                                "A tok/s", "B tok/s", "B \u2212 A", "word"),
                          rows))
     out += [f"<p>note: {escape(n)}</p>" for n in v.notes]
-    out.append("<h3>Flags that differ</h3>")
-    out.append(table(f"flagdiff-{number}", ("flag", "A", "B"),
-                     [(f"--{f}", a, b) for f, a, b in pair.flags])
-               if pair.flags else "<p>The two runs' stored flags are the same.</p>")
+    out.append("<h3>Flags and environment that differ</h3>")
+    out.append(table(f"flagdiff-{number}", ("flag or env", "A", "B"),
+                     [(setting_label(f), a, b) for f, a, b in pair.flags])
+               if pair.flags else "<p>The two runs' stored flags and environment are the "
+               "same.</p>")
     out.append("</section>")
     return "".join(out)

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from console.bench.models import StepResult
 from console.errors import StoreError
 from console.redact import stored_server_info
@@ -303,7 +305,7 @@ class RunStore:
                     step.status,
                     step.error,
                     json.dumps([redact_secrets(line) for line in step.log_tail]),
-                    metrics.model_dump_json() if metrics else None,
+                    _stored_json(metrics) if metrics else None,
                     json.dumps(step.raw) if step.raw is not None else None,
                     metrics.output_tok_s if metrics else None,
                     metrics.total_tok_s if metrics else None,
@@ -313,7 +315,7 @@ class RunStore:
                     steady.output_tok_s if steady and steady.reached else None,
                     int(steady.reached) if steady else None,
                     slo.goodput_rps if slo else None,
-                    energy.model_dump_json() if energy else None,
+                    _stored_json(energy) if energy else None,
                     energy.j_per_output_token if energy else None,
                     step.rate,
                     step.gpus,
@@ -489,6 +491,16 @@ class RunStore:
 
     @staticmethod
     def _step(row: sqlite3.Row) -> StepResult:
+        """The stored step; a row that does not read back (a number stored as null, JSON
+        edited outside Plateau) is one StoreError naming the run, the step and the field."""
+        try:
+            return RunStore._read_step(row)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise StoreError(f"run {row['run_id']} step {row['idx']}: its stored record does "
+                             f"not read back ({_first_problem(exc)})") from None
+
+    @staticmethod
+    def _read_step(row: sqlite3.Row) -> StepResult:
         from console.bench.models import StepEnergy, StepMetrics
 
         # A read-only database from an older build lacks the columns added since.
@@ -546,3 +558,23 @@ class RunStore:
         with self._lock:
             row = self._db.execute(sql + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return None if row is None else int(row["id"])
+
+
+def _stored_json(model: BaseModel) -> str:
+    """A step's numbers as JSON that reads back: pydantic's model_dump_json writes NaN and
+    Infinity as null, which its reader then refuses (the run could no longer be opened);
+    Python's json writes them as NaN/Infinity, which pydantic reads."""
+    return json.dumps(model.model_dump(mode="python"))
+
+
+def _first_problem(exc: Exception) -> str:
+    """A pydantic error's first field and message (`metrics.total_tok_s: not a number`), or
+    the error itself, cut to one short line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        text = f"{where}: {first['msg']}" if where else str(first["msg"])
+    else:
+        text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:200]
