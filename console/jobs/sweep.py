@@ -177,6 +177,9 @@ async def sweep(
             run_id=run_id,
             repeat_base=repeat_base,
             finish=finish,
+            # Only an engine that has a server-info path is asked for one (a GET the server
+            # does not have is a 404 line in its log per sweep, for nothing).
+            snapshot_server_info=bool(target.engine.server_info_paths),
         )
 
 
@@ -218,5 +221,5 @@ async def standalone_sources(
         collector = GpuCollector(target.transport, AgentOptions(
             backend="sim" if host.sim_state_file else "auto", interval=1.0,
             python=host.python, sim_state=host.sim_state_file))
-    return EvidenceSources(log=log, gpu=collector,
-                           metrics=ScrapedMetrics(target.base_url, headers))
+    metrics = ScrapedMetrics(target.base_url, headers) if target.engine.metrics_path else None
+    return EvidenceSources(log=log, gpu=collector, metrics=metrics)
