@@ -291,6 +291,17 @@ class CostConfig(StrictModel):
         return _no_control_chars(value, "currency")
 
 
+class WarmupLoad(StrictModel):
+    """The load a sweep runs before its first step when the server may not have converged
+    since it started (console/bench/warmup.py): rounds of `prompts` requests at `concurrency`
+    (None: the sweep's highest level, at most 32) until a round shows no warm-up and its
+    median TPOT is within 5 % of the round before, or `max_rounds` ran."""
+
+    concurrency: Annotated[int, Field(ge=1, le=4096)] | None = None
+    prompts: Annotated[int, Field(ge=1)] | None = None  # per round; None: 4 x concurrency
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 8
+
+
 class SweepPreset(StrictModel):
     """A concurrency sweep: what load to offer at each step."""
 
@@ -304,6 +315,9 @@ class SweepPreset(StrictModel):
     prompts_per_concurrency: Annotated[int, Field(ge=1)] = 4
     step_seconds: Annotated[float, Field(gt=0)] | None = None
     warmup_prompts: Annotated[int, Field(ge=0)] = 0
+    # Before the first step, load the server until its latency converged (a fresh restart's
+    # JIT compiles and slow first steps); None: measure from the first request.
+    warmup_load: WarmupLoad | None = None
     flush_cache: bool = True
     repeats: Annotated[int, Field(ge=1, le=20)] = 1
     endpoint: Literal["generate", "completions", "chat"] = "generate"

@@ -1,7 +1,12 @@
 """`plateau ab (--demo | HOST) --a PROFILE --b PROFILE [--repeats N] [--interleave] [--json]`:
 the console's A/B, headless. Restarts the host's server into A and B (repeats of each,
 A B A B ... with --interleave), sweeps, stores each side as one run and the pair with its
-verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later)."""
+verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later).
+
+`plateau ab (--demo | HOST) --aa --a PROFILE [--repeats N]`: an A/A on fresh boots (A A A A
+..., a restart each): how much two boots of the profile differ per level, stored per
+host+profile+version as the floor every later verdict of that profile reads
+(console.bench.bootfloor). `--warmup-load` warms each fresh boot up before it is measured."""
 
 from __future__ import annotations
 
@@ -13,12 +18,13 @@ import sys
 from collections.abc import AsyncIterator
 
 from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
+from console.bench.bootfloor import BootFloor
 from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
 from console.commands import argtypes
 from console.commands.sweep import _int_list, _progress, add_workload_args, workload_updates
-from console.config_models import HostConfig, PlateauConfig, SweepPreset
+from console.config_models import HostConfig, PlateauConfig, SweepPreset, WarmupLoad
 from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
 from console.errors import UsageError
@@ -51,6 +57,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--repeats", type=int, default=3, help="sweeps per side (default 3)")
     p.add_argument("--interleave", action="store_true",
                    help="run A B A B ... (a restart per pass) to cancel drift")
+    p.add_argument("--aa", action="store_true",
+                   help="A/A on fresh boots of --a (interleaved, a restart per pass): measure "
+                   "and store how much boots differ, the floor later verdicts of this profile "
+                   "and version on this host read")
+    p.add_argument("--warmup-load", action="store_true",
+                   help="before each pass's first step, load the fresh server until its "
+                   "latency converged (the preset's [sweeps.NAME.warmup_load], else defaults)")
     p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
                    help="latency SLO for both sides (as `sweep --slo`): goodput per step and "
                    "where each side stops meeting it")
@@ -62,7 +75,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
     a = args.profile_a or (DEMO_A if args.demo else None)
-    b = args.profile_b or (DEMO_B if args.demo else None)
+    b = a if args.aa else args.profile_b or (DEMO_B if args.demo else None)
+    if args.aa and args.profile_b not in (None, a):
+        raise UsageError("--aa compares --a with itself: leave --b out")
     if not a or not b:
         raise UsageError("say which profiles to compare: --a PROFILE --b PROFILE")
     for name in (a, b):
@@ -76,7 +91,9 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
         known = ", ".join(config.sweeps) or "none"
         raise UsageError(f"unknown sweep preset {args.preset!r} (known: {known})")
     levels = tuple(args.concurrency) if args.concurrency else None
-    return ABRequest(a, b, preset, args.repeats, args.interleave, levels)
+    if args.aa and args.repeats < 2:
+        raise UsageError("--aa needs --repeats 2 or more (2 x repeats boots in all)")
+    return ABRequest(a, b, preset, args.repeats, args.interleave or args.aa, levels)
 
 
 def _with_workload(spec: SweepPreset, args: argparse.Namespace) -> SweepPreset:
@@ -134,6 +151,16 @@ def aa_sentence(knee_word: str, sentence: str) -> str:
             "whether the host is within noise")
 
 
+def floor_sentence(floor: BootFloor, *, measured: bool) -> str:
+    """The boot-to-boot floor, as an A/A measured it or as the verdict used it."""
+    what = f"{floor.profile} {floor.version or '(version unknown)'} on {floor.host}"
+    if measured:
+        return (f"boot floor of {what}: {floor.summary()}; stored: every verdict of this "
+                "profile and version on this host reads it")
+    return f"boot floor used ({what}, A/A runs {floor.run_a} and {floor.run_b}): " \
+        f"{floor.summary()}"
+
+
 def _json(result: ABResult, request: ABRequest, db: str) -> str:
     return json.dumps(_finite({
         "verdict": result.verdict.model_dump(mode="json"),
@@ -142,6 +169,7 @@ def _json(result: ABResult, request: ABRequest, db: str) -> str:
         "repeats": request.repeats, "interleave": request.interleave,
         "run_a": result.run_a, "run_b": result.run_b, "pair_id": result.pair_id, "db": db,
         "aa_check": request.a == request.b,
+        "boot_floor": result.floor.model_dump(mode="json") if result.floor else None,
     }), allow_nan=False)
 
 
@@ -172,6 +200,8 @@ async def _handle(args: argparse.Namespace) -> int:
         spec = _with_workload(request.spec(config.sweep(request.preset)), args)
     if args.slo is not None:
         spec = spec.model_copy(update={"slo": args.slo})
+    if args.warmup_load and spec.warmup_load is None:
+        spec = spec.model_copy(update={"warmup_load": WarmupLoad()})
     host = config.host(host_name)
     store: RunStore | None = None
     try:
@@ -196,6 +226,7 @@ async def _handle(args: argparse.Namespace) -> int:
                 (request.b, config.profiles[request.b]), sweep,
                 on_progress=_on_progress, repeats=request.repeats,
                 interleave=request.interleave, store=store, preset=request.preset,
+                aa=args.aa,
             )
     finally:
         if store is not None:
@@ -208,6 +239,8 @@ async def _handle(args: argparse.Namespace) -> int:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
         if request.a == request.b:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
+        if result.floor is not None:
+            print(floor_sentence(result.floor, measured=args.aa))
         print(verdict_report(result.verdict, list(result.flags), terminal_width()))
         if spec.slo is not None:
             for side, steps in (("A", result.steps_a), ("B", result.steps_b)):

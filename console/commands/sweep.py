@@ -241,6 +241,8 @@ def _progress(event: SweepEvent) -> None:
         )
         if m.client_warning:
             print(f"  warning: {m.client_warning}", file=sys.stderr, flush=True)
+        if warmed := m.warmup_text():
+            print(f"  {warmed} (left out of the steady figures)", file=sys.stderr, flush=True)
     elif isinstance(event, StepFailed):
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 

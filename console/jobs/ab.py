@@ -18,13 +18,15 @@ Public API (used by `plateau ab` and the console's A/B dialog through the sessio
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 from console.bench.abplan import Pass, order_text, plan_passes
+from console.bench.bootfloor import BootFloor, measure_floor
 from console.bench.compare import compare_runs
-from console.bench.models import SweepEvent
+from console.bench.models import StepResult, SweepEvent
 from console.bench.verdict import differing_flags, judge
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.sources import EvidenceSources
@@ -84,8 +86,13 @@ async def run_ab(
     store: RunStore | None = None,
     preset: str = "",
     wait: bool = False,
+    aa: bool = False,
 ) -> ABResult:
+    """`aa`: an A/A on fresh boots (the same profile on both sides, interleaved): its
+    result carries the boot-to-boot floor it measured, stored for later verdicts. Otherwise
+    the verdict reads the stored floor of A's host+profile+version (console.bench.bootfloor)."""
     (name_a, profile_a), (name_b, profile_b) = a, b
+    interleave = interleave or aa  # an A/A's floor is between boots: one per pass
     sides = {"A": a, "B": b}
     lease = host_lease(lifecycle.host.name)
     async with lease.hold(f"A/B {name_a} vs {name_b}", wait=wait,
@@ -133,8 +140,9 @@ async def run_ab(
                                interleave=interleave)
         steps, runs = got.steps, got.runs
         on_progress(ABProgress("compare"))
+        floor = _floor(store, lifecycle.host.name, name_a, steps, runs, aa=aa)
         verdict = judge(steps["A"], steps["B"], label_a=name_a, label_b=name_b,
-                        interleaved=interleave)
+                        interleaved=interleave, floor=None if aa else floor)
         result = ABResult(
             name_a=name_a,
             name_b=name_b,
@@ -150,12 +158,29 @@ async def run_ab(
             run_a=runs["A"],
             run_b=runs["B"],
             restart_timings=timings,
+            floor=floor,
         )
         if store is not None and result.run_a is not None and result.run_b is not None:
             pair = store.save_pair(result.run_a, result.run_b, _verdict_record(result, preset))
             result = replace(result, pair_id=pair)
         on_progress(ABProgress("done", result.note))
         return result
+
+
+def _floor(store: RunStore | None, host: str, profile: str, steps: dict[str, list[StepResult]],
+           runs: dict[str, int | None], *, aa: bool) -> BootFloor | None:
+    """An A/A's measured floor (stored when it has a level), else the stored one of A's
+    host+profile+version (the server's version as A's run recorded it)."""
+    if store is None or runs["A"] is None:
+        return None
+    version = store.get_run(runs["A"]).summary.meta.server_version
+    if not aa:
+        return store.boot_floor(host, profile, version)
+    floor = measure_floor(steps["A"], steps["B"], host=host, profile=profile, version=version,
+                          measured_at=time.time(), run_a=runs["A"], run_b=runs["B"])
+    if floor.levels:
+        store.save_floor(floor)
+    return floor
 
 
 def _sweep_message(name: str, plan: SidePass, repeats: int, where: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from console.bench.bootfloor import BootFloor
 from console.bench.compare import Comparison
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
@@ -66,6 +67,9 @@ class ABResult:
     pair_id: int | None = None
     metric: str = "total tok/s"
     restart_timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The boot-to-boot floor the verdict used (stored, of A's host+profile+version), or the
+    # one an A/A measured; None when unknown.
+    floor: BootFloor | None = None
 
     @property
     def note(self) -> str:
