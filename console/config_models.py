@@ -298,7 +298,7 @@ class WarmupLoad(StrictModel):
     median TPOT is within 5 % of the round before, or `max_rounds` ran."""
 
     concurrency: Annotated[int, Field(ge=1, le=4096)] | None = None
-    prompts: Annotated[int, Field(ge=1)] | None = None  # per round; None: 4 x concurrency
+    prompts: Annotated[int, Field(ge=1)] | None = None  # per round; None: 2 x concurrency
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 8
 
 

@@ -165,3 +165,17 @@ def test_a_warmup_load_runs_before_a_sweep_that_starts_cold(tmp_path: Path) -> N
     for c, w in zip(cold, warm, strict=True):
         assert _steady(c) == pytest.approx(_steady(w), rel=0.02)
     assert all(s.metrics is not None and s.metrics.warmup_load is None for s in cold[1:])
+
+
+def test_a_step_that_compiled_but_shows_no_convergence_is_all_warmup() -> None:
+    # two waves slowed alike (a single wave's compiles slow every request the same): no
+    # later pace to converge to
+    records = _closed_loop([30.0] * 32, 16)
+    jit = [f"[2026-12-02 05:40:00 TP0] {deepgemm_jit_line('GEMM_NT_F8F8BF16', 576, 7168, 1)}"]
+    steady, warmup = steady_after_warmup(records, 16, log_lines=jit)
+    assert warmup.detected and not warmup.converged and not steady.reached
+    assert warmup.text == "still warming up: latency never converged in this step " \
+        "(1 JIT compile)"
+    # the same step without compiles in its log is an ordinary steady step
+    steady, warmup = steady_after_warmup(records, 16)
+    assert not warmup.detected and steady.reached

@@ -21,7 +21,9 @@ How it is found, per step, from the client's own records:
   requests (by start, up to the step's middle) has a median TPOT within the tolerance; its
   first token is the cut (`cut_ns`). A step still slow at its middle never converged.
 - the server log's warm-up lines seen during the step (console/sglang/warmup.py: DeepGEMM
-  JIT, torch.compile, FlashInfer autotune) are counted and said with it.
+  JIT, torch.compile, FlashInfer autotune) are counted and said with it. A step with runtime
+  compiles in its log but no convergence point in its latency (one wave, all of it slowed
+  alike, or too few requests to tell) is all warm-up: nothing in it is called steady.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def detect(records: Sequence[RequestRecord], concurrency: int,
     paced = sorted(((r, p) for r in records if (p := tpot_ms(r)) is not None),
                    key=lambda rp: rp[0].start_ns)
     if len(paced) < MIN_REQUESTS:
-        return Found(Warmup(detected=False, signs=signs), None)
+        return _all_warmup(records, signs, None) if _compiled(signs) else \
+            Found(Warmup(detected=False, signs=signs), None)
     paces = [p for _, p in paced]
     half = len(paces) // 2
     late = paces[half:len(paces) - concurrency]
@@ -86,15 +89,14 @@ def detect(records: Sequence[RequestRecord], concurrency: int,
     for k in range(half + 1):
         if statistics.median(paces[k:k + window]) > limit:
             last_slow = k
+    if last_slow < 0 and _compiled(signs):  # compiled, yet no slow start: slowed all alike
+        return _all_warmup(records, signs, _median(paces))
     if last_slow < 0:
         return Found(Warmup(detected=False, signs=signs, steady_tpot_ms=converged,
                             tolerance=tolerance), None)
-    first = min(r.start_ns for r in records)
     if last_slow >= half:  # still slow at the step's middle: the whole step is warm-up
-        end = max((r.end_ns for r in records), default=first)
-        return Found(Warmup(detected=True, converged=False, requests=len(records),
-                            seconds=(end - first) / 1e9, signs=signs,
-                            warm_tpot_ms=_median(paces), tolerance=tolerance), end)
+        return _all_warmup(records, signs, _median(paces), tolerance)
+    first = min(r.start_ns for r in records)
     cut_at = last_slow + 1
     cut_ns = paced[cut_at][0].chunks[0][0]
     before = sum(1 for r in records if r.start_ns < cut_ns)
@@ -102,6 +104,21 @@ def detect(records: Sequence[RequestRecord], concurrency: int,
                         signs=signs, warm_tpot_ms=_median(paces[:cut_at]),
                         steady_tpot_ms=_median(paces[cut_at:]), tolerance=tolerance),
                  cut_ns)
+
+
+def _compiled(signs: dict[str, int]) -> bool:
+    """Runtime compiles in the step's log (a capture or an autotune at startup is not)."""
+    return bool(signs.get("deepgemm-jit") or signs.get("torch-compile"))
+
+
+def _all_warmup(records: Sequence[RequestRecord], signs: dict[str, int],
+                pace: float | None, tolerance: float = 0.0) -> Found:
+    """The whole step was warm-up: cut at its end, so no steady window is found."""
+    first = min((r.start_ns for r in records), default=0)
+    end = max((r.end_ns for r in records), default=first)
+    return Found(Warmup(detected=True, converged=False, requests=len(records),
+                        seconds=(end - first) / 1e9, signs=signs, warm_tpot_ms=pace,
+                        tolerance=tolerance), end)
 
 
 def steady_after_warmup(
@@ -126,7 +143,7 @@ RunRound = Callable[[int, int], Awaitable[StepMetrics]]
 def load_shape(load: WarmupLoad, levels: Sequence[int]) -> tuple[int, int]:
     """(concurrency, prompts per round) of a sweep's warm-up load."""
     concurrency = load.concurrency or min(max(levels, default=1), 32)
-    return concurrency, load.prompts or 4 * concurrency
+    return concurrency, load.prompts or 2 * concurrency
 
 
 async def warm_up(run_round: RunRound, load: WarmupLoad, levels: Sequence[int],

@@ -181,7 +181,7 @@ async def _handle(args: argparse.Namespace) -> int:
     user = load_config(args.config)
     _run_dir = None
     if args.demo:
-        config, _run_dir = temp_demo(startup_seconds=0)
+        config, _run_dir = temp_demo(startup_seconds=0, real_restarts=True)
         try:
             config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
             request = _request(args, config)
