@@ -7,18 +7,24 @@ time the simulated GPU's, so the 2 % comparison does not depend on this machine'
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 
 import pytest
 
+from console.bench.engines import NativeEngine
 from console.bench.metrics import Chunks, RequestRecord
-from console.bench.models import StepResult
-from console.bench.warmup import detect, log_signs, steady_after_warmup
+from console.bench.models import SteadyState, StepMetrics, StepResult, Warmup
+from console.bench.sweep import run_sweep
+from console.bench.warmup import detect, log_signs, steady_after_warmup, with_log_signs
 from console.config_models import ServerProfile, SweepPreset, WarmupLoad
+from console.diagnose.recorder import EvidenceRecorder
+from console.diagnose.sources import EvidenceSources, LocalLog
 from console.sglang.warmup import deepgemm_jit_line, warmup_sign
 from console.store.db import RunStore
 from tests.support.ab_sim import LIGHT
+from tests.support.sim_fixtures import SimFactory
 from tests.support.virtual_bench import VirtualBench, run_virtual
 
 REAL_LOG = Path(__file__).parent / "data/logs/real/club3090-2x5090-new-capture-prefill.log"
@@ -179,3 +185,51 @@ def test_a_step_that_compiled_but_shows_no_convergence_is_all_warmup() -> None:
     # the same step without compiles in its log is an ordinary steady step
     steady, warmup = steady_after_warmup(records, 16)
     assert not warmup.detected and steady.reached
+
+
+def test_log_signs_read_after_a_step_complete_its_warmup() -> None:
+    steady = SteadyState(ratio=0.8, threshold=4, reached=True, step_s=9.0, total_tok_s=900.0)
+    metrics = StepMetrics(concurrency=4, completed=16, steady=steady,
+                          warmup=Warmup(detected=False, steady_tpot_ms=20.0, tolerance=0.05))
+    jit = [deepgemm_jit_line("GEMM_NT_F8F8BF16", 576, 7168, 1)] * 2
+    # compiles, yet the records showed no slow start: the whole step was warm-up
+    got = with_log_signs(metrics, jit)
+    assert got.warmup is not None and got.warmup.detected and not got.warmup.converged
+    assert got.warmup.signs == {"deepgemm-jit": 2} and got.no_steady_state
+    assert got.headline_total_tok_s() == metrics.total_tok_s  # the whole-step figure, flagged
+    # a warm-up the records found keeps its cut and gains the signs
+    found = metrics.model_copy(update={"warmup": Warmup(detected=True, requests=5, seconds=2.0)})
+    got = with_log_signs(found, jit)
+    assert got.steady == steady and got.warmup is not None and got.warmup.requests == 5
+    assert got.warmup.text == "warm-up 2 s / 5 requests (2 JIT compiles)"
+    # autotune and capture lines at startup are not runtime compiles
+    assert with_log_signs(metrics, ["FlashInfer autotune completed."]).steady == steady
+    assert with_log_signs(metrics, []) == metrics
+
+
+@pytest.mark.timeout(120)
+def test_a_sweep_over_http_reads_the_warmup_lines_of_its_server(sim_factory: SimFactory,
+                                                                 tmp_path: Path) -> None:
+    """The product's path: run_sweep with the evidence recorder on a fresh simulated server's
+    log (console.diagnose); what is asserted is counted, not timed."""
+    sim = sim_factory("--tp-size", "8", "--quantization", "modelopt_fp4", "--sim-warmup",
+                      "--sim-speed", "4", "--sim-seed", "1")
+    spec = SweepPreset(concurrency=[4, 8], input_len=64, output_len=32,
+                       prompts_per_concurrency=2, warmup_prompts=0)
+
+    async def sweep() -> list[StepResult]:
+        with RunStore(tmp_path / "h.sqlite") as store:
+            recorder = EvidenceRecorder(EvidenceSources(log=LocalLog(sim.log_path)),
+                                        store=store)
+            out = await run_sweep(spec, sim.base_url, engine=NativeEngine(max_workers=1),
+                                  store=store, recorder=recorder)
+            assert out.run_id is not None
+            assert store.get_run(out.run_id).steps == list(out.steps)  # stored as judged
+            return list(out.steps)
+
+    steps = asyncio.run(sweep())
+    first, second = (s.metrics for s in steps)
+    assert first is not None and first.warmup is not None
+    assert first.warmup.detected and first.warmup.signs == {"deepgemm-jit": 6}
+    assert "6 JIT compiles" in first.warmup_text()
+    assert second is not None and second.warmup is not None and not second.warmup.signs

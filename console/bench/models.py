@@ -6,7 +6,7 @@ Every throughput field says what it counts: `output_tok_s` (generated tokens onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -303,6 +303,10 @@ class StepObserver(Protocol):
     async def start(self, run_id: int | None, server_info: Mapping[str, Any] | None) -> None: ...
 
     async def step_started(self, index: int) -> None: ...
+
+    async def step_log(self) -> Sequence[str]:
+        """The server's log lines written since the step began (its warm-up signs)."""
+        ...
 
     async def step_finished(self, result: StepResult) -> object: ...
 

@@ -41,7 +41,7 @@ from console.bench.models import (
     Warmup,
 )
 from console.bench.server_probe import server_gone
-from console.bench.warmup import warm_up
+from console.bench.warmup import warm_up, with_log_signs
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.redact import stored_server_info
@@ -190,6 +190,8 @@ async def run_sweep(
                     status = "cancelled"
                     break
                 metrics, raw = outcome.metrics, outcome.raw
+                if recorder is not None:
+                    metrics = await _with_log_signs(recorder, metrics)
                 if warmed is not None:  # the first step says what ran before it
                     metrics, warmed = metrics.model_copy(update={"warmup_load": warmed}), None
                 error = failure_reason(metrics)
@@ -255,6 +257,18 @@ async def run_sweep(
     finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+async def _with_log_signs(recorder: StepObserver, metrics: StepMetrics) -> StepMetrics:
+    """The step's warm-up with the JIT/autotune lines its server logged meanwhile."""
+    try:
+        async with asyncio.timeout(30):
+            lines = await recorder.step_log()
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # evidence is a bonus (as in _quietly)
+        return metrics
+    return with_log_signs(metrics, lines)
 
 
 WARMUP_SEED_INDEX = 1_000_000  # the warm-up load's rounds draw prompts no step draws

@@ -121,6 +121,24 @@ def _all_warmup(records: Sequence[RequestRecord], signs: dict[str, int],
                         tolerance=tolerance), end)
 
 
+def with_log_signs(metrics: StepMetrics, lines: Iterable[str]) -> StepMetrics:
+    """A measured step with the warm-up lines its server logged meanwhile (read after the
+    engine judged it from its records alone): the signs are added to its warm-up, and a step
+    with runtime compiles but no convergence found becomes all warm-up (as `detect` rules)."""
+    signs = log_signs(lines)
+    found, steady = metrics.warmup, metrics.steady
+    if not signs or found is None or steady is None:
+        return metrics
+    if found.detected or not _compiled(signs):
+        return metrics.model_copy(update={"warmup": found.model_copy(update={"signs": signs})})
+    warmup = Warmup(detected=True, converged=False, signs=signs, seconds=steady.step_s,
+                    requests=metrics.completed + metrics.errors + metrics.incomplete,
+                    warm_tpot_ms=found.steady_tpot_ms, tolerance=found.tolerance)
+    unsteady = SteadyState(ratio=steady.ratio, threshold=steady.threshold, reached=False,
+                           step_s=steady.step_s)
+    return metrics.model_copy(update={"warmup": warmup, "steady": unsteady})
+
+
 def steady_after_warmup(
     records: Sequence[RequestRecord],
     concurrency: int,
