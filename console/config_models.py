@@ -177,6 +177,9 @@ def _kib(size: int) -> str:
     return f"{size / 1024:.0f} KiB" if size >= 1024 else f"{size} bytes"
 
 
+_INSTALL_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}\Z")
+
+
 class ServerProfile(StrictModel):
     """How to launch an SGLang server: command, model, flags, environment."""
 
@@ -190,6 +193,10 @@ class ServerProfile(StrictModel):
     log_dir: str | None = None
     api_key_env: str | None = None
     description: str = ""
+    # Other installs of SGLang on the host this profile can run on: a version label -> its
+    # launch command (another venv, container or build). `plateau ab --a P@0.5.18 --b
+    # P@0.5.23` A/Bs an upgrade with the same flags (console/jobs/upgrade.py).
+    installs: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("model_path", "host", "log_dir", "api_key_env", "description")
     @classmethod
@@ -231,6 +238,18 @@ class ServerProfile(StrictModel):
     def _check_extra(cls, value: list[str]) -> list[str]:
         for arg in value:
             _no_control_chars(arg, "extra argument")
+        return value
+
+    @field_validator("installs")
+    @classmethod
+    def _check_installs(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for label, launch in value.items():
+            if not _INSTALL_LABEL.match(label):
+                raise ValueError(f"install label {label!r} must look like '0.5.23'")
+            if not launch:
+                raise ValueError(f"install {label!r}: its launch command is empty")
+            for part in launch:
+                _no_control_chars(part, "launch argument")
         return value
 
     @model_validator(mode="after")

@@ -3,6 +3,9 @@ the console's A/B, headless. Restarts the host's server into A and B (repeats of
 A B A B ... with --interleave), sweeps, stores each side as one run and the pair with its
 verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later).
 
+`--a P@0.5.18 --b P@0.5.23`: an upgrade A/B, profile P's flags on two of its installs
+(`installs` in the profile), translated per install (console/jobs/upgrade.py).
+
 `plateau ab (--demo | HOST) --aa --a PROFILE [--repeats N]`: an A/A on fresh boots (A A A A
 ..., a restart each): how much two boots of the profile differ per level, stored per
 host+profile+version as the floor every later verdict of that profile reads
@@ -31,6 +34,7 @@ from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
 from console.jobs.server import lifecycle_for
+from console.jobs.upgrade import UnknownInstall, profile_at
 from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.db import RunStore
@@ -50,7 +54,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     target = p.add_argument_group("target (one of)")
     target.add_argument("host", nargs="?", help="config host whose server to restart")
     target.add_argument("--demo", action="store_true", help="the demo simulator on this machine")
-    p.add_argument("--a", dest="profile_a", help=f"profile A (demo default: {DEMO_A})")
+    p.add_argument("--a", dest="profile_a", help=f"profile A (demo default: {DEMO_A}); P@V runs "
+                   "profile P on its install V (an upgrade A/B: --a P@0.5.18 --b P@0.5.23)")
     p.add_argument("--b", dest="profile_b", help=f"profile B (demo default: {DEMO_B})")
     p.add_argument("--preset", help="sweep preset [sweeps.NAME] (demo default: quick)")
     p.add_argument("--concurrency", type=_int_list, help="override the preset's levels, e.g. 4,16")
@@ -81,9 +86,10 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
     if not a or not b:
         raise UsageError("say which profiles to compare: --a PROFILE --b PROFILE")
     for name in (a, b):
-        if name not in config.profiles:
-            known = ", ".join(sorted(config.profiles)) or "none"
-            raise UsageError(f"unknown profile {name!r} (known: {known})")
+        try:
+            profile_at(config.profiles, name)
+        except UnknownInstall as exc:
+            raise UsageError(str(exc)) from None
     if not 1 <= args.repeats <= 20:
         raise UsageError("--repeats must be from 1 to 20")
     preset = args.preset or ("quick" if args.demo else "default")
@@ -161,6 +167,19 @@ def floor_sentence(floor: BootFloor, *, measured: bool) -> str:
         f"{floor.summary()}"
 
 
+def upgrade_lines(result: ABResult) -> list[str]:
+    """What each side ran when that differs from the profile as written: its SGLang version
+    (when A's and B's differ) and the flags translated to its install's names."""
+    sides = result.sides
+    lines = []
+    if len({facts.version for facts in sides.values()}) > 1:
+        lines.append("upgrade: " + ", ".join(f"{side} ran SGLang {facts.version or '?'}"
+                                            for side, facts in sorted(sides.items())))
+    for side, facts in sorted(sides.items()):
+        lines += [f"  {side}: {note}" for note in facts.renamed]
+    return lines
+
+
 def _json(result: ABResult, request: ABRequest, db: str) -> str:
     return json.dumps(_finite({
         "verdict": result.verdict.model_dump(mode="json"),
@@ -170,6 +189,8 @@ def _json(result: ABResult, request: ABRequest, db: str) -> str:
         "run_a": result.run_a, "run_b": result.run_b, "pair_id": result.pair_id, "db": db,
         "aa_check": request.a == request.b,
         "boot_floor": result.floor.model_dump(mode="json") if result.floor else None,
+        "sides": {side: {"version": f.version, "flags": f.flags, "renamed": list(f.renamed)}
+                  for side, f in result.sides.items()},
     }), allow_nan=False)
 
 
@@ -203,15 +224,16 @@ async def _handle(args: argparse.Namespace) -> int:
     if args.warmup_load and spec.warmup_load is None:
         spec = spec.model_copy(update={"warmup_load": WarmupLoad()})
     host = config.host(host_name)
+    profile_a, profile_b = (profile_at(config.profiles, request.a),
+                            profile_at(config.profiles, request.b))
     store: RunStore | None = None
     try:
         store = RunStore(args.db)
         guess = estimate(
             spec, request.repeats, request.interleave,
-            restart_s=restart_guess(config.profiles[request.a]),
+            restart_s=restart_guess(profile_a),
             measured_step_s=step_durations(spec, store.step_times(host.name)),
-            model_step_s=model_steps(spec, config.profiles[request.a],
-                                     config.profiles[request.b]),
+            model_step_s=model_steps(spec, profile_a, profile_b),
         )
         order = "interleaved A B A B" if request.interleave else "A then B"
         _say(f"A/B {request.a} vs {request.b} on {host.name}: preset {request.preset}, "
@@ -222,8 +244,7 @@ async def _handle(args: argparse.Namespace) -> int:
             sweep = profile_sweep(life, spec, store=store, on_sweep_event=progress,
                                   label_for=lambda name: f"A/B {name} ({request.preset})")
             result = await run_ab(
-                life, (request.a, config.profiles[request.a]),
-                (request.b, config.profiles[request.b]), sweep,
+                life, (request.a, profile_a), (request.b, profile_b), sweep,
                 on_progress=_on_progress, repeats=request.repeats,
                 interleave=request.interleave, store=store, preset=request.preset,
                 aa=args.aa,
@@ -241,6 +262,8 @@ async def _handle(args: argparse.Namespace) -> int:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
         if result.floor is not None:
             print(floor_sentence(result.floor, measured=args.aa))
+        for line in upgrade_lines(result):
+            print(line)
         print(verdict_report(result.verdict, list(result.flags), terminal_width()))
         if spec.slo is not None:
             for side, steps in (("A", result.steps_a), ("B", result.steps_b)):

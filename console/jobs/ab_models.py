@@ -14,6 +14,7 @@ from console.bench.compare import Comparison
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
 from console.config_models import SweepPreset
+from console.jobs.upgrade import SideFacts
 from console.server.records import LaunchRecord
 
 ABStage = Literal["validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"]
@@ -70,6 +71,9 @@ class ABResult:
     # The boot-to-boot floor the verdict used (stored, of A's host+profile+version), or the
     # one an A/A measured; None when unknown.
     floor: BootFloor | None = None
+    # What each side ran ("A", "B"): its server's version and its flags as launched (an
+    # upgrade A/B translates them per install, console/jobs/upgrade.py).
+    sides: dict[str, SideFacts] = field(default_factory=dict)
 
     @property
     def note(self) -> str:
