@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from console.bench.abplan import estimate
 from console.bench.engines import NativeEngine
 from console.bench.metrics import Chunks, RequestRecord
 from console.bench.models import SteadyState, StepMetrics, StepResult, Warmup
@@ -233,3 +234,14 @@ def test_a_sweep_over_http_reads_the_warmup_lines_of_its_server(sim_factory: Sim
     assert first.warmup.detected and first.warmup.signs == {"deepgemm-jit": 6}
     assert "6 JIT compiles" in first.warmup_text()
     assert second is not None and second.warmup is not None and not second.warmup.signs
+
+
+def test_time_to_steady_joins_the_restart_cost_in_the_ab_estimate() -> None:
+    spec = SweepPreset(concurrency=[4, 16], input_len=256, output_len=128,
+                       prompts_per_concurrency=4)
+    model = {4: 10.0, 16: 20.0}  # seconds per step of this workload (the sim's model)
+    plain = estimate(spec, 3, True, restart_s=30.0, model_step_s=model)
+    load = spec.model_copy(update={"warmup_load": WarmupLoad(concurrency=16, prompts=32)})
+    warmed = estimate(load, 3, True, restart_s=30.0, model_step_s=model)
+    # 6 passes, each 3 rounds of 32 prompts at 16 (half of the 64-prompt step's 20 s)
+    assert warmed.seconds - plain.seconds == pytest.approx(6 * 3 * 10.0)
