@@ -150,6 +150,9 @@ async def run_ab(
                  for side in sides}
         verdict = judge(steps["A"], steps["B"], label_a=name_a, label_b=name_b,
                         interleaved=interleave, floor=None if aa else floor)
+        if aa:  # the A/A measures the floor: "unknown, run an A/A" is not for it
+            verdict = verdict.model_copy(update={"notes": [
+                n for n in verdict.notes if not n.startswith("boot-to-boot floor unknown")]})
         result = ABResult(
             name_a=name_a,
             name_b=name_b,
