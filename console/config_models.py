@@ -186,6 +186,8 @@ MODEL_ARG: dict[str, str] = {"sglang": "--model-path", "openai": "--model",
 """How each engine's launch command takes the model when the profile does not say
 (`model_arg`): a flag, or "" for a positional argument (`transformers serve MODEL`)."""
 
+_INSTALL_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}\Z")
+
 
 class ServerProfile(StrictModel):
     """How to launch an inference server (SGLang unless `engine` says otherwise): command,
@@ -205,6 +207,10 @@ class ServerProfile(StrictModel):
     log_dir: str | None = None
     api_key_env: str | None = None
     description: str = ""
+    # Other installs of SGLang on the host this profile can run on: a version label -> its
+    # launch command (another venv, container or build). `plateau ab --a P@0.5.18 --b
+    # P@0.5.23` A/Bs an upgrade with the same flags (console/jobs/upgrade.py).
+    installs: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("model_path", "host", "log_dir", "api_key_env", "description", "model_arg")
     @classmethod
@@ -246,6 +252,18 @@ class ServerProfile(StrictModel):
     def _check_extra(cls, value: list[str]) -> list[str]:
         for arg in value:
             _no_control_chars(arg, "extra argument")
+        return value
+
+    @field_validator("installs")
+    @classmethod
+    def _check_installs(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for label, launch in value.items():
+            if not _INSTALL_LABEL.match(label):
+                raise ValueError(f"install label {label!r} must look like '0.5.23'")
+            if not launch:
+                raise ValueError(f"install {label!r}: its launch command is empty")
+            for part in launch:
+                _no_control_chars(part, "launch argument")
         return value
 
     @model_validator(mode="after")
@@ -307,6 +325,17 @@ class CostConfig(StrictModel):
         return _no_control_chars(value, "currency")
 
 
+class WarmupLoad(StrictModel):
+    """The load a sweep runs before its first step when the server may not have converged
+    since it started (console/bench/warmup.py): rounds of `prompts` requests at `concurrency`
+    (None: the sweep's highest level, at most 32) until a round shows no warm-up and its
+    median TPOT is within 5 % of the round before, or `max_rounds` ran."""
+
+    concurrency: Annotated[int, Field(ge=1, le=4096)] | None = None
+    prompts: Annotated[int, Field(ge=1)] | None = None  # per round; None: 2 x concurrency
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 8
+
+
 class SweepPreset(StrictModel):
     """A concurrency sweep: what load to offer at each step."""
 
@@ -320,6 +349,9 @@ class SweepPreset(StrictModel):
     prompts_per_concurrency: Annotated[int, Field(ge=1)] = 4
     step_seconds: Annotated[float, Field(gt=0)] | None = None
     warmup_prompts: Annotated[int, Field(ge=0)] = 0
+    # Before the first step, load the server until its latency converged (a fresh restart's
+    # JIT compiles and slow first steps); None: measure from the first request.
+    warmup_load: WarmupLoad | None = None
     flush_cache: bool = True
     repeats: Annotated[int, Field(ge=1, le=20)] = 1
     endpoint: Literal["generate", "completions", "chat"] = "generate"

@@ -19,8 +19,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# How the demo's restarts behave like a real host's (console/sim/warmup.py, noise.py): a fresh
+# server warms up (runtime JIT, slow first steps) and each boot draws its kernel speed within
+# +-2 %. On for the demo console and `plateau ab --demo`; the other demo commands, and the
+# tests that need the same figures from the first request, leave it off.
+REAL_RESTARTS: dict[str, str | int | float | bool] = {"sim-warmup": True,
+                                                      "sim-boot-spread": 0.02}
+
+
 def demo_profiles(
-    port: int, state_file: Path, startup_seconds: float = 4.0
+    port: int, state_file: Path, startup_seconds: float = 4.0, *, real_restarts: bool = False
 ) -> dict[str, ServerProfile]:
     """Two profiles whose only difference is the MoE runner, so A/B has something to show.
 
@@ -40,6 +48,7 @@ def demo_profiles(
         "sim-weights-gb": 1560,
         "sim-startup-seconds": startup_seconds,
         "sim-state-file": str(state_file),
+        **(REAL_RESTARTS if real_restarts else {}),
     }
     env = {"NCCL_P2P_DISABLE": "1"}
     return {
@@ -67,11 +76,14 @@ def demo_config(
     port: int | None = None,
     startup_seconds: float = 4.0,
     seed: int | None = None,
+    *,
+    real_restarts: bool = False,
 ) -> PlateauConfig:
     """A config with one local host running the simulator under `run_dir` (`seed` makes the
-    simulator deterministic)."""
+    simulator deterministic; `real_restarts`: REAL_RESTARTS)."""
     chosen_port = port or free_port()
-    profiles = demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds)
+    profiles = demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds,
+                             real_restarts=real_restarts)
     if seed is not None:
         profiles = {
             name: profile.model_copy(update={"flags": {**profile.flags, "sim-seed": seed}})
@@ -107,12 +119,14 @@ def demo_config(
 
 
 def temp_demo(
-    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None
+    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None,
+    *, real_restarts: bool = False,
 ) -> tuple[PlateauConfig, Path]:
     """A demo config whose run dir (logs, GPU state, history) is `run_dir` or a new temp dir."""
     directory = run_dir or Path(tempfile.mkdtemp(prefix="plateau-demo-"))
     directory.mkdir(parents=True, exist_ok=True)
-    return demo_config(directory, startup_seconds=startup_seconds, seed=seed), directory
+    return demo_config(directory, startup_seconds=startup_seconds, seed=seed,
+                       real_restarts=real_restarts), directory
 
 
 def demo_profile(config: PlateauConfig) -> str:

@@ -40,7 +40,8 @@ def delta_text(delta: Delta) -> Text:
     return text
 
 
-WORD_STYLE = {"better": "green", "worse": "red", "within noise": "dim", "no repeats": "dim"}
+WORD_STYLE = {"better": "green", "worse": "red", "within noise": "dim",
+              "within boot noise": "dim", "no repeats": "dim"}
 
 
 def verdict_text(point: PointVerdict | None) -> Text:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from console.bench.engines import prompts_for
+from console.bench.warmup import load_shape
 from console.config_models import ServerProfile, SweepPreset
 
 Side = Literal["A", "B"]
@@ -158,11 +159,32 @@ def estimate(
     )
     steps = 2 * repeats * len(spec.concurrency)
     restart = GUESS_RESTART_S if restart_s is None else restart_s
-    seconds = len(passes) * restart + 2 * repeats * per_sweep
+    # Time to steady joins the restart's cost: each pass's warm-up load (console/bench/warmup.py)
+    # runs at least WARMUP_MIN_ROUNDS rounds (one that warms, two that agree).
+    seconds = len(passes) * (restart + warmup_guess_s(spec, measured, model, itl)) \
+        + 2 * repeats * per_sweep
     known = bool(measured) and all(c in measured for c in spec.concurrency)
     modelled = not known and all(c in model or c in itl or c in measured
                                  for c in spec.concurrency)
     return Estimate(seconds, len(passes), steps, known, modelled)
+
+
+WARMUP_MIN_ROUNDS = 3
+
+
+def warmup_guess_s(spec: SweepPreset, measured: dict[int, float], model: dict[int, float],
+                   itl: dict[int, float]) -> float:
+    """A pass's warm-up load: its rounds, each a step of its prompts at its concurrency (timed
+    like the sweep's own step at that level where one is known)."""
+    if spec.warmup_load is None or not spec.concurrency:
+        return 0.0
+    concurrency, prompts = load_shape(spec.warmup_load, spec.concurrency)
+    round_spec = spec.model_copy(update={"num_prompts": prompts, "step_seconds": None,
+                                         "warmup_prompts": 0})
+    known = measured.get(concurrency, model.get(concurrency))
+    one = known * prompts / (prompts_for(spec, concurrency) or prompts) if known else \
+        guess_step_s(round_spec, concurrency, itl.get(concurrency))
+    return WARMUP_MIN_ROUNDS * one
 
 
 WORKLOAD_KEYS = (

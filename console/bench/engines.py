@@ -16,7 +16,7 @@ from console.bench.native import WorkerPool
 from console.bench.openai_probe import ProbeError, fit_client
 from console.bench.server_probe import describe_http_error
 from console.bench.slo import attainment
-from console.bench.steady import steady_state
+from console.bench.warmup import steady_after_warmup
 from console.bench.workload import TraceRow, Workload, load_trace, trace_offsets
 from console.config_models import SweepPreset
 from console.engines import ServerEngine
@@ -299,7 +299,7 @@ class NativeEngine:
             "client_notes": list(self.notes),
         }
         if open_loop is None:
-            update["steady"] = steady_state(
+            update["steady"], update["warmup"] = steady_after_warmup(
                 records, concurrency, ratio=spec.steady_ratio, step_window=window
             )
         else:  # no target concurrency to hold: the step's whole window is its measurement

@@ -6,7 +6,7 @@ Every throughput field says what it counts: `output_tok_s` (generated tokens onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -50,6 +50,36 @@ class SteadyState(Frozen):
     total_tok_s: float = 0.0
     request_per_s: float = 0.0
     mean_in_flight: float = 0.0
+
+
+class Warmup(Frozen):
+    """Where a freshly started server's latency converged (console/bench/warmup.py): the
+    requests before it are left out of the step's steady-state figures, and shown as warm-up.
+    `source`: found inside a measured step, or the warm-up load a sweep ran before its first
+    step. `signs`: the server log's warm-up lines during it (console/sglang/warmup.py), by
+    kind."""
+
+    detected: bool
+    source: Literal["step", "warm-up load"] = "step"
+    converged: bool = True  # False: latency never settled within the first half of the step
+    requests: int = 0  # requests started before convergence
+    seconds: float = 0.0  # from the first request's start to convergence
+    signs: dict[str, int] = {}
+    warm_tpot_ms: float | None = None  # median TPOT of the warm-up requests
+    steady_tpot_ms: float | None = None  # median TPOT after convergence
+    tolerance: float = 0.0  # how far above the converged TPOT still counted as warming
+
+    @property
+    def text(self) -> str:
+        """"warm-up 38 s / 74 requests (6 JIT compiles)", or "" when there was none."""
+        jit = self.signs.get("deepgemm-jit", 0) + self.signs.get("torch-compile", 0)
+        said = f" ({jit} JIT compile{'s' if jit != 1 else ''})" if jit else ""
+        if not self.detected:
+            return f"no warm-up seen{said}" if jit else ""
+        if not self.converged:
+            return f"still warming up: latency never converged in this step{said}"
+        where = " before the sweep" if self.source == "warm-up load" else ""
+        return f"warm-up {self.seconds:.0f} s / {self.requests} requests{where}{said}"
 
 
 class SloResult(Frozen):
@@ -128,6 +158,11 @@ class StepMetrics(Frozen):
     max_concurrency: int | None = None
     # Prompt tokens the server said its prefix cache supplied (meta_info.cached_tokens).
     cached_tokens: int = 0
+    # A fresh server's warm-up seen in this step (then `steady` starts after it), or run
+    # before the sweep's first step (console/bench/warmup.py); None: not looked for.
+    warmup: Warmup | None = None
+    # The sweep's warm-up load, run before this (its first) step (SweepPreset.warmup_load).
+    warmup_load: Warmup | None = None
 
     @field_serializer("request_rate")
     def _rate_out(self, value: float | None) -> float | str | None:
@@ -145,6 +180,11 @@ class StepMetrics(Frozen):
         if self.steady is not None and self.steady.reached:
             return self.steady.output_tok_s
         return self.output_tok_s
+
+    def warmup_text(self) -> str:
+        """What warm-up this step left out or ran before it: "warm-up 38 s / 74 requests"."""
+        said = [w.text for w in (self.warmup_load, self.warmup) if w is not None and w.text]
+        return "; ".join(said)
 
     @property
     def no_steady_state(self) -> bool:
@@ -270,6 +310,10 @@ class StepObserver(Protocol):
     async def start(self, run_id: int | None, server_info: Mapping[str, Any] | None) -> None: ...
 
     async def step_started(self, index: int) -> None: ...
+
+    async def step_log(self) -> Sequence[str]:
+        """The server's log lines written since the step began (its warm-up signs)."""
+        ...
 
     async def step_finished(self, result: StepResult) -> object: ...
 

@@ -74,6 +74,8 @@ def step_cells(step: StepResult) -> list[str]:
         status += " (client-bound?)"
     if m is not None and m.no_steady_state:
         status += " (no steady state)"
+    if m is not None and (warmed := m.warmup_text()):
+        status += f" ({warmed})"
     if m is None:
         return [level_cell(step), str(step.repeat), *["-"] * 11, status]
     if m.completed == 0:  # no request finished: rates from cut-off streams measure nothing

@@ -78,9 +78,11 @@ def find_window(
     *,
     ratio: float = DEFAULT_RATIO,
     end_cap: int | None = None,
+    not_before_ns: int | None = None,
 ) -> tuple[Window | None, int]:
     """The longest span with in-flight >= ceil(ratio x target) (short dips bridged), and the
-    threshold. None when in-flight never reached the threshold."""
+    threshold. None when in-flight never reached the threshold. `not_before_ns`: where a
+    fresh server's warm-up ended (console/bench/warmup.py); no window starts before it."""
     if not 0 < ratio <= 1:
         raise ValueError("steady-state ratio must be in (0, 1]")
     threshold = max(1, math.ceil(ratio * target))
@@ -88,9 +90,11 @@ def find_window(
     latencies = [r.end_ns - r.start_ns for r in records if r.end_ns > r.start_ns]
     max_gap = int(GAP_FRACTION * statistics.median(latencies)) if latencies else 0
     spans: list[list[int]] = []
+    floor = not_before_ns if not_before_ns is not None else 0
     for start, end, level in in_flight_intervals(records, cap):
-        if level < threshold:
+        if level < threshold or end <= floor:
             continue
+        start = max(start, floor)
         if spans and start - spans[-1][1] <= max_gap:
             spans[-1][1] = end  # a short dip (client turnaround): the same steady state
         else:
@@ -107,11 +111,14 @@ def steady_state(
     *,
     ratio: float = DEFAULT_RATIO,
     step_window: tuple[int, int] | None = None,
+    not_before_ns: int | None = None,
 ) -> SteadyState:
     """Throughput over the step's steady-state window (`reached` False, and the rates zero,
-    when there was none)."""
+    when there was none); the window starts no earlier than `not_before_ns` (the end of a
+    fresh server's warm-up)."""
     cap = step_window[1] if step_window else None
-    window, threshold = find_window(records, target, ratio=ratio, end_cap=cap)
+    window, threshold = find_window(records, target, ratio=ratio, end_cap=cap,
+                                    not_before_ns=not_before_ns)
     starts = [r.start_ns for r in records]
     ends = [r.end_ns or (cap or 0) for r in records]
     step_s = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from console.bench.models import (
     RunSink,
     StepFailed,
     StepFinished,
+    StepMetrics,
     StepObserver,
     StepPhase,
     StepResult,
@@ -36,8 +38,10 @@ from console.bench.models import (
     SweepEvent,
     SweepFinished,
     SweepStarted,
+    Warmup,
 )
 from console.bench.server_probe import server_gone
+from console.bench.warmup import warm_up, with_log_signs
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.redact import stored_server_info
@@ -155,6 +159,7 @@ async def run_sweep(
     reason: str | None = None
     try:
         await engine.prepare(base_url, spec)
+        warmed = await _warm_up(engine, base_url, spec, levels, index_base, emit)
         for index, (level, repeat) in enumerate(plan):
             concurrency, step_spec = level.concurrency, level.spec
             if cancel_event is not None and cancel_event.is_set():
@@ -185,6 +190,10 @@ async def run_sweep(
                     status = "cancelled"
                     break
                 metrics, raw = outcome.metrics, outcome.raw
+                if recorder is not None:
+                    metrics = await _with_log_signs(recorder, metrics)
+                if warmed is not None:  # the first step says what ran before it
+                    metrics, warmed = metrics.model_copy(update={"warmup_load": warmed}), None
                 error = failure_reason(metrics)
             result = StepResult(
                 index=index,
@@ -248,6 +257,45 @@ async def run_sweep(
     finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
     emit(finished)
     return finished
+
+
+async def _with_log_signs(recorder: StepObserver, metrics: StepMetrics) -> StepMetrics:
+    """The step's warm-up with the JIT/autotune lines its server logged meanwhile."""
+    try:
+        async with asyncio.timeout(30):
+            lines = await recorder.step_log()
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # evidence is a bonus (as in _quietly)
+        return metrics
+    return with_log_signs(metrics, lines)
+
+
+WARMUP_SEED_INDEX = 1_000_000  # the warm-up load's rounds draw prompts no step draws
+
+
+async def _warm_up(engine: Engine, base_url: str, spec: SweepPreset, levels: Sequence[Level],
+                   index: int, emit: Callable[[SweepEvent], None]) -> Warmup | None:
+    """The preset's warm-up load (console/bench/warmup.py) before the first step, if any."""
+    if spec.warmup_load is None or spec.request_rate is not None or not levels:
+        return None
+    rounds = itertools.count(1)
+    round_spec = spec.model_copy(update={"step_seconds": None, "warmup_prompts": 0,
+                                         "flush_cache": False, "slo": None})
+
+    async def run_round(concurrency: int, prompts: int) -> StepMetrics:
+        number = next(rounds)
+        emit(StepPhase(index, "warmup", f"warm-up load, round {number}: {prompts} request(s) "
+                                        f"at concurrency {concurrency}"))
+        outcome = await engine.run_step(
+            base_url, round_spec.model_copy(update={"num_prompts": prompts}),
+            WARMUP_SEED_INDEX + number, concurrency, lambda _event: None)
+        return outcome.metrics
+
+    warmed = await warm_up(run_round, spec.warmup_load, [lv.concurrency for lv in levels],
+                           time.monotonic)
+    emit(StepPhase(index, "warmup", warmed.text))
+    return warmed
 
 
 def _with_energy(recorder: StepObserver, result: StepResult) -> StepResult:

@@ -32,13 +32,17 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
+from console.bench.bootfloor import BootFloor, boot_count, floor_half_width
 from console.bench.energy import energy_change_pct
 from console.bench.knee import find_knee
 from console.bench.models import Frozen, StepResult
+from console.bench.tdist import t_cdf, t_quantile, welch
+
+__all__ = ["t_cdf", "t_quantile", "welch"]  # where they lived first; tests import them here
 
 CONFIDENCE = 0.95
-Word = Literal["better", "worse", "within noise", "no repeats"]
-KneeWord = Literal["real", "within noise", "noise unknown"]
+Word = Literal["better", "worse", "within noise", "within boot noise", "no repeats"]
+KneeWord = Literal["real", "within noise", "within boot noise", "noise unknown"]
 
 
 class PointVerdict(Frozen):
@@ -52,6 +56,9 @@ class PointVerdict(Frozen):
     df: float | None
     word: Word
     no_steady_state: int = 0  # steps at this concurrency that never reached steady state
+    # How far apart this A/B's boots fall by boot-to-boot noise alone (console.bench.bootfloor,
+    # for its boots per side): a delta inside it is "within boot noise". None: not known.
+    floor_pct: float | None = None
 
     @property
     def interval(self) -> str:
@@ -75,86 +82,14 @@ class Verdict(Frozen):
     efficiency: str = ""
     notes: list[str] = []
     level_confidence: float | None = None  # per-level intervals (Bonferroni over the levels)
+    # The boot-to-boot floor at the knee (console.bench.bootfloor) for `boots_a` / `boots_b`
+    # fresh boots per side; None when no A/A of this host+profile+version measured it.
+    knee_floor_pct: float | None = None
+    boots_a: int = 0
+    boots_b: int = 0
 
     def point(self, concurrency: int) -> PointVerdict | None:
         return next((p for p in self.points if p.concurrency == concurrency), None)
-
-
-# ------------------------------------------------------------------------------ statistics
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularized incomplete beta (Numerical Recipes, Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-12:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """Student's t distribution function (df may be fractional, as Welch's is)."""
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The t value with t_cdf(t, df) == p, for 0.5 <= p < 1 (bisection; monotone)."""
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-10:
-            break
-    return (lo + hi) / 2.0
-
-
-def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float] | None:
-    """(mean B - mean A, standard error of that, Welch-Satterthwaite df), or None without two
-    repeats on each side."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se2 = va + vb
-    diff = statistics.fmean(b) - statistics.fmean(a)
-    if se2 <= 0:
-        return diff, 0.0, float(len(a) + len(b) - 2)
-    df = se2 * se2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
-    return diff, math.sqrt(se2), df
 
 
 # ---------------------------------------------------------------------------------- judging
@@ -196,7 +131,7 @@ def _values(steps: Sequence[StepResult], metric: str = "total tok/s",
 
 def judge_point(
     concurrency: int, a: list[float], b: list[float], *, confidence: float = CONFIDENCE,
-    no_steady_state: int = 0,
+    no_steady_state: int = 0, floor_pct: float | None = None,
 ) -> PointVerdict:
     mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
     delta_pct = (mean_b - mean_a) / mean_a * 100.0
@@ -204,19 +139,23 @@ def judge_point(
     if test is None:
         return PointVerdict(
             concurrency=concurrency, n_a=len(a), n_b=len(b), mean_a=mean_a, mean_b=mean_b,
-            delta_pct=delta_pct, half_width_pct=None, df=None, word="no repeats",
-            no_steady_state=no_steady_state,
+            delta_pct=delta_pct, half_width_pct=None, df=None,
+            word="within boot noise" if floor_pct is not None and abs(delta_pct) <= floor_pct
+            else "no repeats",
+            no_steady_state=no_steady_state, floor_pct=floor_pct,
         )
     _, se, df = test
     half = t_quantile(0.5 + confidence / 2.0, df) * se / mean_a * 100.0
-    if abs(delta_pct) > half:
-        word: Word = "better" if delta_pct > 0 else "worse"
+    if abs(delta_pct) <= half:
+        word: Word = "within noise"
+    elif floor_pct is not None and abs(delta_pct) <= floor_pct:
+        word = "within boot noise"
     else:
-        word = "within noise"
+        word = "better" if delta_pct > 0 else "worse"
     return PointVerdict(
         concurrency=concurrency, n_a=len(a), n_b=len(b), mean_a=mean_a, mean_b=mean_b,
         delta_pct=delta_pct, half_width_pct=half, df=df, word=word,
-        no_steady_state=no_steady_state,
+        no_steady_state=no_steady_state, floor_pct=floor_pct,
     )
 
 
@@ -271,9 +210,13 @@ def judge(
     interleaved: bool | None = None,
     metric: str = "total tok/s",
     value_of: ValueOf | None = None,
+    floor: BootFloor | None = None,
 ) -> Verdict:
     """The verdict on B against A. `interleaved` False adds a note that each side ran in one
-    server lifetime (a launch-to-launch difference then looks like a real one). `metric`:
+    server lifetime (a launch-to-launch difference then looks like a real one). `floor`: the
+    boot-to-boot floor of A's host+profile+version (console.bench.bootfloor); a delta inside
+    it, for this A/B's boots per side (each interleaved repeat is a boot; otherwise one per
+    side), is "within boot noise"; without one the verdict says the floor is unknown. `metric`:
     "total tok/s" (the default) or "output tok/s", named so; `value_of` computes it from a step
     where given (a tune's objective, console.jobs.tune_objective). A level where A's mean is
     0 (no request met the SLO) has no % change and is left out, with a note."""
@@ -286,9 +229,11 @@ def judge(
                      "change to judge there")
     common = sorted(c for c in set(a) & set(b) if c not in nothing)
     per_level = 1.0 - (1.0 - confidence) / max(1, len(common))
+    boots = (boot_count(steps_a, interleaved), boot_count(steps_b, interleaved))
+    floors = _floors(floor, common, boots, per_level, value_of is None)
     points = [
         judge_point(c, a[c][0], b[c][0], confidence=per_level,
-                    no_steady_state=a[c][1] + b[c][1])
+                    no_steady_state=a[c][1] + b[c][1], floor_pct=floors.get(c))
         for c in common
     ]
     if len(common) > 1:
@@ -309,19 +254,27 @@ def judge(
             "A's and B's repeats each ran in one server lifetime: a launch-to-launch "
             "difference looks like a real one; interleave to rule it out"
         )
+    notes.extend(_floor_notes(floor, floors, common, boots, value_of is None))
     levels = _knee_range(a, common)
     chosen = [p for p in points if p.concurrency in levels]
     delta, half = _pooled(chosen, a, b, confidence)
     where = _range_text(levels)
-    if half is None:
+    knee_floor = _knee_floor(chosen)
+    boots_said = "" if knee_floor is None else f", boots differ by \u00b1{knee_floor:.1f}%"
+    if half is None and (knee_floor is None or abs(delta) > knee_floor):
         knee_word: KneeWord = "noise unknown"
         sentence = (
-            f"B {_signed(delta)}% at {where}: noise unknown "
+            f"B {_signed(delta)}% at {where}{boots_said}: noise unknown "
             f"(needs 2+ repeats per side; repeats = {min(p.n_a for p in chosen)})"
         )
+    elif half is None or abs(delta) <= (half if knee_floor is None else max(half, knee_floor)):
+        knee_word = "within noise" if half is not None and abs(delta) <= half \
+            else "within boot noise"
+        interval = "" if half is None else f" \u00b1 {half:.1f}%"
+        sentence = f"B {_signed(delta)}%{interval} at {where}{boots_said}: {knee_word}"
     else:
-        knee_word = "real" if abs(delta) > half else "within noise"
-        sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}: {knee_word}"
+        knee_word = "real"
+        sentence = f"B {_signed(delta)}% \u00b1 {half:.1f}% at {where}{boots_said}: real"
     joules = energy_change_pct(steps_a, steps_b, levels)
     efficiency = "" if joules is None else (
         f"B: {_signed(delta)}% {'throughput' if value_of is None else metric}, "
@@ -331,7 +284,48 @@ def judge(
         level_confidence=per_level, knee_range=levels, knee_delta_pct=delta,
         knee_half_width_pct=half,
         knee_word=knee_word, sentence=sentence, efficiency=efficiency, notes=notes,
+        knee_floor_pct=knee_floor, boots_a=boots[0], boots_b=boots[1],
     )
+
+
+def _floors(floor: BootFloor | None, common: Sequence[int], boots: tuple[int, int],
+            confidence: float, headline: bool) -> dict[int, float]:
+    """Per level, the boot floor's half-width for this A/B's boots (the floor is measured on
+    the headline throughput: a tune's objective has none)."""
+    if floor is None or not headline:
+        return {}
+    out: dict[int, float] = {}
+    for c in common:
+        level = floor.at(c)
+        if level is not None:
+            out[c] = floor_half_width(level, boots[0], boots[1], confidence)
+    return out
+
+
+def _floor_notes(floor: BootFloor | None, floors: dict[int, float], common: Sequence[int],
+                 boots: tuple[int, int], headline: bool) -> list[str]:
+    if not headline:
+        return []
+    said = f"{boots[0]} boot(s) of A, {boots[1]} of B"
+    if floor is None:
+        return [f"boot-to-boot floor unknown ({said}): no A/A of this profile and version on "
+                "this host; `plateau ab HOST --aa --a PROFILE` measures how much fresh boots "
+                "differ"]
+    missing = [c for c in common if c not in floors]
+    note = (f"boot-to-boot floor from the A/A of {floor.profile} {floor.version} on "
+            f"{floor.host} ({said})")
+    if missing:
+        note += f"; not measured at {','.join(map(str, missing))}"
+    return [note]
+
+
+def _knee_floor(chosen: Sequence[PointVerdict]) -> float | None:
+    """The floor at the knee: the chosen levels' mean (a boot that is fast is fast at every
+    level, so their boot noise does not average out the way independent noise would)."""
+    floors = [p.floor_pct for p in chosen]
+    if not floors or any(f is None for f in floors):
+        return None
+    return statistics.fmean(f for f in floors if f is not None)
 
 
 def differing_flags(

@@ -1,7 +1,15 @@
 """`plateau ab (--demo | HOST) --a PROFILE --b PROFILE [--repeats N] [--interleave] [--json]`:
 the console's A/B, headless. Restarts the host's server into A and B (repeats of each,
 A B A B ... with --interleave), sweeps, stores each side as one run and the pair with its
-verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later)."""
+verdict, and prints the verdict (the same `plateau compare RUN_A RUN_B` prints later).
+
+`--a P@0.5.18 --b P@0.5.23`: an upgrade A/B, profile P's flags on two of its installs
+(`installs` in the profile), translated per install (console/jobs/upgrade.py).
+
+`plateau ab (--demo | HOST) --aa --a PROFILE [--repeats N]`: an A/A on fresh boots (A A A A
+..., a restart each): how much two boots of the profile differ per level, stored per
+host+profile+version as the floor every later verdict of that profile reads
+(console.bench.bootfloor). `--warmup-load` warms each fresh boot up before it is measured."""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import sys
 from collections.abc import AsyncIterator
 
 from console.bench.abplan import estimate, model_steps, restart_guess, step_durations
+from console.bench.bootfloor import BootFloor
 from console.bench.fit_table import terminal_width
 from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
@@ -24,13 +33,14 @@ from console.commands.sweep import (
     check_trace,
     workload_updates,
 )
-from console.config_models import HostConfig, PlateauConfig, SweepPreset
+from console.config_models import HostConfig, PlateauConfig, SweepPreset, WarmupLoad
 from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs.ab import ABProgress, ABRequest, ABResult, profile_sweep, run_ab
 from console.jobs.server import lifecycle_for
+from console.jobs.upgrade import UnknownInstall, profile_at
 from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.db import RunStore
@@ -50,13 +60,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     target = p.add_argument_group("target (one of)")
     target.add_argument("host", nargs="?", help="config host whose server to restart")
     target.add_argument("--demo", action="store_true", help="the demo simulator on this machine")
-    p.add_argument("--a", dest="profile_a", help=f"profile A (demo default: {DEMO_A})")
+    p.add_argument("--a", dest="profile_a", help=f"profile A (demo default: {DEMO_A}); P@V runs "
+                   "profile P on its install V (an upgrade A/B: --a P@0.5.18 --b P@0.5.23)")
     p.add_argument("--b", dest="profile_b", help=f"profile B (demo default: {DEMO_B})")
     p.add_argument("--preset", help="sweep preset [sweeps.NAME] (demo default: quick)")
     p.add_argument("--concurrency", type=_int_list, help="override the preset's levels, e.g. 4,16")
     p.add_argument("--repeats", type=int, default=3, help="sweeps per side (default 3)")
     p.add_argument("--interleave", action="store_true",
                    help="run A B A B ... (a restart per pass) to cancel drift")
+    p.add_argument("--aa", action="store_true",
+                   help="A/A on fresh boots of --a (interleaved, a restart per pass): measure "
+                   "and store how much boots differ, the floor later verdicts of this profile "
+                   "and version on this host read")
+    p.add_argument("--warmup-load", action="store_true",
+                   help="before each pass's first step, load the fresh server until its "
+                   "latency converged (the preset's [sweeps.NAME.warmup_load], else defaults)")
     p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
                    help="latency SLO for both sides (as `sweep --slo`): goodput per step and "
                    "where each side stops meeting it")
@@ -68,13 +86,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
     a = args.profile_a or (DEMO_A if args.demo else None)
-    b = args.profile_b or (DEMO_B if args.demo else None)
+    b = a if args.aa else args.profile_b or (DEMO_B if args.demo else None)
+    if args.aa and args.profile_b not in (None, a):
+        raise UsageError("--aa compares --a with itself: leave --b out")
     if not a or not b:
         raise UsageError("say which profiles to compare: --a PROFILE --b PROFILE")
     for name in (a, b):
-        if name not in config.profiles:
-            known = ", ".join(sorted(config.profiles)) or "none"
-            raise UsageError(f"unknown profile {name!r} (known: {known})")
+        try:
+            profile_at(config.profiles, name)
+        except UnknownInstall as exc:
+            raise UsageError(str(exc)) from None
     if not 1 <= args.repeats <= 20:
         raise UsageError("--repeats must be from 1 to 20")
     preset = args.preset or ("quick" if args.demo else "default")
@@ -82,7 +103,9 @@ def _request(args: argparse.Namespace, config: PlateauConfig) -> ABRequest:
         known = ", ".join(config.sweeps) or "none"
         raise UsageError(f"unknown sweep preset {args.preset!r} (known: {known})")
     levels = tuple(args.concurrency) if args.concurrency else None
-    return ABRequest(a, b, preset, args.repeats, args.interleave, levels)
+    if args.aa and args.repeats < 2:
+        raise UsageError("--aa needs --repeats 2 or more (2 x repeats boots in all)")
+    return ABRequest(a, b, preset, args.repeats, args.interleave or args.aa, levels)
 
 
 def _with_workload(spec: SweepPreset, args: argparse.Namespace) -> SweepPreset:
@@ -140,6 +163,29 @@ def aa_sentence(knee_word: str, sentence: str) -> str:
             "whether the host is within noise")
 
 
+def floor_sentence(floor: BootFloor, *, measured: bool) -> str:
+    """The boot-to-boot floor, as an A/A measured it or as the verdict used it."""
+    what = f"{floor.profile} {floor.version or '(version unknown)'} on {floor.host}"
+    if measured:
+        return (f"boot floor of {what}: {floor.summary()}; stored: every verdict of this "
+                "profile and version on this host reads it")
+    return f"boot floor used ({what}, A/A runs {floor.run_a} and {floor.run_b}): " \
+        f"{floor.summary()}"
+
+
+def upgrade_lines(result: ABResult) -> list[str]:
+    """What each side ran when that differs from the profile as written: its SGLang version
+    (when A's and B's differ) and the flags translated to its install's names."""
+    sides = result.sides
+    lines = []
+    if len({facts.version for facts in sides.values()}) > 1:
+        lines.append("upgrade: " + ", ".join(f"{side} ran SGLang {facts.version or '?'}"
+                                            for side, facts in sorted(sides.items())))
+    for side, facts in sorted(sides.items()):
+        lines += [f"  {side}: {note}" for note in facts.renamed]
+    return lines
+
+
 def _json(result: ABResult, request: ABRequest, db: str) -> str:
     return json.dumps(_finite({
         "verdict": result.verdict.model_dump(mode="json"),
@@ -148,6 +194,9 @@ def _json(result: ABResult, request: ABRequest, db: str) -> str:
         "repeats": request.repeats, "interleave": request.interleave,
         "run_a": result.run_a, "run_b": result.run_b, "pair_id": result.pair_id, "db": db,
         "aa_check": request.a == request.b,
+        "boot_floor": result.floor.model_dump(mode="json") if result.floor else None,
+        "sides": {side: {"version": f.version, "flags": f.flags, "renamed": list(f.renamed)}
+                  for side, f in result.sides.items()},
     }), allow_nan=False)
 
 
@@ -160,7 +209,7 @@ async def _handle(args: argparse.Namespace) -> int:
     user = load_config(args.config)
     _run_dir = None
     if args.demo:
-        config, _run_dir = temp_demo(startup_seconds=0)
+        config, _run_dir = temp_demo(startup_seconds=0, real_restarts=True)
         try:
             config, _profiles, _notes = demo_with_user(config, user)  # the user's presets too
             request = _request(args, config)
@@ -179,16 +228,19 @@ async def _handle(args: argparse.Namespace) -> int:
         spec = _with_workload(request.spec(config.sweep(request.preset)), args)
     if args.slo is not None:
         spec = spec.model_copy(update={"slo": args.slo})
+    if args.warmup_load and spec.warmup_load is None:
+        spec = spec.model_copy(update={"warmup_load": WarmupLoad()})
     host = config.host(host_name)
+    profile_a, profile_b = (profile_at(config.profiles, request.a),
+                            profile_at(config.profiles, request.b))
     store: RunStore | None = None
     try:
         store = RunStore(args.db)
         guess = estimate(
             spec, request.repeats, request.interleave,
-            restart_s=restart_guess(config.profiles[request.a]),
+            restart_s=restart_guess(profile_a),
             measured_step_s=step_durations(spec, store.step_times(host.name)),
-            model_step_s=model_steps(spec, config.profiles[request.a],
-                                     config.profiles[request.b]),
+            model_step_s=model_steps(spec, profile_a, profile_b),
         )
         order = "interleaved A B A B" if request.interleave else "A then B"
         _say(f"A/B {request.a} vs {request.b} on {host.name}: preset {request.preset}, "
@@ -199,10 +251,10 @@ async def _handle(args: argparse.Namespace) -> int:
             sweep = profile_sweep(life, spec, store=store, on_sweep_event=progress,
                                   label_for=lambda name: f"A/B {name} ({request.preset})")
             result = await run_ab(
-                life, (request.a, config.profiles[request.a]),
-                (request.b, config.profiles[request.b]), sweep,
+                life, (request.a, profile_a), (request.b, profile_b), sweep,
                 on_progress=_on_progress, repeats=request.repeats,
                 interleave=request.interleave, store=store, preset=request.preset,
+                aa=args.aa,
             )
     finally:
         if store is not None:
@@ -215,6 +267,10 @@ async def _handle(args: argparse.Namespace) -> int:
         print(f"A = {request.a} (run {result.run_a})    B = {request.b} (run {result.run_b})")
         if request.a == request.b:
             print(aa_sentence(result.verdict.knee_word, result.verdict.sentence))
+        if result.floor is not None:
+            print(floor_sentence(result.floor, measured=args.aa))
+        for line in upgrade_lines(result):
+            print(line)
         print(verdict_report(result.verdict, list(result.flags), terminal_width()))
         if spec.slo is not None:
             for side, steps in (("A", result.steps_a), ("B", result.steps_b)):

@@ -46,7 +46,8 @@ async def _demo(args: argparse.Namespace) -> int:
     from console.host.local import LocalTransport
     from console.server.guard import OwnerGuard
 
-    config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir)
+    config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir,
+                                 real_restarts=True)
     # The server and the temp run dir die with this process, however it ends (SIGKILL, the
     # terminal closing): a host-side guard holds a pipe from us. Spawned first, awaited only
     # before the session starts the server: its start-up overlaps ours.

@@ -270,6 +270,8 @@ def _progress(event: SweepEvent) -> None:
             print(f"  warning: {m.client_warning}", file=sys.stderr, flush=True)
         for note in m.client_notes if event.result.index == 0 and not event.result.repeat else ():
             print(f"  note: {note}", file=sys.stderr, flush=True)
+        if warmed := m.warmup_text():
+            print(f"  {warmed} (left out of the steady figures)", file=sys.stderr, flush=True)
     elif isinstance(event, StepFailed):
         print(f"  FAILED: {event.result.error}", file=sys.stderr, flush=True)
 

@@ -65,6 +65,7 @@ class EvidenceRecorder:
         self.server_info: dict[str, Any] | None = None
         self.sources: set[str] = {"client"}
         self._tasks: list[asyncio.Task[None]] = []
+        self._step_lines: list[str] = []  # read by step_log before the step finished
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def start(self, run_id: int | None, server_info: Mapping[str, Any] | None) -> None:
@@ -95,15 +96,21 @@ class EvidenceRecorder:
 
     async def step_started(self, index: int) -> None:
         """Lines written before the step began belong to no step (e.g. the flush, warmup)."""
+        self._step_lines = []
         if self.log is not None:
             with contextlib.suppress(Exception):
                 await self.log.read_new()
 
-    async def step_finished(self, result: StepResult) -> StepEvidence:
-        lines: list[str] = []
+    async def step_log(self) -> list[str]:
+        """The log lines written since the step began (step_finished keeps them too)."""
         if self.log is not None:
             with contextlib.suppress(Exception):
-                lines = await self.log.read_new()
+                self._step_lines.extend(await self.log.read_new())
+        return list(self._step_lines)
+
+    async def step_finished(self, result: StepResult) -> StepEvidence:
+        lines = await self.step_log()
+        self._step_lines = []
         evidence = step_evidence(result, lines, self.metrics, self.gpu)
         self.steps.append(evidence)
         if self.store is not None and self.run_id is not None:

@@ -18,24 +18,29 @@ Public API (used by `plateau ab` and the console's A/B dialog through the sessio
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 from console.bench.abplan import Pass, order_text, plan_passes
+from console.bench.bootfloor import BootFloor, measure_floor
 from console.bench.compare import compare_runs
-from console.bench.models import SweepEvent
+from console.bench.models import StepResult, SweepEvent
 from console.bench.verdict import differing_settings, judge
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.sources import EvidenceSources
+from console.errors import PlateauError
 from console.jobs.ab_models import ABProgress, ABRequest, ABResult, ABStage
 from console.jobs.ab_passes import PassResult, SidePass, run_passes
 from console.jobs.sweep import DEFAULT_OPTIONS, EngineOptions, sweep
 from console.jobs.target import on_host
+from console.jobs.upgrade import SideFacts, launched
 from console.server.events import EventSink, LifecycleDone, LifecycleEvent, Phase, ignore_events
 from console.server.lease import host_lease
 from console.server.lifecycle import LifecycleError, ServerLifecycle
 from console.server.records import LaunchRecord
+from console.server.validate import check_safety
 from console.store.db import RunStore
 
 SweepFn = Callable[[str, ServerProfile, LaunchRecord, SidePass], Awaitable[PassResult]]
@@ -84,8 +89,13 @@ async def run_ab(
     store: RunStore | None = None,
     preset: str = "",
     wait: bool = False,
+    aa: bool = False,
 ) -> ABResult:
-    (name_a, profile_a), (name_b, profile_b) = a, b
+    """`aa`: an A/A on fresh boots (the same profile on both sides, interleaved): its
+    result carries the boot-to-boot floor it measured, stored for later verdicts. Otherwise
+    the verdict reads the stored floor of A's host+profile+version (console.bench.bootfloor)."""
+    name_a, name_b = a[0], b[0]
+    interleave = interleave or aa  # an A/A's floor is between boots: one per pass
     sides = {"A": a, "B": b}
     lease = host_lease(lifecycle.host.name)
     async with lease.hold(f"A/B {name_a} vs {name_b}", wait=wait,
@@ -99,6 +109,8 @@ async def run_ab(
                     f"profile {name!r} is invalid (nothing was stopped): "
                     + "; ".join(str(i) for i in report.errors),
                 )
+        launches = {side: await _launched(lifecycle, profile)
+                    for side, (_name, profile) in sides.items()}
         timings: dict[str, dict[str, float]] = {}
 
         def collect(label: str) -> EventSink:
@@ -133,8 +145,14 @@ async def run_ab(
                                interleave=interleave)
         steps, runs = got.steps, got.runs
         on_progress(ABProgress("compare"))
+        floor = _floor(store, lifecycle.host.name, name_a, steps, runs, aa=aa)
+        facts = {side: SideFacts(_version(store, runs[side]), *launches[side])
+                 for side in sides}
         verdict = judge(steps["A"], steps["B"], label_a=name_a, label_b=name_b,
-                        interleaved=interleave)
+                        interleaved=interleave, floor=None if aa else floor)
+        if aa:  # the A/A measures the floor: "unknown, run an A/A" is not for it
+            verdict = verdict.model_copy(update={"notes": [
+                n for n in verdict.notes if not n.startswith("boot-to-boot floor unknown")]})
         result = ABResult(
             name_a=name_a,
             name_b=name_b,
@@ -144,19 +162,64 @@ async def run_ab(
             steps_b=tuple(steps["B"]),
             comparison=compare_runs(steps["A"], steps["B"], label_a=name_a, label_b=name_b),
             verdict=verdict,
-            flags=tuple(differing_settings(profile_a.flags, profile_b.flags, profile_a.env,
-                                           profile_b.env)),
+            flags=tuple(_differences(facts["A"], facts["B"], a[1].env, b[1].env)),
             repeats=repeats,
             interleave=interleave,
             run_a=runs["A"],
             run_b=runs["B"],
             restart_timings=timings,
+            floor=floor,
+            sides=facts,
         )
         if store is not None and result.run_a is not None and result.run_b is not None:
             pair = store.save_pair(result.run_a, result.run_b, _verdict_record(result, preset))
             result = replace(result, pair_id=pair)
         on_progress(ABProgress("done", result.note))
         return result
+
+
+async def _launched(lifecycle: ServerLifecycle, profile: ServerProfile
+                    ) -> tuple[dict[str, object], tuple[str, ...]]:
+    """The profile's flags as its install takes them (console.jobs.upgrade), and the renames;
+    as written when the host's flags cannot be read (validation has said why)."""
+    if not check_safety(profile).ok:
+        return dict(profile.flags), ()
+    try:
+        return launched(profile, await lifecycle.discovery.schema_for(profile))
+    except PlateauError:
+        return dict(profile.flags), ()
+
+
+def _version(store: RunStore | None, run_id: int | None) -> str:
+    if store is None or run_id is None:
+        return ""
+    return store.get_run(run_id).summary.meta.server_version
+
+
+def _differences(a: SideFacts, b: SideFacts, env_a: Mapping[str, str],
+                 env_b: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """The flags as launched and the environment variables that differ, and the SGLang
+    versions when they do."""
+    rows = differing_settings(a.flags, b.flags, env_a, env_b)
+    if a.version != b.version:
+        rows.insert(0, ("sglang version", a.version or "-", b.version or "-"))
+    return rows
+
+
+def _floor(store: RunStore | None, host: str, profile: str, steps: dict[str, list[StepResult]],
+           runs: dict[str, int | None], *, aa: bool) -> BootFloor | None:
+    """An A/A's measured floor (stored when it has a level), else the stored one of A's
+    host+profile+version (the server's version as A's run recorded it)."""
+    if store is None or runs["A"] is None:
+        return None
+    version = _version(store, runs["A"])
+    if not aa:
+        return store.boot_floor(host, profile, version)
+    floor = measure_floor(steps["A"], steps["B"], host=host, profile=profile, version=version,
+                          measured_at=time.time(), run_a=runs["A"], run_b=runs["B"])
+    if floor.levels:
+        store.save_floor(floor)
+    return floor
 
 
 def _sweep_message(name: str, plan: SidePass, repeats: int, where: str) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from console.bench.bootfloor import BootFloor
 from console.bench.compare import Comparison
 from console.bench.models import StepResult
 from console.bench.verdict import Verdict
 from console.config_models import SweepPreset
+from console.jobs.upgrade import SideFacts
 from console.server.records import LaunchRecord
 
 ABStage = Literal["validate", "restart-a", "sweep-a", "restart-b", "sweep-b", "compare", "done"]
@@ -66,6 +68,12 @@ class ABResult:
     pair_id: int | None = None
     metric: str = "total tok/s"
     restart_timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The boot-to-boot floor the verdict used (stored, of A's host+profile+version), or the
+    # one an A/A measured; None when unknown.
+    floor: BootFloor | None = None
+    # What each side ran ("A", "B"): its server's version and its flags as launched (an
+    # upgrade A/B translates them per install, console/jobs/upgrade.py).
+    sides: dict[str, SideFacts] = field(default_factory=dict)
 
     @property
     def note(self) -> str:

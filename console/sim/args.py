@@ -238,10 +238,16 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="board power limit per GPU (what `nvidia-smi -pl` sets)")
     p.add_argument("--sim-ambient-c", type=float, default=28.0,
                    help="air temperature at the GPUs' intake (the host's cooling)")
+    p.add_argument("--sim-warmup", action="store_true",
+                   help="a fresh server warms up: runtime JIT stalls and slow first steps "
+                   "(console/sim/warmup.py)")
+    p.add_argument("--sim-boot-spread", type=float, default=None, metavar="FRACTION",
+                   help="each boot draws its kernel speed uniformly within +-FRACTION "
+                   "(e.g. 0.04); default: the usual ~1%% launch-to-launch noise")
     return p
 
 
-_SIM_FLAGS_WITHOUT_VALUE = {"--sim-help", "--sim-nvlink"}
+_SIM_FLAGS_WITHOUT_VALUE = {"--sim-help", "--sim-nvlink", "--sim-warmup"}
 
 
 def split_sim_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -283,6 +289,8 @@ class SimOptions:
     nvlink: bool = False
     power_limit_w: float = 600.0
     ambient_c: float = 28.0
+    warmup: bool = False
+    boot_spread: float | None = None
 
     @property
     def ideal(self) -> bool:
@@ -338,6 +346,12 @@ def _check_ideal_procs(sim_ns: argparse.Namespace) -> None:
                          "(--sim-ideal-ttft-ms / --sim-ideal-itl-ms)")
 
 
+def _boot_spread(value: float | None) -> float | None:
+    if value is not None and not 0 <= value < 0.5:
+        raise SystemExit(f"plateau-sim: --sim-boot-spread must be in [0, 0.5), got {value}")
+    return value
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
     """Parse a full command line. Exits 2 with argparse's message on errors, like SGLang."""
     sim_argv, sglang_argv = split_sim_argv(argv)
@@ -371,5 +385,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         nvlink=bool(sim_ns.sim_nvlink),
         power_limit_w=max(50.0, sim_ns.sim_power_limit_w),
         ambient_c=sim_ns.sim_ambient_c,
+        warmup=bool(sim_ns.sim_warmup),
+        boot_spread=_boot_spread(sim_ns.sim_boot_spread),
     )
     return args, sim, sglang_argv

@@ -29,6 +29,7 @@ from console.sim.logs import SimLog
 from console.sim.noise import GpuNoise
 from console.sim.radix import Node, RadixCache
 from console.sim.tokens import EOS_TOKEN_ID, TokenSource
+from console.sim.warmup import SimWarmup
 
 NEW_TOKEN_RATIO_INIT = 0.7
 NEW_TOKEN_RATIO_MIN = 0.1
@@ -328,7 +329,8 @@ class Engine(BaseEngine):
         self._prefill_log_t = time.monotonic()
         self._nan_armed = _nan_matches(cfg)
         self.rng = self.tokens.rng
-        self.noise = GpuNoise(self.rng)
+        self.noise = GpuNoise(self.rng, cfg.sim.boot_spread)
+        self.warmup = SimWarmup(cfg.version, log, self.prefix) if cfg.sim.warmup else None
         self.last_step_kind = "idle"
         # SGLang's `is_mixed_chunk`: --enable-mixed-chunk only acts with chunked prefill on.
         self.mixed_chunk = bool(cfg.server_args.get("enable_mixed_chunk")) and chunked > 0
@@ -459,6 +461,10 @@ class Engine(BaseEngine):
         """Step jitter x launch factor x drift (console/sim/noise.py says why and how big)."""
         return self.noise.factor()
 
+    def _warming(self, seconds: float) -> float:
+        """A forward step's time on a server still warming up (--sim-warmup)."""
+        return seconds if self.warmup is None else self.warmup.stretch(seconds)
+
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         t_end = loop.time()
@@ -501,7 +507,7 @@ class Engine(BaseEngine):
             batch = len(self.running)
             parts = self._decode_parts(batch)
             noise = self._noise()
-            duration = sum(parts.values()) * noise
+            duration = self._warming(sum(parts.values()) * noise)
             self.last_step_kind = "decode"
             t_end = start + duration / self.speed
             idle = (parts["allreduce"] + parts["eager"]) * noise / max(1e-12, duration)
@@ -536,7 +542,7 @@ class Engine(BaseEngine):
             # compute and attention over their cached tokens (ScheduleBatch.mix_with_running
             # turns them into extend-by-one requests of the same batch).
             duration += self.profile.decode_parts(riding, self.kv_used, clock)["compute"]
-        duration *= self._noise()
+        duration = self._warming(duration * self._noise())
         self.last_step_kind = "prefill"
         t_end = start + duration / self.speed
         self._log_prefill(done, partial, new_tokens)

@@ -10,7 +10,8 @@ Three parts, multiplied into every step's duration:
   between lifetimes by a state fixed at load (allocator layout, autotuned kernels, which GPU
   clocks the power manager settles on): mudler/vllm.cpp#349 measured vLLM reproducing within
   ~1 % across server restarts on the same box, and a runtime whose runs were tight inside one
-  lifetime but ~15 % apart between lifetimes. We model the well-behaved ~1 %.
+  lifetime but ~15 % apart between lifetimes. We model the well-behaved ~1 %;
+  `--sim-boot-spread F` draws it uniformly within +-F instead (the demo's noisier boots).
 - drift: a mean-reverting (Ornstein-Uhlenbeck) factor in simulated time, sd `DRIFT_SD`,
   correlation time `DRIFT_TAU_S`: GPU clocks and temperature wandering under sustained load
   (AIPerf's multi-run confidence docs name "GPU clocks, background tasks" first among the
@@ -34,9 +35,13 @@ DRIFT_TAU_S = 20.0
 
 
 class GpuNoise:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, boot_spread: float | None = None) -> None:
         self.rng = rng
-        self.launch = 1.0 + rng.gauss(0.0, LAUNCH_SD)
+        # --sim-boot-spread: a boot's kernel speed drawn within a set spread, so that an A/A
+        # across fresh boots has a known floor to find (one draw either way: same seeds, same
+        # drift path as without it).
+        self.launch = 1.0 + (rng.gauss(0.0, LAUNCH_SD) if boot_spread is None
+                             else rng.uniform(-boot_spread, boot_spread))
         self.drift = rng.gauss(0.0, DRIFT_SD)
 
     def advance(self, sim_seconds: float) -> None:

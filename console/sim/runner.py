@@ -311,6 +311,8 @@ class Runner:
         await self._warmup(f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}")
         self.state.status = "ready"
         self.set_phase("ready")
+        if (warmup := getattr(self.engine, "warmup", None)) is not None:
+            warmup.begin()  # SGLang's own warm-up request was part of the startup
         loop.add_signal_handler(signal.SIGTERM, self._sigterm)
         loop.add_signal_handler(signal.SIGINT, self._sigint)
         if self.procs is not None:  # children answer /ready at once: only once this one is

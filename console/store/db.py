@@ -25,6 +25,8 @@ from console.store.paths import default_db_path
 from console.text import redact_secrets
 
 if TYPE_CHECKING:  # the diagnosis loads with the first run that has evidence
+    from console.bench.bootfloor import BootFloor
+    from console.bench.models import StepMetrics
     from console.diagnose.models import RunEvidence, StepEvidence
 
 _SCHEMA = """
@@ -87,6 +89,17 @@ CREATE TABLE IF NOT EXISTS tunes (
     status TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT '{}'
 );
+-- Issue 40: how much fresh boots of one profile differ (console/bench/bootfloor.py), from an
+-- A/A (`plateau ab --aa`); the newest per host+profile+version is the one verdicts read.
+CREATE TABLE IF NOT EXISTS boot_floors (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    host TEXT NOT NULL,
+    profile TEXT NOT NULL,
+    version TEXT NOT NULL,
+    floor TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS boot_floors_key ON boot_floors(host, profile, version, id);
 """
 RUN_FACTS_IDX = -1
 
@@ -108,8 +121,21 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # Issue 36: the inference engine the run measured (console/engines/): sglang, openai,
     # transformers-serve; '' for runs stored before engines were told apart (SGLang's).
     ("runs", "server_engine", "TEXT NOT NULL DEFAULT ''"),
+    # Issue 40: the warm-up a step left out of its steady figures (or the sweep's warm-up
+    # load before it), in seconds; its detail is in `metrics` (StepMetrics.warmup).
+    ("steps", "warmup_s", "REAL"),
 )
-SCHEMA_VERSION = 5
+# 6: issue 36's and issue 40's columns were each 5 on their own branch.
+SCHEMA_VERSION = 6
+
+
+def _warmup_s(metrics: StepMetrics | None) -> float | None:
+    """Seconds of warm-up a step's steady figures left out (or its sweep's warm-up load)."""
+    if metrics is None:
+        return None
+    found = [w.seconds for w in (metrics.warmup, metrics.warmup_load)
+             if w is not None and w.detected]
+    return sum(found) if found else None
 
 
 def _writer_id() -> str:
@@ -295,8 +321,8 @@ class RunStore:
                 "INSERT INTO steps (run_id, idx, concurrency, repeat, status, error, log_tail, "
                 "metrics, raw, output_tok_s, total_tok_s, started_at, finished_at, "
                 "steady_total_tok_s, steady_output_tok_s, steady_reached, goodput_rps, "
-                "energy, j_per_output_token, request_rate, gpus) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "energy, j_per_output_token, request_rate, gpus, warmup_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step.index,
@@ -319,8 +345,33 @@ class RunStore:
                     energy.j_per_output_token if energy else None,
                     step.rate,
                     step.gpus,
+                    _warmup_s(metrics),
                 ),
             )
+
+    def save_floor(self, floor: BootFloor) -> int:
+        """Store a measured boot-to-boot floor; verdicts read the newest of its key."""
+        with self._writing() as db:
+            cursor = db.execute(
+                "INSERT INTO boot_floors (created_at, host, profile, version, floor) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (floor.measured_at or time.time(), floor.host, floor.profile, floor.version,
+                 floor.model_dump_json()))
+            return int(cursor.lastrowid or 0)
+
+    def boot_floor(self, host: str, profile: str, version: str) -> BootFloor | None:
+        """The newest floor of host+profile+version, or None (none measured, or a read-only
+        database from before floors existed)."""
+        from console.bench.bootfloor import BootFloor
+
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT floor FROM boot_floors WHERE host = ? AND profile = ? AND "
+                    "version = ? ORDER BY id DESC LIMIT 1", (host, profile, version)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else BootFloor.model_validate_json(row["floor"])
 
     def finish_run(self, run_id: int, status: RunStatus) -> None:
         with self._writing() as db:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from console.bench.abplan import Pass, plan_passes
+from console.bench.models import StepResult
 from console.bench.verdict import Verdict, judge
 from console.config_models import FlagValue, ServerProfile, SweepPreset
 from console.jobs.ab_passes import PassResult, SidePass, run_passes
@@ -32,29 +33,40 @@ def virtual_ab(tmp: Path, tag: str, flags_a: dict[str, FlagValue],
                flags_b: dict[str, FlagValue], spec: SweepPreset, repeats: int) -> Verdict:
     """One interleaved A/B (A B A B ..., a launch each) of the light model with each side's
     flags; the verdict on B against A."""
+    steps_a, steps_b = virtual_passes(tmp, tag, flags_a, flags_b, spec, repeats)
+    return judge(steps_a, steps_b, label_a="a", label_b="b", interleaved=True)
+
+
+def virtual_passes(tmp: Path, tag: str, flags_a: dict[str, FlagValue],
+                   flags_b: dict[str, FlagValue], spec: SweepPreset, repeats: int,
+                   *, interleave: bool = True
+                   ) -> tuple[list[StepResult], list[StepResult]]:
+    """One A/B's passes: interleaved (A B A B ..., a fresh boot each: the repeat of a step
+    names its boot), or one boot per side holding all its repeats; each side's steps."""
     tmp.mkdir(parents=True, exist_ok=True)
     store = RunStore(tmp / f"{tag}.sqlite")
     bench = VirtualBench(store, tmp)
     sides = {"A": light_profile(flags_a), "B": light_profile(flags_b)}
     one = spec.model_copy(update={"repeats": 1})
+    passes = plan_passes(repeats, interleave)
 
     async def restart(number: int, p: Pass) -> None:
         await bench.restart(p.side, sides[p.side], f"{tag}:{number}")
 
     async def sweep(_number: int, p: SidePass) -> PassResult:
-        out = await bench.sweep(p.side, sides[p.side], one, label=f"{tag} {p.side}",
+        each = one.model_copy(update={"repeats": p.repeats})
+        out = await bench.sweep(p.side, sides[p.side], each, label=f"{tag} {p.side}",
                                 run_id=p.run_id, repeat_base=p.repeat_base, finish=p.last)
         return PassResult(out.run_id, out.steps)
 
-    async def go() -> Verdict:
+    async def go() -> tuple[list[StepResult], list[StepResult]]:
         try:
-            got = await run_passes(plan_passes(repeats, True), restart=restart, sweep=sweep,
-                                   interleave=True)
+            got = await run_passes(passes, restart=restart, sweep=sweep,
+                                   interleave=interleave)
         finally:
             await bench.close()
-        assert len(bench.launches) == 2 * repeats  # a launch per pass
-        return judge(got.steps["A"], got.steps["B"], label_a="a", label_b="b",
-                     interleaved=True)
+        assert len(bench.launches) == len(passes)  # a launch per pass
+        return got.steps["A"], got.steps["B"]
 
     try:
         return run_virtual(go())

@@ -35,12 +35,15 @@ from console.bench.abplan import SIM_PROCESS_S
 from console.bench.models import (
     StepFailed,
     StepFinished,
+    StepMetrics,
     StepResult,
     StepStarted,
     SweepEvent,
     SweepFinished,
     SweepStarted,
+    Warmup,
 )
+from console.bench.warmup import warm_up
 from console.config_models import ServerProfile, SweepPreset
 from console.diagnose.diagnose import diagnose_stored
 from console.diagnose.evidence import startup_facts, topology_of
@@ -194,12 +197,17 @@ class VirtualBench:
         total = index + spec.repeats * len(spec.concurrency)
         self._emit(SweepStarted(run_id, tuple(spec.concurrency), spec.repeats, total - index))
         steps: list[StepResult] = []
+        warmed = await self._warm_up(server, spec)
         try:
             for repeat in range(spec.repeats):
                 for level in spec.concurrency:
                     self._emit(StepStarted(index, level, repeat_base + repeat, total))
                     result, evidence = await self._step(server, index, level)
                     result = result.model_copy(update={"repeat": repeat_base + repeat})
+                    if warmed is not None and result.metrics is not None:
+                        result = result.model_copy(update={"metrics": result.metrics.model_copy(
+                            update={"warmup_load": warmed})})
+                        warmed = None
                     self.store.add_step(run_id, result)
                     self.store.save_step_evidence(run_id, evidence)
                     steps.append(result)
@@ -216,6 +224,24 @@ class VirtualBench:
             self.store.finish_run(run_id, "finished")
         self._emit(SweepFinished(run_id, "finished", tuple(steps)))
         return SweepOutcome(run_id, tuple(steps))
+
+    async def _warm_up(self, server: _Server, spec: SweepPreset) -> Warmup | None:
+        """The preset's warm-up load, as console.bench.sweep.run_sweep runs it."""
+        if spec.warmup_load is None:
+            return None
+        loop = asyncio.get_running_loop()
+
+        async def run_round(concurrency: int, prompts: int) -> StepMetrics:
+            server.driver.spec = spec.model_copy(update={"num_prompts": prompts})
+            try:
+                result, _evidence = await self._step(server, -1, concurrency)
+            finally:
+                server.driver.spec = spec
+            metrics: StepMetrics | None = result.metrics
+            assert metrics is not None
+            return metrics
+
+        return await warm_up(run_round, spec.warmup_load, spec.concurrency, loop.time)
 
     def _emit(self, event: SweepEvent) -> None:
         if self.on_sweep_event is not None:

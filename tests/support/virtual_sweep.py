@@ -35,7 +35,7 @@ from console.bench.engines import client_warning, prompts_for
 from console.bench.metrics import RequestRecord, step_metrics
 from console.bench.models import StepResult
 from console.bench.slo import attainment
-from console.bench.steady import steady_state
+from console.bench.warmup import steady_after_warmup
 from console.config_models import SweepPreset
 from console.diagnose.diagnose import diagnose
 from console.diagnose.evidence import gpu_points, startup_facts, step_evidence, topology_of
@@ -214,13 +214,16 @@ class _Driver:
         started = loop.time()
         await asyncio.gather(*(stream(n) for n in range(concurrency)))
         finished = loop.time()
+        lines = self.new_lines()
         metrics = step_metrics(records, concurrency, workers=self.client.workers)
+        steady, warmup = steady_after_warmup(records, concurrency, ratio=self.spec.steady_ratio,
+                                             log_lines=lines)
         cpu, lag = self._client_health(finished - started)
         metrics = metrics.model_copy(update={
             "client_cpu_max": cpu, "client_loop_lag_p99_ms": lag,
             "client_warning": (client_warning(cpu, lag)
                                if cpu is not None and lag is not None else None),
-            "steady": steady_state(records, concurrency, ratio=self.spec.steady_ratio),
+            "steady": steady, "warmup": warmup,
             # as console/bench/engines.py counts it when the sweep has an SLO
             "slo": attainment(records, self.spec.slo, metrics.duration_s)
             if self.spec.slo is not None else None})
@@ -230,7 +233,7 @@ class _Driver:
         # as the sweep's evidence recorder adds it (console/diagnose/recorder.py)
         result = result.model_copy(update={"energy": step_energy(
             result, ((g.t, g.index, g.power_w) for g in self.gpu))})
-        evidence = step_evidence(result, self.new_lines(), (), self.gpu)
+        evidence = step_evidence(result, lines, (), self.gpu)
         await asyncio.sleep(1.0)  # the sweep's pause between steps (flush, settle)
         return result, evidence
 
