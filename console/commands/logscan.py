@@ -86,6 +86,10 @@ def format_report(report: ScanReport) -> str:
         f"{report.source}: {report.lines} lines, {len(report.launches)} launch(es), "
         f"{counts.get('error', 0)} error and {counts.get('warn', 0)} warning events"
     )
+    if report.crash is not None:
+        crash = report.crash
+        when = f", {crash.timestamp}" if crash.timestamp else ""
+        out.append(f"CRASH: {crash.title} (line {crash.line}{when}): {crash.text[:160]}")
     out.append("")
     out.append("Notable events")
     if not report.notable:

@@ -36,6 +36,7 @@ from console.diagnose.evidence import (
 )
 from console.diagnose.models import KneeInfo, RunEvidence, StartupFacts, StepEvidence
 from console.diagnose.rules import FULL_USAGE
+from console.logs.crash_blocks import CRASH_NEEDLES, CrashBlocks
 from console.sglang.batch import (
     DECODE_SHAPE,
     PREFILL_SHAPE,
@@ -51,7 +52,7 @@ from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, timestamp_second
 STARTUP_NEEDLES = ("server_args=", "Using default MoE", "apture", "max_total_num_tokens=",
                    "Max running requests is reset", " was reduced from ")
 NOTABLE = re.compile("|".join(re.escape(n) for n in (
-    *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS)))
+    *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS, *CRASH_NEEDLES)))
 # The bulk of a serving log, standard batch lines with the default prefix, read by one match
 # per line over the whole text (as console/logs/scan_rows.py does for logscan); every other
 # line takes (.*) and the general parsers. Groups: ts, dp, decode (running, usage, graph,
@@ -80,6 +81,8 @@ class LogRead:
     startup: list[str] = field(default_factory=list)
     marks: list[tuple[int, str, int]] = field(default_factory=list)
     """(batch entries before it, kind, count): retraction and warning lines."""
+    crash: CrashBlocks = field(default_factory=CrashBlocks)
+    """The lines around each crash hint, for the crash finding (console/logs)."""
 
 
 def text_chunks(lines: Iterable[str], size: int = 20000) -> Iterator[str]:
@@ -103,11 +106,14 @@ def read_log(chunks: Iterable[str]) -> LogRead:
     count = 0
     append, notable, finditer = batch.append, NOTABLE.search, LINES.finditer
     ranks: dict[str | None, str] = {None: ""}
+    crash = read.crash
     for chunk in chunks:
         for found in finditer(chunk):
             count += 1
             stamp, dp, run, use, graph, rate, queue, seqs, toks, p_use, p_run, p_queue, \
                 line = found.groups()
+            if crash.open:
+                crash.add(count, found.group(0)[:-1])
             if run is not None:
                 rank = ranks.get(dp)
                 if rank is None:
@@ -118,13 +124,17 @@ def read_log(chunks: Iterable[str]) -> LogRead:
                 append((False, (int(seqs), int(toks), int(p_run), int(p_queue),
                                 float(p_use)), stamp, "" if dp is None else "DP" + dp))
             elif "batch" in line or notable(line) is not None:
-                _slow_line(line, read)
+                _slow_line(line, read, count)
+            if line is not None and not crash.open:
+                crash.previous = (count, line)
     read.lines = count
     del batch, startup, marks
     return read
 
 
-def _slow_line(line: str, read: LogRead) -> None:
+def _slow_line(line: str, read: LogRead, number: int) -> None:
+    if not read.crash.open and read.crash.hint(line):
+        read.crash.start(number, line)
     if "batch" in line:
         parsed = batch_line(line)
         if parsed is not None:

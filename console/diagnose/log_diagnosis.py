@@ -16,6 +16,7 @@ from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
 from console.errors import file_as_usage_error
+from console.logs.crash_finding import CrashFinding
 from console.sglang.resolved import resolved_settings
 
 
@@ -34,6 +35,8 @@ class LogDiagnosis:
     inferred: list[str]
     effective: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    crash: CrashFinding | None = None
+    """The crash or failed launch the log ends in: the first finding everywhere."""
 
 
 def open_log(path: str) -> Iterator[str]:
@@ -94,19 +97,30 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         "candidates": [c for c in diagnosis.candidates if c.id not in blocked]}
     if split.knee is not None:
         update["knee"] = split.knee
+    if not _repeated(split):
+        # Without repeated runs at one concurrency the noise is the rules' floor, a prior:
+        # a figure this log does not hold is not printed as the run's noise.
+        update["noise"] = None
     diagnosis = diagnosis.model_copy(update=update)
     missing = lacking(evidence, client.kind if client else None,
                       startup_seen=bool(read.startup),
                       inferred_ceiling=inferred.graph_ceiling is not None,
                       inferred_cap=inferred.running_cap is not None)
     decode = sum(1 for d, *_ in read.batch if d)
+    crash = read.crash.finding()
     return LogDiagnosis(
         path=path, lines=read.lines, decode_lines=decode,
         prefill_lines=len(read.batch) - decode, dp_ranks=dp_ranks_of(read),
         client=client.kind if client else None, client_files=client.files if client else [],
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
         effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from),
-        skipped=client.skipped if client else [])
+        skipped=client.skipped if client else [], crash=crash)
+
+
+def _repeated(split: Split) -> bool:
+    """Whether the client ran some concurrency twice (the noise is then measured)."""
+    seen = [s.concurrency for s in split.steps if s.status == "ok"]
+    return split.how != "levels" and len(seen) != len(set(seen))
 
 
 def effective_lines(startup: list[str], reduced_from: int | None = None) -> list[str]:
@@ -123,6 +137,7 @@ def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:
     body["not_seen"] = {k: v for k, v in result.lacking.items() if k not in named and v}
     return {
         "log": result.path,
+        "crash": None if result.crash is None else result.crash.as_json(),
         "lines": result.lines,
         "decode_lines": result.decode_lines,
         "prefill_lines": result.prefill_lines,
@@ -146,6 +161,8 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
     ranks = f", {result.dp_ranks} DP ranks" if result.dp_ranks > 1 else ""
     out = [f"log {result.path}: {result.lines} lines, {result.decode_lines} Decode and "
            f"{result.prefill_lines} Prefill batch lines{ranks}"]
+    if result.crash is not None:
+        out.append(f"crash: {result.crash.sentence()}")
     if result.client:
         runs = len(result.split.steps)
         out.append(f"client: {runs} {result.client.replace('_', ' ')} run(s) from "

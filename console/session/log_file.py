@@ -63,5 +63,7 @@ def read_log_file(host: str, path: str, bench: list[str] | None = None) -> LogFi
         events.append(LogBatch(host, chunk, source=path))
         stats.add_events(chunk)
     events.append(StatsUpdate(host, stats.snapshot()))
+    if diagnosis.crash is not None:  # the first finding: an error in the event log too
+        events.append(Problem(host, "log", f"crash: {diagnosis.crash.sentence()}"))
     events.append(Problem(host, "log", log_diagnosis_lines(diagnosis)[0], level="info"))
     return LogFile(path, events, diagnosis)

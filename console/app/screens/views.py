@@ -327,7 +327,8 @@ class WhyScreen(HostScreen):
                   if items and any(c.id == cause for c in log.diagnosis.causes)]
         if lacked:
             note += "\nlacked: " + "\nlacked: ".join(lacked)
-        self._show(log.diagnosis, None, note, log.effective or effective)
+        crash = log.crash.sentence() if log.crash is not None else ""
+        self._show(log.diagnosis, None, note, log.effective or effective, crash)
 
     @work(thread=True, exclusive=True, group="why", exit_on_error=False)
     def _load(self, host: str, effective: list[str]) -> None:
@@ -336,9 +337,9 @@ class WhyScreen(HostScreen):
         self.app.call_from_thread(self._show, diagnosis, run, note, effective)
 
     def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str,
-              effective: list[str] | None = None) -> None:
+              effective: list[str] | None = None, crash: str = "") -> None:
         self.diagnosis, self.run = diagnosis, run
-        self.query_one("#why-view", WhyView).show(diagnosis, note, effective or [])
+        self.query_one("#why-view", WhyView).show(diagnosis, note, effective or [], crash)
 
     def action_report_run(self) -> None:
         run_id = getattr(getattr(self.run, "summary", None), "id", None)

@@ -1,0 +1,89 @@
+"""The lines around a log's crash hints, kept while a fast whole-log reader (`plateau diagnose
+--log`, console/diagnose/from_log.py) skips the rest, then read by the assembler and the
+crash watch (crash_finding.py) exactly as `plateau logscan` reads every line: both name the
+same crash at the same line.
+
+A block starts at a line with a crash hint (the line before it joins when it announced it:
+`Exception in ControllerSingle:`) and takes the BLOCK_LINES lines after it, which hold the
+traceback's frames and its exception line. Memory is bounded: MAX_BLOCKS blocks (the first
+ones and the last ones: an OOM early, the exception that ended the log late).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from console.logs.assembler import EventAssembler
+from console.logs.catalogue import default_catalogue
+from console.logs.crash_finding import CRASH_IDS, CrashFinding, CrashWatch
+from console.logs.prefilter import compile_literals
+from console.sglang.crash import CPP_TERMINATE, NCCL_NEEDLES, OOM_NEEDLES, TRACEBACK
+
+BLOCK_LINES = 200
+MAX_BLOCKS = 16
+
+
+def _needles() -> tuple[str, ...]:
+    catalogue = default_catalogue()
+    literals = [literal for ident in sorted(CRASH_IDS) if ident in catalogue.by_id
+                for literal in catalogue.by_id[ident].literals]
+    return tuple(dict.fromkeys((TRACEBACK, CPP_TERMINATE, *OOM_NEEDLES, *NCCL_NEEDLES,
+                                *literals)))
+
+
+CRASH_NEEDLES = _needles()
+"""Substrings of every line that can start a crash (a superset: the watch decides)."""
+_HINT = compile_literals(CRASH_NEEDLES)
+
+Block = list[tuple[int, str]]
+
+
+class CrashBlocks:
+    def __init__(self) -> None:
+        self.previous: tuple[int, str] = (0, "")
+        """The last line read outside a block, and its 1-based number."""
+        self._open: Block | None = None
+        self._first: list[Block] = []
+        self._last: deque[Block] = deque(maxlen=MAX_BLOCKS // 2)
+
+    @property
+    def open(self) -> bool:
+        return self._open is not None
+
+    @staticmethod
+    def hint(line: str) -> bool:
+        return _HINT is not None and _HINT.search(line) is not None
+
+    def start(self, number: int, line: str) -> None:
+        block: Block = []
+        before, text = self.previous
+        if before == number - 1 and text:
+            block.append((before, text))
+        block.append((number, line))
+        self._open = block
+        if len(self._first) < MAX_BLOCKS // 2:
+            self._first.append(block)
+        else:
+            self._last.append(block)
+
+    def add(self, number: int, line: str) -> None:
+        block = self._open
+        assert block is not None
+        block.append((number, line))
+        if len(block) >= BLOCK_LINES:
+            self._open = None
+
+    def finding(self) -> CrashFinding | None:
+        """The crash these blocks show, as logscan's CrashWatch reads it."""
+        watch = CrashWatch()
+        for block in (*self._first, *self._last):
+            assembler = EventAssembler(first_seq=block[0][0] - 1)
+            for number, line in block:
+                assembler.next_seq = number - 1
+                done = assembler.feed(line)
+                if done is not None:
+                    watch.feed((done,))
+            last = assembler.flush()
+            if last is not None:
+                watch.feed((last,))
+        return watch.finding

@@ -1,0 +1,132 @@
+"""The crash (or failed launch) a log ends in, as one finding: what `plateau logscan`,
+`plateau diagnose --log` and the console's Why and Events views put first.
+
+Read from the assembler's events (console/logs/assembler.py), so every reader sees the same
+crash at the same line: a GPU out-of-memory line in any wording, an NCCL failure, a traceback
+through the CUDA-graph capture, a catalogue entry that ends a launch (FATAL_IDS), or a server
+traceback's last exception line. A test runner's traceback (unittest asserting a throughput)
+is not the server crashing (console/sglang/crash.py says which frames are whose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from console.logs.models import LogEvent, Severity
+from console.logs.scan_launch import FATAL_IDS
+from console.sglang.crash import (
+    SERVER_FRAMES,
+    TRACEBACK,
+    exception_line,
+    is_capture_failure,
+    is_harness_traceback,
+    is_nccl_failure,
+    is_oom,
+)
+
+CrashKind = Literal["oom", "nccl", "capture", "fatal", "exception"]
+_RANK: dict[str, int] = {"oom": 5, "nccl": 4, "capture": 3, "fatal": 2, "exception": 1}
+TITLES: dict[str, str] = {
+    "oom": "GPU out of memory",
+    "nccl": "NCCL collective failed",
+    "capture": "CUDA-graph capture failed at startup",
+    "fatal": "the server failed",
+    "exception": "the server raised an exception",
+}
+CRASH_IDS = FATAL_IDS | {"cuda-oom", "nccl-error", "nccl-collective-timeout",
+                         "cuda-illegal-memory", "cuda-device-assert", "killed"}
+"""Catalogue entries that end a launch or a serving process."""
+_EXAMPLE_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class CrashFinding:
+    kind: CrashKind
+    line: int
+    """1-based line of the file where it shows (the OOM line, the exception line, the
+    catalogue entry's line)."""
+    text: str
+    """The line as printed (the exception line of a traceback), cut at 300 characters."""
+    timestamp: str | None = None
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.kind]
+
+    @property
+    def capture(self) -> bool:
+        """Died capturing CUDA graphs: what the capture lines said is not what runs."""
+        return self.kind == "capture"
+
+    def sentence(self) -> str:
+        """`GPU out of memory at line 14: RuntimeError: CUDA error: out of memory`."""
+        return f"{self.title} at line {self.line}: {self.text}"
+
+    def as_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "title": self.title, "line": self.line,
+                "timestamp": self.timestamp, "text": self.text}
+
+
+class CrashWatch:
+    """Feed events in file order; `finding` is the strongest crash seen (OOM over NCCL over a
+    capture failure over a fatal catalogue entry over a bare exception; the first of a kind)."""
+
+    def __init__(self) -> None:
+        self.finding: CrashFinding | None = None
+
+    def feed(self, events: Iterable[LogEvent]) -> None:
+        for event in events:
+            if event.severity >= Severity.WARNING:
+                self._event(event)
+
+    def _event(self, event: LogEvent) -> None:
+        lines = event.lines
+        traceback = event.kind == "traceback" or any(TRACEBACK in line for line in lines)
+        harness = traceback and is_harness_traceback(lines)
+        exception = exception_line(lines) if traceback else None
+        oom_at = next((i for i, line in enumerate(lines) if is_oom(line)), None)
+        if oom_at is not None and not harness:
+            text = exception if exception and is_oom(exception) else lines[oom_at]
+            self._offer("oom", event, _index(lines, text, oom_at), text)
+            return
+        nccl_at = next((i for i, line in enumerate(lines) if is_nccl_failure(line)), None)
+        if nccl_at is not None and not harness and (
+                event.catalogue_id in CRASH_IDS or event.cause_id in CRASH_IDS or traceback
+                or event.severity >= Severity.ERROR):
+            text = next((line for line in lines if line.lstrip().startswith("what():")),
+                        exception or lines[nccl_at])
+            self._offer("nccl", event, _index(lines, text, nccl_at), text)
+            return
+        if harness:
+            return
+        if is_capture_failure(lines) and (traceback or event.catalogue_id in CRASH_IDS):
+            self._offer("capture", event, _index(lines, exception), exception or event.message)
+        elif event.catalogue_id in CRASH_IDS or event.cause_id in CRASH_IDS:
+            self._offer("fatal", event, _index(lines, exception), exception or event.message)
+        elif exception is not None:
+            self._offer("exception", event, _index(lines, exception), exception)
+        elif traceback and any(SERVER_FRAMES in line for line in lines):
+            # Cut before its exception line (an excerpt): the server's frames and the line
+            # that announced it (`Exception in ControllerSingle:`) still say it died.
+            self._offer("exception", event, 0, lines[0])
+
+    def _offer(self, kind: CrashKind, event: LogEvent, index: int, text: str) -> None:
+        found = self.finding
+        if found is not None and _RANK[found.kind] >= _RANK[kind]:
+            return
+        self.finding = CrashFinding(kind, event.seq + 1 + index, text.strip()[:_EXAMPLE_CHARS],
+                                    event.timestamp)
+
+
+def _index(lines: tuple[str, ...], text: str | None, default: int = 0) -> int:
+    """Where `text` (an exception line) is in the event's lines (the last such line);
+    `default` when it is not one of them."""
+    if text is None:
+        return default
+    wanted = text.strip()
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].strip() == wanted or lines[index].endswith(wanted):
+            return index
+    return default
