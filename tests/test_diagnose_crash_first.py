@@ -189,3 +189,42 @@ def test_logscan_text_of_a_healthy_log_has_no_crash_line() -> None:
     scan = scan_path(str(REAL / "pr13023-graph-false-above-ceiling.log"))
     assert "CRASH" not in format_report(scan)
     assert io.StringIO(format_report(scan)).readline().startswith(str(REAL))
+
+
+# sgl-project/sglang#6033 (H200, 0.4.6.post2): a capture's last words, as published (the
+# trailing spaces are the issue's).
+CAPTURE_FAILED = (
+    "Exception: Capture cuda graph failed: RuntimeError: Cannot call "
+    "CUDAGeneratorImpl::current_seed during CUDA graph capture. \n"
+    "If you need this call to be captured, please file an issue. \n"
+    "Current cudaStreamCaptureStatus: cudaStreamCaptureStatusActive\n")
+
+
+def test_no_graph_size_is_effective_after_a_failed_capture() -> None:
+    # tianyang's log asks cuda_graph_max_bs=8 and ends inside the capture of bs [1] (its
+    # last line: TP1's `Capture cuda graph begin`); the capture then fails.
+    log = REAL / "tianyang-qwen3-14b-tp2-offload-startup-mrr1.log"
+    text = log.read_text(encoding="utf-8")
+    before = diagnose_log([text])
+    assert "--cuda-graph-max-bs-decode 8 \u2192 1" in before.effective
+    after = diagnose_log([text + CAPTURE_FAILED])
+    assert after.crash is not None and after.crash.kind == "capture"
+    assert after.crash.line == text.count("\n") + 1
+    assert not [line for line in after.effective if "cuda-graph" in line]
+    assert [line for line in after.effective if "cuda-graph" not in line] == [
+        line for line in before.effective if "cuda-graph" not in line]
+    lines = log_diagnosis_lines(after)
+    assert lines[1] == ("crash: CUDA-graph capture failed at startup at line 49: Exception: "
+                        "Capture cuda graph failed: RuntimeError: Cannot call "
+                        "CUDAGeneratorImpl::current_seed during CUDA graph capture.")
+    assert not [line for line in lines if line.startswith("effective: --cuda-graph")]
+
+
+def test_logscan_says_the_capture_sizes_are_not_in_effect(tmp_path: Path) -> None:
+    log = REAL / "tianyang-qwen3-14b-tp2-offload-startup-mrr1.log"
+    path = tmp_path / "capture-failed.log"
+    path.write_text(log.read_text(encoding="utf-8") + CAPTURE_FAILED, encoding="utf-8")
+    report = format_report(scan_path(str(path)))
+    assert "  decode CUDA graphs     bs 1..1 tried; capture failed (line 49): none in effect" \
+        in report.split("\n")
+    assert "bs 1..1 (1 sizes" not in report

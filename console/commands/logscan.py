@@ -130,7 +130,7 @@ def format_report(report: ScanReport) -> str:
             )
         if not launch.phases:
             out.append("  no startup phases in this part of the log")
-        out.extend(_launch_facts(launch))
+        out.extend(_launch_facts(launch, _capture_failed(report, launch)))
     if report.exceptions:
         out.append("")
         out.append("Exceptions (the last line of each traceback)")
@@ -193,10 +193,25 @@ def format_report(report: ScanReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def _launch_facts(launch: Launch) -> list[str]:
-    """What SGLang resolved at startup, requested -> effective where a clamp shows both."""
+def _capture_failed(report: ScanReport, launch: Launch) -> int | None:
+    """The line where this launch's CUDA-graph capture failed, if it did."""
+    crash = report.crash
+    if crash is None or crash.kind != "capture" or crash.line < launch.start_line:
+        return None
+    later = [other.start_line for other in report.launches if other.start_line > launch.start_line]
+    return crash.line if not later or crash.line < min(later) else None
+
+
+def _launch_facts(launch: Launch, capture_failed: int | None = None) -> list[str]:
+    """What SGLang resolved at startup, requested -> effective where a clamp shows both; after
+    a failed capture, the sizes it tried are not in effect."""
     out: list[str] = []
-    if launch.captured_decode_bs:
+    if capture_failed is not None:
+        tried = (f"bs {launch.captured_decode_bs[0]}..{launch.captured_decode_bs[-1]} tried; "
+                 if launch.captured_decode_bs else "")
+        out.append(f"  decode CUDA graphs     {tried}capture failed (line {capture_failed}): "
+                   "none in effect")
+    elif launch.captured_decode_bs:
         sizes = launch.captured_decode_bs
         asked = launch.decode_graph_requested
         out.append(f"  decode CUDA graphs     bs {sizes[0]}..{sizes[-1]} ({len(sizes)} sizes, "

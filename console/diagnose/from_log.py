@@ -107,6 +107,7 @@ def read_log(chunks: Iterable[str]) -> LogRead:
     append, notable, finditer = batch.append, NOTABLE.search, LINES.finditer
     ranks: dict[str | None, str] = {None: ""}
     crash = read.crash
+    before = crash.before.append
     for chunk in chunks:
         for found in finditer(chunk):
             count += 1
@@ -126,7 +127,7 @@ def read_log(chunks: Iterable[str]) -> LogRead:
             elif "batch" in line or notable(line) is not None:
                 _slow_line(line, read, count)
             if line is not None and not crash.open:
-                crash.previous = (count, line)
+                before((count, line))
     read.lines = count
     del batch, startup, marks
     return read

@@ -113,7 +113,8 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         prefill_lines=len(read.batch) - decode, dp_ranks=dp_ranks_of(read),
         client=client.kind if client else None, client_files=client.files if client else [],
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
-        effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from),
+        effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from,
+                                  capture_failed=crash is not None and crash.capture),
         skipped=client.skipped if client else [], crash=crash)
 
 
@@ -123,10 +124,13 @@ def _repeated(split: Split) -> bool:
     return split.how != "levels" and len(seen) != len(set(seen))
 
 
-def effective_lines(startup: list[str], reduced_from: int | None = None) -> list[str]:
+def effective_lines(startup: list[str], reduced_from: int | None = None, *,
+                    capture_failed: bool = False) -> list[str]:
     """`--flag requested → effective` for what SGLang resolved or clamped, from its startup
-    lines; the requested side is server_args' (or a clamp line's) when the log has it."""
-    return [r.text() for r in resolved_settings(startup, reduced_from)]
+    lines; the requested side is server_args' (or a clamp line's) when the log has it. After
+    a failed CUDA-graph capture no graph size is in effect: the server never ran with it."""
+    return [r.text() for r in resolved_settings(startup, reduced_from)
+            if not (capture_failed and r.flag.startswith("cuda-graph"))]
 
 
 def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:

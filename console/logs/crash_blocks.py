@@ -3,9 +3,10 @@
 crash watch (crash_finding.py) exactly as `plateau logscan` reads every line: both name the
 same crash at the same line.
 
-A block starts at a line with a crash hint (the line before it joins when it announced it:
-`Exception in ControllerSingle:`) and takes the BLOCK_LINES lines after it, which hold the
-traceback's frames and its exception line. Memory is bounded: MAX_BLOCKS blocks (the first
+A block starts at a line with a crash hint, with the BEFORE_LINES lines before it (the line
+that announced a traceback, `Exception in ControllerSingle:`; the first part of a chained
+traceback whose header the excerpt lost), and takes the BLOCK_LINES lines after it, which hold
+the traceback's frames and its exception line. Memory is bounded: MAX_BLOCKS blocks (the first
 ones and the last ones: an OOM early, the exception that ended the log late).
 """
 
@@ -15,11 +16,12 @@ from collections import deque
 
 from console.logs.assembler import EventAssembler
 from console.logs.catalogue import default_catalogue
-from console.logs.crash_finding import CRASH_IDS, CrashFinding, CrashWatch
+from console.logs.crash_finding import CRASH_IDS, LOOSE_LINES, CrashFinding, CrashWatch
 from console.logs.prefilter import compile_literals
 from console.sglang.crash import CPP_TERMINATE, NCCL_NEEDLES, OOM_NEEDLES, TRACEBACK
 
 BLOCK_LINES = 200
+BEFORE_LINES = LOOSE_LINES
 MAX_BLOCKS = 16
 
 
@@ -40,8 +42,9 @@ Block = list[tuple[int, str]]
 
 class CrashBlocks:
     def __init__(self) -> None:
-        self.previous: tuple[int, str] = (0, "")
-        """The last line read outside a block, and its 1-based number."""
+        self.before: deque[tuple[int, str]] = deque(maxlen=BEFORE_LINES)
+        """The last lines read outside a block, with their 1-based numbers (the reader
+        appends every line but standard batch lines)."""
         self._open: Block | None = None
         self._first: list[Block] = []
         self._last: deque[Block] = deque(maxlen=MAX_BLOCKS // 2)
@@ -56,9 +59,13 @@ class CrashBlocks:
 
     def start(self, number: int, line: str) -> None:
         block: Block = []
-        before, text = self.previous
-        if before == number - 1 and text:
+        expected = number - 1
+        for before, text in reversed(self.before):  # the run of lines just before this one
+            if before != expected:
+                break
             block.append((before, text))
+            expected -= 1
+        block.reverse()
         block.append((number, line))
         self._open = block
         if len(self._first) < MAX_BLOCKS // 2:

@@ -24,6 +24,7 @@ from console.sglang.crash import (
     is_harness_traceback,
     is_nccl_failure,
     is_oom,
+    looks_like_exception,
 )
 
 CrashKind = Literal["oom", "nccl", "capture", "fatal", "exception"]
@@ -39,6 +40,8 @@ CRASH_IDS = FATAL_IDS | {"cuda-oom", "nccl-error", "nccl-collective-timeout",
                          "cuda-illegal-memory", "cuda-device-assert", "killed"}
 """Catalogue entries that end a launch or a serving process."""
 _EXAMPLE_CHARS = 300
+LOOSE_LINES = 30
+"""How far before a cut traceback its chained exception line may be."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,10 @@ class CrashWatch:
 
     def __init__(self) -> None:
         self.finding: CrashFinding | None = None
+        self._loose: tuple[int, str] | None = None
+        """The last exception line seen outside a traceback (line, text): an excerpt that
+        begins inside a traceback, before a chained one (`During handling of the above
+        exception, another exception occurred:`) that is cut before its own."""
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         for event in events:
@@ -101,23 +108,41 @@ class CrashWatch:
             return
         if harness:
             return
-        if is_capture_failure(lines) and (traceback or event.catalogue_id in CRASH_IDS):
+        if not traceback and event.severity >= Severity.ERROR and looks_like_exception(
+                event.message):
+            self._loose = (event.seq + 1, event.message.strip())
+        if exception is None and traceback:
+            self._cut(event)
+        elif is_capture_failure(lines) and (traceback or event.catalogue_id in CRASH_IDS):
             self._offer("capture", event, _index(lines, exception), exception or event.message)
         elif event.catalogue_id in CRASH_IDS or event.cause_id in CRASH_IDS:
             self._offer("fatal", event, _index(lines, exception), exception or event.message)
         elif exception is not None:
             self._offer("exception", event, _index(lines, exception), exception)
-        elif traceback and any(SERVER_FRAMES in line for line in lines):
-            # Cut before its exception line (an excerpt): the server's frames and the line
-            # that announced it (`Exception in ControllerSingle:`) still say it died.
-            self._offer("exception", event, 0, lines[0])
+
+    def _cut(self, event: LogEvent) -> None:
+        """A traceback cut before its exception line (an excerpt): its frames say whether
+        the server died capturing graphs; the text is the exception line just before it
+        (a chained traceback's first part) or the line that announced it."""
+        lines = event.lines
+        capture = is_capture_failure(lines)
+        if not capture and not any(SERVER_FRAMES in line for line in lines):
+            return
+        kind: CrashKind = "capture" if capture else "exception"
+        loose = self._loose
+        if loose is not None and 0 < event.seq + 1 - loose[0] <= LOOSE_LINES:
+            self._offer_at(kind, loose[0], loose[1], event.timestamp)
+        else:
+            self._offer(kind, event, 0, lines[0])
 
     def _offer(self, kind: CrashKind, event: LogEvent, index: int, text: str) -> None:
+        self._offer_at(kind, event.seq + 1 + index, text, event.timestamp)
+
+    def _offer_at(self, kind: CrashKind, line: int, text: str, timestamp: str | None) -> None:
         found = self.finding
         if found is not None and _RANK[found.kind] >= _RANK[kind]:
             return
-        self.finding = CrashFinding(kind, event.seq + 1 + index, text.strip()[:_EXAMPLE_CHARS],
-                                    event.timestamp)
+        self.finding = CrashFinding(kind, line, text.strip()[:_EXAMPLE_CHARS], timestamp)
 
 
 def _index(lines: tuple[str, ...], text: str | None, default: int = 0) -> int:

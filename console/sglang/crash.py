@@ -100,12 +100,13 @@ NCCL = re.compile(r"NCCL error|nccl(?:UnhandledCuda|System|Internal|Remote|Inval
 NCCL_NEEDLES = ("NCCL", "nccl", "Watchdog caught", "DistBackendError")
 """A substring of every NCCL match."""
 CAPTURE_FRAMES = ("cuda_graph_runner.py", "capture_one_batch_size", "Capture cuda graph failed",
-                  "init_device_graphs", "init_cuda_graphs", "cuda_graph_setup.py")
+                  "init_device_graphs", "init_cuda_graphs", "cuda_graph_setup.py",
+                  "when stream is capturing")
 """A traceback through these frames (or with this message) died capturing CUDA graphs at
 startup: `cuda_graph_runner.py` `capture` / `capture_one_batch_size` (0.4-0.5.x),
 `model_runner.py` `init_device_graphs` / `init_cuda_graphs`, and 0.5.23's
 `model_runner_components/cuda_graph_setup.py`; SGLang's own wrapper `Capture cuda graph
-failed: ...`."""
+failed: ...`; CUDA's own `operation not permitted when stream is capturing`."""
 SERVER_FRAMES = "/sglang/srt/"
 """A frame in SGLang's server package (`python/sglang/srt/...`)."""
 HARNESS_FRAMES = ("/unittest/", "/sglang/test/", "/_pytest/", "sglang.test.")

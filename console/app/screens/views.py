@@ -328,7 +328,9 @@ class WhyScreen(HostScreen):
         if lacked:
             note += "\nlacked: " + "\nlacked: ".join(lacked)
         crash = log.crash.sentence() if log.crash is not None else ""
-        self._show(log.diagnosis, None, note, log.effective or effective, crash)
+        # The file's own reading (after a failed capture it holds no graph size), not the
+        # header's.
+        self._show(log.diagnosis, None, note, log.effective, crash)
 
     @work(thread=True, exclusive=True, group="why", exit_on_error=False)
     def _load(self, host: str, effective: list[str]) -> None:
