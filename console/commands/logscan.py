@@ -218,6 +218,13 @@ def _launch_facts(launch: Launch, capture_failed: int | None = None) -> list[str
                    f"{launch.capture_wording} wording)"
                    + (f"; max bs {asked} -> {sizes[-1]} (server_args -> captured)"
                       if asked is not None else ""))
+    elif launch.captured_decode_count is not None:
+        seen = ", ".join(str(bs) for bs in launch.captured_decode_seen or [])
+        ceiling = launch.decode_graph_ceiling
+        largest = (f"largest bs {ceiling}" if ceiling in (launch.captured_decode_seen or [])
+                   else "the largest not in this log")
+        out.append(f"  decode CUDA graphs     {launch.captured_decode_count} sizes (tqdm count; "
+                   f"this log shows bs {seen} of them, captured largest first: {largest})")
     elif launch.decode_graph_ceiling is not None:
         out.append(f"  decode CUDA graphs     up to bs {launch.decode_graph_ceiling} "
                    "(server_args; no capture sizes in this log)")
@@ -236,6 +243,10 @@ def _launch_facts(launch: Launch, capture_failed: int | None = None) -> list[str
             else f"{launch.chunked_prefill_size}"))
     if launch.max_total_num_tokens is not None:
         out.append(f"  KV cache tokens        {launch.max_total_num_tokens}")
+    if (launch.kv_allocated_tokens is not None
+            and launch.kv_allocated_tokens != launch.max_total_num_tokens):
+        out.append(f"  KV cache allocated     {launch.kv_allocated_tokens} tokens "
+                   "(KV Cache is allocated)")
     return out
 
 

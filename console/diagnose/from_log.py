@@ -42,10 +42,12 @@ from console.sglang.batch import (
     PREFILL_SHAPE,
     RETRACT_NEEDLES,
     batch_shape,
+    is_batch_message,
+    parse_batch,
     retracted_reqs,
 )
 from console.sglang.dp import NodeBatches
-from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, timestamp_seconds
+from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, parse_prefix, timestamp_seconds
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
@@ -81,6 +83,9 @@ class LogRead:
     startup: list[str] = field(default_factory=list)
     marks: list[tuple[int, str, int]] = field(default_factory=list)
     """(batch entries before it, kind, count): retraction and warning lines."""
+    rowless: dict[str, int] = field(default_factory=lambda: {"decode": 0, "prefill": 0})
+    """Batch lines without the fields a row needs (`Prefill batch. #bid: 1, #cache_miss: 2`):
+    counted as logscan counts them, never made into rows."""
     crash: CrashBlocks = field(default_factory=CrashBlocks)
     """The lines around each crash hint, for the crash finding (console/logs)."""
 
@@ -141,6 +146,11 @@ def _slow_line(line: str, read: LogRead, number: int) -> None:
         if parsed is not None:
             decode, row, stamp, ranks = parsed
             read.batch.append((decode, row, stamp, dp_rank(ranks) if ranks else ""))
+            return
+        message = parse_prefix(line).message
+        stats = parse_batch(message) if is_batch_message(message) else None
+        if stats is not None:
+            read.rowless[stats.kind] += 1
             return
     if any(needle in line for needle in STARTUP_NEEDLES):
         read.startup.append(line)

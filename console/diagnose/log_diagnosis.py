@@ -17,6 +17,7 @@ from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
 from console.errors import file_as_usage_error
 from console.logs.crash_finding import CrashFinding
+from console.logs.line_format import resolve_redraws
 from console.sglang.resolved import resolved_settings
 
 
@@ -51,7 +52,8 @@ CHUNK = 1 << 23
 
 
 def _chunks(handle: Any) -> Iterator[str]:
-    """8 MiB pieces cut after their last newline (`\r\n` and `\r` read as `\n`)."""
+    """8 MiB pieces cut after their last newline, each line's `\r` redraws resolved as
+    logscan resolves them (a tqdm bar redrawn 36 times is one line)."""
     rest = ""
     with handle:
         while True:
@@ -59,14 +61,12 @@ def _chunks(handle: Any) -> Iterator[str]:
             if not block:
                 break
             text = rest + block
-            if "\r" in text:
-                text = text.replace("\r\n", "\n").replace("\r", "\n")
             cut = text.rfind("\n") + 1
             rest = text[cut:]
             if cut:
-                yield text[:cut]
+                yield resolve_redraws(text[:cut])
     if rest:
-        yield rest + "\n"
+        yield resolve_redraws(rest) + "\n"
 
 
 def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
@@ -107,10 +107,11 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
                       inferred_ceiling=inferred.graph_ceiling is not None,
                       inferred_cap=inferred.running_cap is not None)
     decode = sum(1 for d, *_ in read.batch if d)
+    rowless = read.rowless
     crash = read.crash.finding()
     return LogDiagnosis(
-        path=path, lines=read.lines, decode_lines=decode,
-        prefill_lines=len(read.batch) - decode, dp_ranks=dp_ranks_of(read),
+        path=path, lines=read.lines, decode_lines=decode + rowless["decode"],
+        prefill_lines=len(read.batch) - decode + rowless["prefill"], dp_ranks=dp_ranks_of(read),
         client=client.kind if client else None, client_files=client.files if client else [],
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
         effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from,
