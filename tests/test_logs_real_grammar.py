@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from console.cli import main
 from console.commands.logscan import format_report, scan_path
 from console.diagnose.evidence import startup_facts
-from console.diagnose.log_diagnosis import diagnose_log, open_log
+from console.diagnose.log_diagnosis import NotAServerLog, diagnose_log, open_log
 from console.logs.assembler import parse_lines
 from console.logs.models import Severity
 from console.session.log_file import read_log_file
@@ -196,3 +197,49 @@ def test_a_library_info_line_is_not_a_warning() -> None:
     events = parse_lines(lines)
     assert [e.severity for e in events] == [Severity.INFO, Severity.INFO]
     assert events[0].message == "flashinfer.jit: Prebuilt kernels not found, using JIT backend"
+
+
+# -- not a server log ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["junk", "empty", "binary", "one-giant-line"])
+def test_a_file_that_is_not_a_server_log_is_one_line_and_a_non_zero_exit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    path = tmp_path / f"{kind}.log"
+    if kind == "junk":
+        path.write_text("hello\nthis is a shopping list, not a log\n", encoding="utf-8")
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 4000)
+    else:
+        path.write_bytes(b"x" * (3 << 20))  # 3 MiB, no newline: kept bounded, one line
+    for argv in (["diagnose", "--log", str(path)], ["diagnose", "--log", str(path), "--json"],
+                 ["--log", str(path)]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.count("\n") == 1 and "not an SGLang server log" in err, err
+        assert err.startswith(f"plateau: {path}: ")
+    if kind == "one-giant-line":
+        with pytest.raises(NotAServerLog, match="none of its 1 lines"):
+            diagnose_log(open_log(str(path)))
+
+
+def test_a_crash_only_log_is_a_server_log() -> None:
+    # gh4547 is a traceback and nothing else: no prefix, batch or startup line.
+    log = REAL / "gh4547-a100-runtimeerror-cuda-oom.log"
+    assert diagnose_log(open_log(str(log))).crash is not None
+
+
+def test_the_text_lists_what_the_log_could_not_show(capsys: pytest.CaptureFixture[str]) -> None:
+    # A named cause (eager-decode) and the others the log cannot show, as --json has them.
+    log = REAL / "mineru3470-rtx5090-eager-decode-v0.4.10.log"
+    assert main(["diagnose", "--log", str(log), "--json"]) == 0
+    not_seen = json.loads(capsys.readouterr().out)["diagnosis"]["not_seen"]
+    assert main(["diagnose", "--log", str(log)]) == 0
+    text = capsys.readouterr().out.split("\n")
+    assert "why #1: eager-decode" in "\n".join(text) and "kv-cache-full" in not_seen
+    listed = {line.split()[0]: line.split("; lacked: ")[1] for line in text
+              if line.startswith("  ") and " not seen; lacked: " in line}
+    assert listed == {cause: "; ".join(items) for cause, items in not_seen.items()}

@@ -47,7 +47,14 @@ from console.sglang.batch import (
     retracted_reqs,
 )
 from console.sglang.dp import NodeBatches
-from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, parse_prefix, timestamp_seconds
+from console.sglang.prefix import (
+    RANKS_DP,
+    TIMESTAMP,
+    dp_rank,
+    is_sglang_line,
+    parse_prefix,
+    timestamp_seconds,
+)
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
@@ -87,6 +94,9 @@ class LogRead:
     """Batch lines without the fields a row needs (`Prefill batch. #bid: 1, #cache_miss: 2`):
     counted as logscan counts them, never made into rows."""
     crash: CrashBlocks = field(default_factory=CrashBlocks)
+    sglang_lines: bool = False
+    """Some line has a prefix SGLang (or its HTTP server, or a logging config around it)
+    writes: the file is a server log even without batch or startup lines."""
     """The lines around each crash hint, for the crash finding (console/logs)."""
 
 
@@ -131,8 +141,11 @@ def read_log(chunks: Iterable[str]) -> LogRead:
                                 float(p_use)), stamp, "" if dp is None else "DP" + dp))
             elif "batch" in line or notable(line) is not None:
                 _slow_line(line, read, count)
-            if line is not None and not crash.open:
-                before((count, line))
+            if line is not None:
+                if not crash.open:
+                    before((count, line))
+                if not read.sglang_lines and is_sglang_line(line):
+                    read.sglang_lines = True
     read.lines = count
     del batch, startup, marks
     return read

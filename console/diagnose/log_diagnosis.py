@@ -12,12 +12,19 @@ from typing import Any
 
 from console.diagnose.client_files import ClientSide
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
-from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
+from console.diagnose.from_log import (
+    LogRead,
+    Split,
+    dp_ranks_of,
+    log_evidence,
+    read_log,
+    split_steps,
+)
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
-from console.errors import file_as_usage_error
+from console.errors import UsageError, file_as_usage_error
 from console.logs.crash_finding import CrashFinding
-from console.logs.line_format import resolve_redraws
+from console.logs.line_format import MAX_LINE_CHARS, resolve_redraws
 from console.sglang.resolved import resolved_settings
 
 
@@ -53,20 +60,44 @@ CHUNK = 1 << 23
 
 def _chunks(handle: Any) -> Iterator[str]:
     """8 MiB pieces cut after their last newline, each line's `\r` redraws resolved as
-    logscan resolves them (a tqdm bar redrawn 36 times is one line)."""
+    logscan resolves them (a tqdm bar redrawn 36 times is one line). A line longer than
+    MAX_LINE_CHARS (a binary file, a runaway line) keeps its first MAX_LINE_CHARS: memory
+    stays bounded, and the line is still one line."""
     rest = ""
+    skipping = False  # inside a cut line: drop up to its newline
     with handle:
         while True:
             block = handle.read(CHUNK)
             if not block:
                 break
+            if skipping:
+                end = block.find("\n")
+                if end < 0:
+                    continue
+                block, skipping = block[end + 1:], False
             text = rest + block
             cut = text.rfind("\n") + 1
             rest = text[cut:]
             if cut:
                 yield resolve_redraws(text[:cut])
+            if len(rest) > MAX_LINE_CHARS:
+                yield resolve_redraws(rest[:MAX_LINE_CHARS]) + "\n"
+                rest, skipping = "", True
     if rest:
         yield resolve_redraws(rest) + "\n"
+
+
+class NotAServerLog(UsageError):
+    """The file holds no line SGLang (or its crash) writes: junk, empty, binary."""
+
+
+def _check_server_log(read: LogRead, path: str) -> None:
+    if read.lines == 0:
+        raise NotAServerLog(f"{path or 'log'}: empty: not an SGLang server log")
+    if not (read.batch or read.startup or read.sglang_lines or any(read.rowless.values())):
+        raise NotAServerLog(
+            f"{path or 'log'}: not an SGLang server log: none of its {read.lines} lines is a "
+            "batch, startup, crash or SGLang-prefixed line")
 
 
 def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
@@ -88,6 +119,9 @@ def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
 def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
                   ) -> LogDiagnosis:
     read = read_log(chunks)
+    crash = read.crash.finding()
+    if crash is None:
+        _check_server_log(read, path)
     split = split_steps(read, client)
     evidence, inferred = log_evidence(read, split)
     diagnosis = diagnose(split.steps, evidence)
@@ -108,7 +142,6 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
                       inferred_cap=inferred.running_cap is not None)
     decode = sum(1 for d, *_ in read.batch if d)
     rowless = read.rowless
-    crash = read.crash.finding()
     return LogDiagnosis(
         path=path, lines=read.lines, decode_lines=decode + rowless["decode"],
         prefill_lines=len(read.batch) - decode + rowless["prefill"], dp_ranks=dp_ranks_of(read),
@@ -182,17 +215,22 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
     if not d.causes:
         out.append("why: no clear cause (abstaining rather than guessing)")
         out.append("  checked: " + "; ".join(d.checked))
-        for cause_id, items in result.lacking.items():
-            if items:
-                out.append(f"  {cause_id} not seen; lacked: " + "; ".join(items))
-        return out
+        return out + _not_seen(result)
     for line in diagnosis_lines(d, top=top):
         out.append(line)
         if line.startswith("why #"):
             cause_id = line.split(": ", 2)[1].split(" ", 1)[0]
             for item in result.lacking.get(cause_id, []):
                 out.append(f"    lacked: {item}")
-    return out
+    return out + _not_seen(result)
+
+
+def _not_seen(result: LogDiagnosis) -> list[str]:
+    """The causes this log could not show, each with what it lacked (the JSON's
+    `not_seen`)."""
+    named = {c.id for c in result.diagnosis.causes}
+    return [f"  {cause_id} not seen; lacked: " + "; ".join(items)
+            for cause_id, items in result.lacking.items() if items and cause_id not in named]
 
 
 __all__ = ["LogDiagnosis", "diagnose_log", "log_diagnosis_json",

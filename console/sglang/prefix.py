@@ -119,6 +119,15 @@ def parse_prefix(line: str) -> Prefix:
     return Prefix(None, "", line)
 
 
+def is_sglang_line(line: str) -> bool:
+    """A line in a shape SGLang writes: any prefix above (damaged ones too), or uvicorn's
+    level (`INFO:     127.0.0.1:5 - "GET / HTTP/1.1" 200 OK`) before SGLang configures it."""
+    prefix = parse_prefix(line)
+    if prefix.timestamp is not None or prefix.ranks:
+        return True
+    return line[:1] in "TDIWEC" and UVICORN_LEVEL.match(line) is not None
+
+
 def damaged_match(line: str) -> re.Match[str] | None:
     """DAMAGED's match, after cheap checks (both shapes hold `] ` early in the line)."""
     close = line.find("] ", 0, 300)
