@@ -228,3 +228,21 @@ def test_logscan_says_the_capture_sizes_are_not_in_effect(tmp_path: Path) -> Non
     assert "  decode CUDA graphs     bs 1..1 tried; capture failed (line 49): none in effect" \
         in report.split("\n")
     assert "bs 1..1 (1 sizes" not in report
+
+
+def test_a_cut_traceback_inside_the_capture_window_is_a_capture_failure() -> None:
+    # tianyang's log ends inside its capture (TP1's `Capture cuda graph begin` is its last
+    # line); then a scheduler traceback cut before its exception, as ktransformers#1969
+    # printed one (lines 2-5 of that file). In the capture's window: the capture failed.
+    capture = (REAL / "tianyang-qwen3-14b-tp2-offload-startup-mrr1.log").read_text("utf-8")
+    cut = _file_lines(REAL / "ktransformers1969-4x3090-tp2-startup-traceback.log")[1:5]
+    assert cut[0].endswith("Scheduler hit an exception: Traceback (most recent call last):")
+    text = capture + "\n".join(cut) + "\n"
+    crash = diagnose_log([text]).crash
+    assert crash is not None and (crash.kind, crash.line) == ("capture", 49)
+    watch = CrashWatch()
+    watch.feed(parse_lines(text.splitlines()))
+    assert watch.finding == crash
+    # Far from any capture (the same lines alone) it is the scheduler failing.
+    alone = diagnose_log(["\n".join(cut) + "\n"]).crash
+    assert alone is not None and alone.kind == "fatal"

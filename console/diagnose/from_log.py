@@ -94,10 +94,10 @@ class LogRead:
     """Batch lines without the fields a row needs (`Prefill batch. #bid: 1, #cache_miss: 2`):
     counted as logscan counts them, never made into rows."""
     crash: CrashBlocks = field(default_factory=CrashBlocks)
+    """The lines around each crash hint, for the crash finding (console/logs)."""
     sglang_lines: bool = False
     """Some line has a prefix SGLang (or its HTTP server, or a logging config around it)
     writes: the file is a server log even without batch or startup lines."""
-    """The lines around each crash hint, for the crash finding (console/logs)."""
 
 
 def text_chunks(lines: Iterable[str], size: int = 20000) -> Iterator[str]:

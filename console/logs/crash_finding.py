@@ -26,6 +26,7 @@ from console.sglang.crash import (
     is_oom,
     looks_like_exception,
 )
+from console.sglang.startup import parse_startup
 
 CrashKind = Literal["oom", "nccl", "capture", "fatal", "exception"]
 _RANK: dict[str, int] = {"oom": 5, "nccl": 4, "capture": 3, "fatal": 2, "exception": 1}
@@ -78,6 +79,8 @@ class CrashWatch:
 
     def __init__(self) -> None:
         self.finding: CrashFinding | None = None
+        self._capturing: int | None = None
+        """The line of the capture begin not yet ended."""
         self._loose: tuple[int, str] | None = None
         """The last exception line seen outside a traceback (line, text): an excerpt that
         begins inside a traceback, before a chained one (`During handling of the above
@@ -85,8 +88,22 @@ class CrashWatch:
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         for event in events:
+            if "apture" in event.message:
+                self._capture_line(event)
             if event.severity >= Severity.WARNING:
                 self._event(event)
+
+    def _capture_line(self, event: LogEvent) -> None:
+        """A capture's begin opens its window, its end closes it: a crash inside the window
+        (a cut traceback through the scheduler's init, `Scheduler hit an exception` right
+        after `Capture cuda graph bs [1, 2, 4, 8]`) died capturing."""
+        line = parse_startup(event.message)
+        if line is None:
+            return
+        if line.kind == "capture_begin":
+            self._capturing = event.seq + 1
+        elif line.kind == "capture_end":
+            self._capturing = None
 
     def _event(self, event: LogEvent) -> None:
         lines = event.lines
@@ -111,11 +128,12 @@ class CrashWatch:
         if not traceback and event.severity >= Severity.ERROR and looks_like_exception(
                 event.message):
             self._loose = (event.seq + 1, event.message.strip())
-        if exception is None and traceback:
+        fatal = event.catalogue_id in CRASH_IDS or event.cause_id in CRASH_IDS
+        if exception is None and traceback and not fatal:
             self._cut(event)
-        elif is_capture_failure(lines) and (traceback or event.catalogue_id in CRASH_IDS):
+        elif (is_capture_failure(lines) or self._in_capture(event)) and (traceback or fatal):
             self._offer("capture", event, _index(lines, exception), exception or event.message)
-        elif event.catalogue_id in CRASH_IDS or event.cause_id in CRASH_IDS:
+        elif fatal:
             self._offer("fatal", event, _index(lines, exception), exception or event.message)
         elif exception is not None:
             self._offer("exception", event, _index(lines, exception), exception)
@@ -125,7 +143,7 @@ class CrashWatch:
         the server died capturing graphs; the text is the exception line just before it
         (a chained traceback's first part) or the line that announced it."""
         lines = event.lines
-        capture = is_capture_failure(lines)
+        capture = is_capture_failure(lines) or self._in_capture(event)
         if not capture and not any(SERVER_FRAMES in line for line in lines):
             return
         kind: CrashKind = "capture" if capture else "exception"
@@ -134,6 +152,12 @@ class CrashWatch:
             self._offer_at(kind, loose[0], loose[1], event.timestamp)
         else:
             self._offer(kind, event, 0, lines[0])
+
+    def _in_capture(self, event: LogEvent) -> bool:
+        """Within LOOSE_LINES of a capture begin that did not end (what every reader keeps
+        of the lines before a crash: console/logs/crash_blocks.py)."""
+        begin = self._capturing
+        return begin is not None and 0 < event.seq + 1 - begin <= LOOSE_LINES
 
     def _offer(self, kind: CrashKind, event: LogEvent, index: int, text: str) -> None:
         self._offer_at(kind, event.seq + 1 + index, text, event.timestamp)

@@ -212,6 +212,8 @@ class LogScanner:
             self._launch_marks(event)
             if severity >= warning:
                 self._crash(event)
+            else:
+                self._crash_watch.feed((event,))  # a capture's begin and end
             if event.catalogue_id is not None:
                 self._note(event, event.catalogue_id)
                 if event.cause_id is not None:
