@@ -336,7 +336,8 @@ class WhyScreen(HostScreen):
     def _load(self, host: str, effective: list[str]) -> None:
         app = console_app(self)
         diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
-        self.app.call_from_thread(self._show, diagnosis, run, note, effective)
+        crash = views_data.crash_sentence(run)
+        self.app.call_from_thread(self._show, diagnosis, run, note, effective, crash)
 
     def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str,
               effective: list[str] | None = None, crash: str = "") -> None:
