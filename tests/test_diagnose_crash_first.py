@@ -246,3 +246,22 @@ def test_a_cut_traceback_inside_the_capture_window_is_a_capture_failure() -> Non
     # Far from any capture (the same lines alone) it is the scheduler failing.
     alone = diagnose_log(["\n".join(cut) + "\n"]).crash
     assert alone is not None and alone.kind == "fatal"
+
+
+@pytest.mark.parametrize("log", CRASHES, ids=lambda p: p.stem)
+def test_a_live_hosts_log_crash_is_an_error_in_the_event_log_once(log: Path) -> None:
+    # The followed log's events as the session gets them (the same assembler), twice: the
+    # crash is said once, as the file's diagnosis words it (without a file line: a live log
+    # has none to give).
+    from console.session.service import HostSession
+    from tests.support.app_fixtures import app_config
+
+    loaded = app_config()
+    session = HostSession(loaded.config.hosts[0], loaded.config)
+    events = parse_lines(_file_lines(log))
+    session._log_crashes(events)
+    session._log_crashes(events)
+    crash = diagnose_log(open_log(str(log))).crash
+    assert crash is not None
+    shown = [(r.source, r.level, r.message) for r in session.state.events if r.source == "log"]
+    assert shown == [("log", "error", f"crash: {crash.title}: {crash.text}")]
