@@ -2,9 +2,8 @@
 logscan` and `plateau diagnose --log` (text and JSON) name the same crash at the same line,
 the console's Why view leads with it and the Events view lists it as an error.
 
-Crash logs are the real ones in tests/data/logs/real/ whose sidecar lists a `crash`, `oom` or
-`nccl_error` event (CORPUS_SCHEMA in tests/test_logs_real_corpus_schema.py); every other
-file must name no crash (a test runner's failed assertion is not the server dying). New
+Crash logs are the real ones in tests/data/logs/real/ that CORPUS_SCHEMA calls crash files
+(`oom: true`, or an event of kind `crash` or `oom`); every other file must name no crash (a test runner's failed assertion is not the server dying). New
 corpus files are picked up by iterating the sidecars.
 """
 
@@ -29,7 +28,7 @@ from widgets.event_log import EventLogTable
 from widgets.why_view import WhyView, why_text
 
 REAL = Path(__file__).parent / "data" / "logs" / "real"
-CRASH_KINDS = {"crash", "oom", "nccl_error"}
+CRASH_KINDS = {"crash", "oom"}
 
 
 def _truth(log: Path) -> dict[str, Any]:
@@ -38,7 +37,9 @@ def _truth(log: Path) -> dict[str, Any]:
 
 
 def _is_crash(log: Path) -> bool:
-    return any(event["kind"] in CRASH_KINDS for event in _truth(log)["events"])
+    """CORPUS_SCHEMA's crash file: `oom: true`, or an event of kind `crash` or `oom`."""
+    truth = _truth(log)
+    return bool(truth["oom"]) or any(e["kind"] in CRASH_KINDS for e in truth["events"])
 
 
 LOGS = sorted(REAL.glob("*.log"))
