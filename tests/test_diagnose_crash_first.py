@@ -3,8 +3,9 @@ logscan` and `plateau diagnose --log` (text and JSON) name the same crash at the
 the console's Why view leads with it and the Events view lists it as an error.
 
 Crash logs are the real ones in tests/data/logs/real/ that CORPUS_SCHEMA calls crash files
-(`oom: true`, or an event of kind `crash` or `oom`); every other file must name no crash (a test runner's failed assertion is not the server dying). New
-corpus files are picked up by iterating the sidecars.
+(`oom: true`, or an event of kind `crash` or `oom`); every other file must name no crash (a
+test runner's failed assertion is not the server dying). New corpus files are picked up by
+iterating the sidecars.
 """
 
 from __future__ import annotations

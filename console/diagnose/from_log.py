@@ -129,7 +129,10 @@ def read_log(chunks: Iterable[str]) -> LogRead:
             stamp, dp, run, use, graph, rate, queue, seqs, toks, p_use, p_run, p_queue, \
                 line = found.groups()
             if crash.open:
-                crash.add(count, found.group(0)[:-1])
+                if line is None:  # a standard batch line ends any traceback, and the block
+                    crash.close()
+                else:
+                    crash.add(count, line)
             if run is not None:
                 rank = ranks.get(dp)
                 if rank is None:

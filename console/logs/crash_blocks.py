@@ -6,7 +6,8 @@ same crash at the same line.
 A block starts at a line with a crash hint, with the BEFORE_LINES lines before it (the line
 that announced a traceback, `Exception in ControllerSingle:`; the first part of a chained
 traceback whose header the excerpt lost), and takes the BLOCK_LINES lines after it, which hold
-the traceback's frames and its exception line. Memory is bounded: MAX_BLOCKS blocks (the first
+the traceback's frames and its exception line, up to the next standard batch line (a prefixed
+line: the assembler ends any traceback there too). Memory is bounded: MAX_BLOCKS blocks (the first
 ones and the last ones: an OOM early, the exception that ended the log late).
 """
 
@@ -45,13 +46,11 @@ class CrashBlocks:
         self.before: deque[tuple[int, str]] = deque(maxlen=BEFORE_LINES)
         """The last lines read outside a block, with their 1-based numbers (the reader
         appends every line but standard batch lines)."""
-        self._open: Block | None = None
+        self._open: Block = []
+        self.open = False
+        """A block is taking lines (a plain attribute: the reader asks it for every line)."""
         self._first: list[Block] = []
         self._last: deque[Block] = deque(maxlen=MAX_BLOCKS // 2)
-
-    @property
-    def open(self) -> bool:
-        return self._open is not None
 
     @staticmethod
     def hint(line: str) -> bool:
@@ -67,7 +66,7 @@ class CrashBlocks:
             expected -= 1
         block.reverse()
         block.append((number, line))
-        self._open = block
+        self._open, self.open = block, True
         if len(self._first) < MAX_BLOCKS // 2:
             self._first.append(block)
         else:
@@ -75,16 +74,21 @@ class CrashBlocks:
 
     def add(self, number: int, line: str) -> None:
         block = self._open
-        assert block is not None
         block.append((number, line))
         if len(block) >= BLOCK_LINES:
-            self._open = None
+            self.open = False
+
+    def close(self) -> None:
+        """End the open block (a standard batch line came: no traceback continues past it)."""
+        self.open = False
 
     def finding(self) -> CrashFinding | None:
         """The crash these blocks show, as logscan's CrashWatch reads it."""
         watch = CrashWatch()
+        if not self._first:
+            return None
+        assembler = EventAssembler()  # one for all blocks: building one compiles its prefilter
         for block in (*self._first, *self._last):
-            assembler = EventAssembler(first_seq=block[0][0] - 1)
             for number, line in block:
                 assembler.next_seq = number - 1
                 done = assembler.feed(line)
