@@ -79,11 +79,14 @@ def read_text(path: str, prefix: str, limits: Limits) -> str:
     return "".join(text_chunks(path, prefix, limits))
 
 
-def text_chunks(path: str, prefix: str, limits: Limits) -> Iterator[str]:
+def text_chunks(path: str, prefix: str, limits: Limits, *,
+                keep_carriage_returns: bool = False) -> Iterator[str]:
     """The file's text in pieces that end at line ends (`\\r\\n` and `\\r` read as `\\n`,
-    bad bytes replaced). The file is opened (and refused) now, not at the first piece."""
+    bad bytes replaced; a server log keeps its `\\r`s: a tqdm bar's redraws are one line,
+    console/logs/line_format.py resolves them). The file is opened (and refused) now, not at
+    the first piece."""
     handle = open_input(path, prefix, limits)
-    return _pieces(handle, prefix, limits)
+    return _pieces(handle, prefix, limits, keep_carriage_returns)
 
 
 def text_lines(path: str, prefix: str, limits: Limits) -> Iterator[str]:
@@ -92,7 +95,8 @@ def text_lines(path: str, prefix: str, limits: Limits) -> Iterator[str]:
     return (line for chunk in chunks for line in chunk[:-1].split("\n"))
 
 
-def _pieces(handle: BinaryIO, prefix: str, limits: Limits) -> Iterator[str]:
+def _pieces(handle: BinaryIO, prefix: str, limits: Limits,
+            keep_carriage_returns: bool = False) -> Iterator[str]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     rest = ""
     lines = read = 0
@@ -105,9 +109,9 @@ def _pieces(handle: BinaryIO, prefix: str, limits: Limits) -> Iterator[str]:
                                  f"for a {limits.what} while it was read")
             text = rest + decoder.decode(block, final=not block)
             held = ""
-            if block and text.endswith("\r"):  # it may start a `\r\n` cut in two
-                text, held = text[:-1], "\r"
-            if "\r" in text:
+            if block and text.endswith("\r") and not keep_carriage_returns:
+                text, held = text[:-1], "\r"  # it may start a `\r\n` cut in two
+            if "\r" in text and not keep_carriage_returns:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             cut = text.rfind("\n") + 1
             rest = text[cut:] + held

@@ -22,10 +22,15 @@ def can_ab(cause: Cause) -> bool:
     return bool(cause.suggest.flags or cause.suggest.env)
 
 
-def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = ()) -> Text:
+def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = (),
+             crash: str = "") -> Text:
     """`effective`: what the server runs with other than asked (`--flag requested →
-    effective`), said under the knee."""
+    effective`), said under the knee. `crash`: the crash or failed launch the log ends in,
+    said before anything else (a plateau is beside the point when the server died)."""
     text = Text()
+    if crash:
+        text.append("CRASH: ", style="bold red")
+        text.append(crash + "\n", style="bold")
     if note:
         text.append(note + "\n", style="dim")
     if diagnosis is None:
@@ -87,7 +92,7 @@ class WhyView(Static):
     plain: str = ""  # what is shown, as plain text (tests, copy)
 
     def show(self, diagnosis: Diagnosis | None, note: str,
-             effective: Sequence[str] = ()) -> None:
-        text = why_text(diagnosis, note, effective)
+             effective: Sequence[str] = (), crash: str = "") -> None:
+        text = why_text(diagnosis, note, effective, crash)
         self.plain = text.plain
         self.update(text)

@@ -179,6 +179,14 @@ def latest_diagnosis(store_path: Path | None, host: str) -> tuple[Any, Any, str]
     return None, None, f"no measured runs of {host} yet: press s to sweep, then W"
 
 
+def crash_sentence(run: Any) -> str:
+    """The crash the run's server died of (its failed step's log tail), or ""."""
+    from console.diagnose.run_crash import run_crash
+
+    crash = run_crash(run.steps) if run is not None else None
+    return crash.sentence() if crash is not None else ""
+
+
 def pareto_history(store_path: Path | None, host: str, limit: int = 50) -> list[Any]:
     """Pareto points (console/bench/pareto.py) of the host's newest `limit` complete runs,
     each per GPU by its own /server_info: what the chart's frontier is drawn across."""

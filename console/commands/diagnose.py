@@ -18,9 +18,11 @@ from console.bench.summary import run_summary
 from console.commands import argtypes
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
 from console.diagnose.models import RunEvidence
+from console.diagnose.run_crash import run_crash
 from console.errors import UsageError
 from console.store.db import RunStore
 from console.store.export import _finite
+from console.text import sanitize
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,12 +104,19 @@ def _handle(args: argparse.Namespace) -> int:
     diagnosis = diagnose(run.steps, evidence if evidence is not None
                          else RunEvidence(sources=["client"]))
     objective = _objective_lines(run.steps, run.summary.meta.spec, args.objective)
+    crash = run_crash(run.steps)
     if args.json:
-        payload = {"run_id": run_id, "evidence_stored": stored,
+        payload = {"run_id": run_id,
+                   "crash": None if crash is None else {
+                       "step": crash.step.index, "concurrency": crash.step.concurrency,
+                       **crash.finding.as_json()},
+                   "evidence_stored": stored,
                    "diagnosis": diagnosis_json(diagnosis),
                    "objective": {"name": args.objective, "lines": objective}}
         print(json.dumps(_finite(payload), allow_nan=False))
         return 0
+    if crash is not None:  # the first finding: the server died during the run
+        print(f"crash: {sanitize(crash.sentence())}")
     print(f"run {run_id} ({run.label}): {diagnosis.knee.sentence}")
     for line in objective:
         print(line)

@@ -86,6 +86,10 @@ def format_report(report: ScanReport) -> str:
         f"{report.source}: {report.lines} lines, {len(report.launches)} launch(es), "
         f"{counts.get('error', 0)} error and {counts.get('warn', 0)} warning events"
     )
+    if report.crash is not None:
+        crash = report.crash
+        when = f", {crash.timestamp}" if crash.timestamp else ""
+        out.append(f"CRASH: {crash.title} (line {crash.line}{when}): {crash.text[:160]}")
     out.append("")
     out.append("Notable events")
     if not report.notable:
@@ -126,7 +130,7 @@ def format_report(report: ScanReport) -> str:
             )
         if not launch.phases:
             out.append("  no startup phases in this part of the log")
-        out.extend(_launch_facts(launch))
+        out.extend(_launch_facts(launch, _capture_failed(report, launch)))
     if report.exceptions:
         out.append("")
         out.append("Exceptions (the last line of each traceback)")
@@ -189,16 +193,38 @@ def format_report(report: ScanReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def _launch_facts(launch: Launch) -> list[str]:
-    """What SGLang resolved at startup, requested -> effective where a clamp shows both."""
+def _capture_failed(report: ScanReport, launch: Launch) -> int | None:
+    """The line where this launch's CUDA-graph capture failed, if it did."""
+    crash = report.crash
+    if crash is None or crash.kind != "capture" or crash.line < launch.start_line:
+        return None
+    later = [other.start_line for other in report.launches if other.start_line > launch.start_line]
+    return crash.line if not later or crash.line < min(later) else None
+
+
+def _launch_facts(launch: Launch, capture_failed: int | None = None) -> list[str]:
+    """What SGLang resolved at startup, requested -> effective where a clamp shows both; after
+    a failed capture, the sizes it tried are not in effect."""
     out: list[str] = []
-    if launch.captured_decode_bs:
+    if capture_failed is not None:
+        tried = (f"bs {launch.captured_decode_bs[0]}..{launch.captured_decode_bs[-1]} tried; "
+                 if launch.captured_decode_bs else "")
+        out.append(f"  decode CUDA graphs     {tried}capture failed (line {capture_failed}): "
+                   "none in effect")
+    elif launch.captured_decode_bs:
         sizes = launch.captured_decode_bs
         asked = launch.decode_graph_requested
         out.append(f"  decode CUDA graphs     bs {sizes[0]}..{sizes[-1]} ({len(sizes)} sizes, "
                    f"{launch.capture_wording} wording)"
                    + (f"; max bs {asked} -> {sizes[-1]} (server_args -> captured)"
                       if asked is not None else ""))
+    elif launch.captured_decode_count is not None:
+        seen = ", ".join(str(bs) for bs in launch.captured_decode_seen or [])
+        ceiling = launch.decode_graph_ceiling
+        largest = (f"largest bs {ceiling}" if ceiling in (launch.captured_decode_seen or [])
+                   else "the largest not in this log")
+        out.append(f"  decode CUDA graphs     {launch.captured_decode_count} sizes (tqdm count; "
+                   f"this log shows bs {seen} of them, captured largest first: {largest})")
     elif launch.decode_graph_ceiling is not None:
         out.append(f"  decode CUDA graphs     up to bs {launch.decode_graph_ceiling} "
                    "(server_args; no capture sizes in this log)")
@@ -217,6 +243,10 @@ def _launch_facts(launch: Launch) -> list[str]:
             else f"{launch.chunked_prefill_size}"))
     if launch.max_total_num_tokens is not None:
         out.append(f"  KV cache tokens        {launch.max_total_num_tokens}")
+    if (launch.kv_allocated_tokens is not None
+            and launch.kv_allocated_tokens != launch.max_total_num_tokens):
+        out.append(f"  KV cache allocated     {launch.kv_allocated_tokens} tokens "
+                   "(KV Cache is allocated)")
     return out
 
 

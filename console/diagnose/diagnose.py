@@ -75,7 +75,9 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
 def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:
     """None when some request completed; else why every step failed, each reason once (a run
     with no completed request has no throughput to explain: issue 36)."""
-    if any(s.metrics is not None and s.metrics.completed > 0 for s in steps):
+    # A step where no request completed is failed (bench.sweep.failure_reason); a log's
+    # steps (no client) are "ok" with the log's own rates.
+    if not steps or any(s.status != "failed" for s in steps):
         return None
     reasons: list[str] = []
     for step in steps:
@@ -84,8 +86,6 @@ def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:
         reason = reason.strip().splitlines()[0][:300] if reason.strip() else "no reply"
         if reason not in reasons:
             reasons.append(reason)
-    if not reasons:
-        return "the run has no steps"
     return (f"no request completed in any of its {len(steps)} step(s): "
             + "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else ""))
 

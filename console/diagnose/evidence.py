@@ -37,7 +37,7 @@ from console.sglang.server_args import (
     parse_server_args,
     requested_running_per_rank,
 )
-from console.sglang.startup import is_decode_phase, parse_startup
+from console.sglang.startup import CaptureSizes, parse_startup
 
 _WARNINGS = {  # substring -> catalogue id (console/logs/catalogue.toml)
     "Using default MoE kernel config": "moe-default-config",
@@ -248,7 +248,7 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     """Facts from the startup log lines (console/sglang/startup.py, server_args.py: every
     release's wording), then /server_info (resolved values win), then the profile's flags."""
     facts: dict[str, Any] = {}
-    sizes: set[int] = set()
+    sizes = CaptureSizes()
     # What the scheduler printed it runs with (the sizing line, a clamp): effective values,
     # which win over server_args' and /server_info's requested ones (SGLang resolves
     # max_running_requests, chunked_prefill_size and the KV pool after server_args is printed:
@@ -269,9 +269,13 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
         startup = parse_startup(message)
         if startup is None:
             continue
-        if startup.bs and is_decode_phase(startup.phase):
-            sizes.update(startup.bs)
-            facts["capture_bs"] = sorted(sizes)
+        if sizes.add(startup):
+            # tqdm bars alone may show one size of many: the list only when all are shown
+            # (console/sglang/startup.py CaptureSizes), the largest when the first bar is.
+            if sizes.sizes is not None:
+                facts["capture_bs"] = sizes.sizes
+            elif sizes.ceiling is not None:
+                facts["cuda_graph_max_bs_decode"] = sizes.ceiling
         elif startup.kind == "sizing":
             for key in ("max_total_num_tokens", "chunked_prefill_size", "max_running_requests"):
                 if key in startup.values:

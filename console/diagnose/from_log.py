@@ -36,22 +36,32 @@ from console.diagnose.evidence import (
 )
 from console.diagnose.models import KneeInfo, RunEvidence, StartupFacts, StepEvidence
 from console.diagnose.rules import FULL_USAGE
+from console.logs.crash_blocks import CRASH_NEEDLES, CrashBlocks
 from console.sglang.batch import (
     DECODE_SHAPE,
     PREFILL_SHAPE,
     RETRACT_NEEDLES,
     batch_shape,
+    is_batch_message,
+    parse_batch,
     retracted_reqs,
 )
 from console.sglang.dp import NodeBatches
-from console.sglang.prefix import RANKS_DP, TIMESTAMP, dp_rank, timestamp_seconds
+from console.sglang.prefix import (
+    RANKS_DP,
+    TIMESTAMP,
+    dp_rank,
+    is_sglang_line,
+    parse_prefix,
+    timestamp_seconds,
+)
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
 STARTUP_NEEDLES = ("server_args=", "Using default MoE", "apture", "max_total_num_tokens=",
                    "Max running requests is reset", " was reduced from ")
 NOTABLE = re.compile("|".join(re.escape(n) for n in (
-    *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS)))
+    *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS, *CRASH_NEEDLES)))
 # The bulk of a serving log, standard batch lines with the default prefix, read by one match
 # per line over the whole text (as console/logs/scan_rows.py does for logscan); every other
 # line takes (.*) and the general parsers. Groups: ts, dp, decode (running, usage, graph,
@@ -80,6 +90,14 @@ class LogRead:
     startup: list[str] = field(default_factory=list)
     marks: list[tuple[int, str, int]] = field(default_factory=list)
     """(batch entries before it, kind, count): retraction and warning lines."""
+    rowless: dict[str, int] = field(default_factory=lambda: {"decode": 0, "prefill": 0})
+    """Batch lines without the fields a row needs (`Prefill batch. #bid: 1, #cache_miss: 2`):
+    counted as logscan counts them, never made into rows."""
+    crash: CrashBlocks = field(default_factory=CrashBlocks)
+    """The lines around each crash hint, for the crash finding (console/logs)."""
+    sglang_lines: bool = False
+    """Some line has a prefix SGLang (or its HTTP server, or a logging config around it)
+    writes: the file is a server log even without batch or startup lines."""
 
 
 def text_chunks(lines: Iterable[str], size: int = 20000) -> Iterator[str]:
@@ -103,11 +121,18 @@ def read_log(chunks: Iterable[str]) -> LogRead:
     count = 0
     append, notable, finditer = batch.append, NOTABLE.search, LINES.finditer
     ranks: dict[str | None, str] = {None: ""}
+    crash = read.crash
+    before = crash.before.append
     for chunk in chunks:
         for found in finditer(chunk):
             count += 1
             stamp, dp, run, use, graph, rate, queue, seqs, toks, p_use, p_run, p_queue, \
                 line = found.groups()
+            if crash.open:
+                if line is None:  # a standard batch line ends any traceback, and the block
+                    crash.close()
+                else:
+                    crash.add(count, line)
             if run is not None:
                 rank = ranks.get(dp)
                 if rank is None:
@@ -118,18 +143,30 @@ def read_log(chunks: Iterable[str]) -> LogRead:
                 append((False, (int(seqs), int(toks), int(p_run), int(p_queue),
                                 float(p_use)), stamp, "" if dp is None else "DP" + dp))
             elif "batch" in line or notable(line) is not None:
-                _slow_line(line, read)
+                _slow_line(line, read, count)
+            if line is not None:
+                if not crash.open:
+                    before((count, line))
+                if not read.sglang_lines and is_sglang_line(line):
+                    read.sglang_lines = True
     read.lines = count
     del batch, startup, marks
     return read
 
 
-def _slow_line(line: str, read: LogRead) -> None:
+def _slow_line(line: str, read: LogRead, number: int) -> None:
+    if not read.crash.open and read.crash.hint(line):
+        read.crash.start(number, line)
     if "batch" in line:
         parsed = batch_line(line)
         if parsed is not None:
             decode, row, stamp, ranks = parsed
             read.batch.append((decode, row, stamp, dp_rank(ranks) if ranks else ""))
+            return
+        message = parse_prefix(line).message
+        stats = parse_batch(message) if is_batch_message(message) else None
+        if stats is not None:
+            read.rowless[stats.kind] += 1
             return
     if any(needle in line for needle in STARTUP_NEEDLES):
         read.startup.append(line)

@@ -12,10 +12,20 @@ from typing import Any
 
 from console.diagnose.client_files import ClientSide
 from console.diagnose.diagnose import diagnose, diagnosis_json, diagnosis_lines
-from console.diagnose.from_log import Split, dp_ranks_of, log_evidence, read_log, split_steps
+from console.diagnose.from_log import (
+    LogRead,
+    Split,
+    dp_ranks_of,
+    log_evidence,
+    read_log,
+    split_steps,
+)
 from console.diagnose.lacking import blocking, lacking
 from console.diagnose.models import Diagnosis
+from console.errors import UsageError
 from console.inputfile import SERVER_LOG, text_chunks
+from console.logs.crash_finding import CrashFinding
+from console.logs.line_format import resolve_redraws
 from console.sglang.resolved import resolved_settings
 
 
@@ -34,13 +44,30 @@ class LogDiagnosis:
     inferred: list[str]
     effective: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    crash: CrashFinding | None = None
+    """The crash or failed launch the log ends in: the first finding everywhere."""
 
 
 def open_log(path: str) -> Iterator[str]:
-    """The file's text in pieces that end at line ends (bad bytes replaced), for
-    diagnose_log, within a server log's limits (console/inputfile.py); one clear error when
-    it cannot be read or is out of bounds."""
-    return text_chunks(path, f"diagnose: {path}", SERVER_LOG)
+    """The file's text in pieces that end at line ends (bad bytes replaced), within a server
+    log's limits (console/inputfile.py: regular files only, size, line count and line length;
+    one clear error otherwise), each piece's `\r` redraws resolved as logscan resolves them (a
+    tqdm bar redrawn 36 times is one line)."""
+    pieces = text_chunks(path, f"diagnose: {path}", SERVER_LOG, keep_carriage_returns=True)
+    return (resolve_redraws(piece) for piece in pieces)
+
+
+class NotAServerLog(UsageError):
+    """The file holds no line SGLang (or its crash) writes: junk, empty, binary."""
+
+
+def _check_server_log(read: LogRead, path: str) -> None:
+    if read.lines == 0:
+        raise NotAServerLog(f"{path or 'log'}: empty: not an SGLang server log")
+    if not (read.batch or read.startup or read.sglang_lines or any(read.rowless.values())):
+        raise NotAServerLog(
+            f"{path or 'log'}: not an SGLang server log: none of its {read.lines} lines is a "
+            "batch, startup, crash or SGLang-prefixed line")
 
 
 def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
@@ -62,6 +89,9 @@ def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
 def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
                   ) -> LogDiagnosis:
     read = read_log(chunks)
+    crash = read.crash.finding()
+    if crash is None:
+        _check_server_log(read, path)
     split = split_steps(read, client)
     evidence, inferred = log_evidence(read, split)
     diagnosis = diagnose(split.steps, evidence)
@@ -71,25 +101,40 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         "candidates": [c for c in diagnosis.candidates if c.id not in blocked]}
     if split.knee is not None:
         update["knee"] = split.knee
+    if not _repeated(split):
+        # Without repeated runs at one concurrency the noise is the rules' floor, a prior:
+        # a figure this log does not hold is not printed as the run's noise.
+        update["noise"] = None
     diagnosis = diagnosis.model_copy(update=update)
     missing = lacking(evidence, client.kind if client else None,
                       startup_seen=bool(read.startup),
                       inferred_ceiling=inferred.graph_ceiling is not None,
                       inferred_cap=inferred.running_cap is not None)
     decode = sum(1 for d, *_ in read.batch if d)
+    rowless = read.rowless
     return LogDiagnosis(
-        path=path, lines=read.lines, decode_lines=decode,
-        prefill_lines=len(read.batch) - decode, dp_ranks=dp_ranks_of(read),
+        path=path, lines=read.lines, decode_lines=decode + rowless["decode"],
+        prefill_lines=len(read.batch) - decode + rowless["prefill"], dp_ranks=dp_ranks_of(read),
         client=client.kind if client else None, client_files=client.files if client else [],
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
-        effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from),
-        skipped=client.skipped if client else [])
+        effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from,
+                                  capture_failed=crash is not None and crash.capture),
+        skipped=client.skipped if client else [], crash=crash)
 
 
-def effective_lines(startup: list[str], reduced_from: int | None = None) -> list[str]:
+def _repeated(split: Split) -> bool:
+    """Whether the client ran some concurrency twice (the noise is then measured)."""
+    seen = [s.concurrency for s in split.steps if s.status == "ok"]
+    return split.how != "levels" and len(seen) != len(set(seen))
+
+
+def effective_lines(startup: list[str], reduced_from: int | None = None, *,
+                    capture_failed: bool = False) -> list[str]:
     """`--flag requested → effective` for what SGLang resolved or clamped, from its startup
-    lines; the requested side is server_args' (or a clamp line's) when the log has it."""
-    return [r.text() for r in resolved_settings(startup, reduced_from)]
+    lines; the requested side is server_args' (or a clamp line's) when the log has it. After
+    a failed CUDA-graph capture no graph size is in effect: the server never ran with it."""
+    return [r.text() for r in resolved_settings(startup, reduced_from)
+            if not (capture_failed and r.flag.startswith("cuda-graph"))]
 
 
 def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:
@@ -100,6 +145,7 @@ def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:
     body["not_seen"] = {k: v for k, v in result.lacking.items() if k not in named and v}
     return {
         "log": result.path,
+        "crash": None if result.crash is None else result.crash.as_json(),
         "lines": result.lines,
         "decode_lines": result.decode_lines,
         "prefill_lines": result.prefill_lines,
@@ -123,6 +169,8 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
     ranks = f", {result.dp_ranks} DP ranks" if result.dp_ranks > 1 else ""
     out = [f"log {result.path}: {result.lines} lines, {result.decode_lines} Decode and "
            f"{result.prefill_lines} Prefill batch lines{ranks}"]
+    if result.crash is not None:
+        out.append(f"crash: {result.crash.sentence()}")
     if result.client:
         runs = len(result.split.steps)
         out.append(f"client: {runs} {result.client.replace('_', ' ')} run(s) from "
@@ -137,17 +185,22 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
     if not d.causes:
         out.append("why: no clear cause (abstaining rather than guessing)")
         out.append("  checked: " + "; ".join(d.checked))
-        for cause_id, items in result.lacking.items():
-            if items:
-                out.append(f"  {cause_id} not seen; lacked: " + "; ".join(items))
-        return out
+        return out + _not_seen(result)
     for line in diagnosis_lines(d, top=top):
         out.append(line)
         if line.startswith("why #"):
             cause_id = line.split(": ", 2)[1].split(" ", 1)[0]
             for item in result.lacking.get(cause_id, []):
                 out.append(f"    lacked: {item}")
-    return out
+    return out + _not_seen(result)
+
+
+def _not_seen(result: LogDiagnosis) -> list[str]:
+    """The causes this log could not show, each with what it lacked (the JSON's
+    `not_seen`)."""
+    named = {c.id for c in result.diagnosis.causes}
+    return [f"  {cause_id} not seen; lacked: " + "; ".join(items)
+            for cause_id, items in result.lacking.items() if items and cause_id not in named]
 
 
 __all__ = ["LogDiagnosis", "diagnose_log", "log_diagnosis_json",

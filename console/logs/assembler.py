@@ -29,6 +29,7 @@ from console.logs.line_format import (
     ACCESS,
     MAX_LINE_CHARS,
     PREFIX,
+    PY_LOGGING,
     UVICORN_LEVEL,
     clean_line,
     logging_config_match,
@@ -38,7 +39,7 @@ from console.logs.prefilter import compile_literals
 from console.sglang.batch import BATCH_PREFIXES
 from console.sglang.crash import CHAIN as _CHAIN
 from console.sglang.crash import TRACEBACK
-from console.sglang.prefix import unglue_progress
+from console.sglang.prefix import damaged_groups, damaged_match, unglue_progress
 from console.text import redact_secrets
 
 # Unprefixed lines that are never part of a preceding block.
@@ -203,6 +204,12 @@ class EventAssembler:
                 line = rest
         if found is None:
             config = logging_config_match(line)
+            if config is None and (damaged := damaged_match(line)) is not None:
+                # An excerpt's damage: text before the bracket, a first line cut in its date.
+                stamp, ranks, _gpu = damaged_groups(damaged)
+                done = self._close() if self._open is not None else None
+                self._start_message(line, line[damaged.end():], stamp, ranks, seq, offset)
+                return done
             if config is None:
                 if self._open is not None and self._continues(line):
                     self._cont.append(line)
@@ -220,13 +227,18 @@ class EventAssembler:
                 ranks = f"{ranks} GPU{gpu}".lstrip()
             message = line[found.end() :]
         done = self._close() if self._open is not None else None
+        self._start_message(line, message, timestamp, ranks, seq, offset, level)
+        return done
+
+    def _start_message(self, line: str, message: str, timestamp: str | None, ranks: str,
+                       seq: int, offset: int | None, level: str | None = None) -> None:
+        """Open the event of a prefixed line (its prefix read)."""
         if message.startswith(BATCH_PREFIXES):
             self._open = new_event(seq, "sglang", (line,), message, Severity.DEBUG, timestamp,
                                    ranks, level, None, None, offset, self.source)
             self._mode = _MODE_NONE
         else:
             self._start_prefixed(line, message, timestamp, ranks, seq, offset, level)
-        return done
 
     def flush(self) -> LogEvent | None:
         """Close the open event (end of input, or the stream went quiet)."""
@@ -235,7 +247,8 @@ class EventAssembler:
     # -- starting events ------------------------------------------------------------------
 
     def _start_prefixed(
-        self, line: str, message: str, timestamp: str, ranks: str, seq: int, offset: int | None,
+        self, line: str, message: str, timestamp: str | None, ranks: str, seq: int,
+        offset: int | None,
         config_level: str | None = None,
     ) -> None:
         kind: EventKind = "sglang"
@@ -275,6 +288,11 @@ class EventAssembler:
                 level = level_match.group(1)
                 message = line[level_match.end() :]
                 kind = "uvicorn"
+            elif line[:1].isdigit() and (logged := PY_LOGGING.match(line)) is not None:
+                # `2025-04-08 08:20:14,581 - INFO - flashinfer.jit: ...`: a library's line,
+                # at its own level (its time is another logger's: no launch opens on it).
+                level = logged.group(2)
+                message = line[logged.end() :]
             severity, catalogue_id, mode, kind = self._classify(message, kind, level)
         self._open = new_event(seq, kind, (line,), message, severity, None, "", level,
                                catalogue_id, None, offset, self.source)

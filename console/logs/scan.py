@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import access_severity
+from console.logs.crash_finding import CrashWatch
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.models import LogEvent, Severity
 from console.logs.scan_launch import Launch, LaunchState, feed_launch, finish_launch
@@ -112,9 +113,21 @@ class ExceptionSummary(BaseModel):
     oom: bool = False
 
 
+class CrashSummary(BaseModel):
+    """The crash or failed launch the log shows (console/logs/crash_finding.py): the first
+    thing a report says."""
+
+    kind: str
+    title: str
+    line: int
+    timestamp: str | None = None
+    text: str
+
+
 class ScanReport(BaseModel):
     source: str
     lines: int = 0
+    crash: CrashSummary | None = None
     events: int = 0
     severity_counts: dict[str, int] = Field(default_factory=dict)
     notable: list[NotableSummary] = Field(default_factory=list)
@@ -172,6 +185,7 @@ class LogScanner:
         self._node_gen_n = 0
         self._exceptions: list[ExceptionSummary] = []
         self._oom = False
+        self._crash_watch = CrashWatch()
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         counts = self._counts
@@ -198,6 +212,8 @@ class LogScanner:
             self._launch_marks(event)
             if severity >= warning:
                 self._crash(event)
+            else:
+                self._crash_watch.feed((event,))  # a capture's begin and end
             if event.catalogue_id is not None:
                 self._note(event, event.catalogue_id)
                 if event.cause_id is not None:
@@ -212,6 +228,10 @@ class LogScanner:
         self._node_sample(self._node.flush())
         report.exceptions = self._exceptions
         report.oom = self._oom
+        found = self._crash_watch.finding
+        if found is not None:
+            report.crash = CrashSummary(kind=found.kind, title=found.title, line=found.line,
+                                        timestamp=found.timestamp, text=found.text)
         report.lines = self._lines
         report.events = self._events
         report.severity_counts = {severity.label: n for severity, n in self._counts.items()}
@@ -290,6 +310,7 @@ class LogScanner:
                 oom=is_oom(text)))
         if not self._oom and (is_oom(event.message) or (text is not None and is_oom(text))):
             self._oom = True
+        self._crash_watch.feed((event,))
 
     # -- notable ----------------------------------------------------------------------------
 

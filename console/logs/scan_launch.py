@@ -20,7 +20,7 @@ from console.sglang.server_args import (
     parse_server_args,
     server_args_form,
 )
-from console.sglang.startup import StartupLine, is_decode_phase, parse_sizing, parse_startup
+from console.sglang.startup import CaptureSizes, StartupLine, parse_sizing, parse_startup
 
 _SIZING_AT = "max_total_num_tokens="
 
@@ -66,7 +66,12 @@ class Launch(BaseModel):
     capture_wording: str | None = None
     """`old` (`Capture cuda graph begin`) or `new` (`Capture target decode CUDA graph begin`)."""
     captured_decode_bs: list[int] | None = None
-    """The decode CUDA-graph batch sizes the log shows were captured (begin, end or bs lines)."""
+    """The decode CUDA-graph batch sizes the log shows were captured (begin, end or bs lines,
+    or tqdm bars for every size); None when the log shows only some of them."""
+    captured_decode_count: int | None = None
+    """How many decode sizes were captured (the list's length, or the tqdm bars' `/N`)."""
+    captured_decode_seen: list[int] | None = None
+    """The sizes the log prints, when it does not print them all (the last tqdm bar only)."""
     decode_graph_ceiling: int | None = None
     """The largest decode graph: captured sizes, else what server_args asked for."""
     cuda_graph_disabled: bool | None = None
@@ -75,6 +80,8 @@ class Launch(BaseModel):
     max_running_requests_requested: int | None = None
     """What was asked for, when a clamp line shows it was reduced."""
     max_total_num_tokens: int | None = None
+    kv_allocated_tokens: int | None = None
+    """`KV Cache is allocated. #tokens: N`: the pool's size as the allocator printed it."""
     chunked_prefill_size: int | None = None
     """Effective (the sizing line), else server_args'."""
     chunked_prefill_size_requested: int | None = None
@@ -95,7 +102,7 @@ class LaunchState:
         self.elapsed: dict[str, float] = {}
         self.weights_elapsed: dict[str, float] = {}  # rank prefix -> its load seconds
         self.graph_elapsed: dict[str, float] = {}  # rank prefix -> its capture seconds
-        self.sizes: set[int] = set()
+        self.sizes = CaptureSizes()
         self.asked_chunked: int | None = None  # server_args' values, for requested -> effective
         self.asked_graph: int | None = None
 
@@ -133,6 +140,8 @@ class LaunchState:
                 self.elapsed["load weights"] = max(self.weights_elapsed.values())
         elif kind in ("kv_allocated", "memory_pool_end"):
             self.mark("kv_end", event, last=True)
+            if "tokens" in line.values:
+                launch.kv_allocated_tokens = int(line.values["tokens"])
         elif kind in ("capture_begin", "capture_end", "capture_sizes"):
             self._capture(line, event)
         elif kind == "sizing":
@@ -158,10 +167,13 @@ class LaunchState:
         launch = self.launch
         if line.wording and launch.capture_wording is None:
             launch.capture_wording = line.wording
-        if line.bs and is_decode_phase(line.phase):
-            self.sizes.update(line.bs)
-            launch.captured_decode_bs = sorted(self.sizes)
-            launch.decode_graph_ceiling = max(self.sizes)
+        if self.sizes.add(line):
+            sizes = self.sizes
+            launch.captured_decode_bs = sizes.sizes
+            launch.captured_decode_count = sizes.count
+            launch.captured_decode_seen = sorted(sizes.listed | sizes.barred)
+            if sizes.ceiling is not None:
+                launch.decode_graph_ceiling = sizes.ceiling
         if line.kind == "capture_begin":
             self.mark("graph_begin", event)
         elif line.kind == "capture_end":
@@ -232,9 +244,12 @@ def finish_launch(state: LaunchState) -> Launch:
         ("total", start, ready),
     ]
     for name, begin, end in spans:
-        if name in state.elapsed and begin is not None:
+        # SGLang's own figure stands without its begin line (`Capture cuda graph end. Time
+        # elapsed: 391.00 s` in an excerpt that starts there): anchored at the end line.
+        anchor = begin or end
+        if name in state.elapsed and anchor is not None and anchor[0] is not None:
             launch.phases.append(StartupPhase(name=name, seconds=state.elapsed[name],
-                                              start_line=begin[0], source="elapsed"))
+                                              start_line=anchor[0], source="elapsed"))
             continue
         seconds = _seconds_between(begin, end)
         if seconds is not None and begin is not None:

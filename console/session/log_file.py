@@ -15,6 +15,7 @@ from console.diagnose.client_files import read_client_files
 from console.diagnose.log_diagnosis import LogDiagnosis, diagnose_log, log_diagnosis_lines
 from console.errors import file_as_usage_error
 from console.logs.assembler import parse_lines
+from console.logs.line_format import resolve_redraws
 from console.logs.server_stats import StatsAggregator
 from console.session.events import ConnectionChanged, LogBatch, Problem, SessionEvent, StatsUpdate
 
@@ -39,13 +40,12 @@ class LogFile:
 
 
 def read_text(path: str) -> str:
-    """The file's text (bad bytes replaced, `\\r\\n` and `\\r` read as `\\n`); one clear
-    error when it cannot be read."""
-    with file_as_usage_error(f"--log {path}"):
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    """The file's text (bad bytes replaced, `\\r` redraws resolved as logscan reads them);
+    one clear error when it cannot be read."""
+    with file_as_usage_error(f"--log {path}"), open(
+            path, encoding="utf-8", errors="replace", newline="") as handle:
+        text = handle.read()
+    return resolve_redraws(text)
 
 
 def read_log_file(host: str, path: str, bench: list[str] | None = None) -> LogFile:
@@ -54,7 +54,8 @@ def read_log_file(host: str, path: str, bench: list[str] | None = None) -> LogFi
     text = read_text(path)
     client = read_client_files(bench or [])
     diagnosis = diagnose_log([text if text.endswith("\n") else text + "\n"], client, path=path)
-    parsed = parse_lines(text.splitlines())
+    body = text[:-1] if text.endswith("\n") else text
+    parsed = parse_lines(body.split("\n") if body else [])
     stats = StatsAggregator(history=240, clock=lambda: 0.0)  # a file: nothing ages
     events: list[SessionEvent] = [
         ConnectionChanged(host, "closed", f"a log file ({path}): no host to reach")]
@@ -63,5 +64,7 @@ def read_log_file(host: str, path: str, bench: list[str] | None = None) -> LogFi
         events.append(LogBatch(host, chunk, source=path))
         stats.add_events(chunk)
     events.append(StatsUpdate(host, stats.snapshot()))
+    if diagnosis.crash is not None:  # the first finding: an error in the event log too
+        events.append(Problem(host, "log", f"crash: {diagnosis.crash.sentence()}"))
     events.append(Problem(host, "log", log_diagnosis_lines(diagnosis)[0], level="info"))
     return LogFile(path, events, diagnosis)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
@@ -21,6 +21,8 @@ from console.config_models import HostConfig, PlateauConfig
 from console.errors import HostKeyError
 from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
+from console.logs.crash_finding import CrashWatch
+from console.logs.models import LogEvent
 from console.server.refusal import HostFacts, refusal
 from console.session import adapters
 from console.session.events import (
@@ -110,6 +112,7 @@ class HostSession(EventFeed):
         self._aggregator: StatsAggregator | None = None
         self._metrics_failing = False
         self._gpu_warned: set[str] = set()
+        self._crashes_said: set[str] = set()
         self.taps = EvidenceTaps()  # a console sweep's evidence: tees of the loops below
         self._closed = False
         self._loops: list[asyncio.Task[None]] = []
@@ -350,6 +353,21 @@ class HostSession(EventFeed):
             self._gpu_warned.add(message)
         self._problem("gpu", f"GPU agent: {message}", "warning")
 
+    def _log_crashes(self, events: Sequence[LogEvent]) -> None:
+        """A crash in the followed log (an OOM, an NCCL failure, a failed capture, a scheduler
+        exception: console/logs/crash_finding.py) is an error in the event log, each once."""
+        watch = CrashWatch()
+        watch.feed(events)
+        found = watch.finding
+        if found is None:
+            return
+        message = f"crash: {found.title}: {found.text}"
+        if message in self._crashes_said:
+            return
+        if len(self._crashes_said) < 100:
+            self._crashes_said.add(message)
+        self._problem("log", message)
+
     def aggregator(self) -> StatsAggregator:
         """One StatsAggregator per session: fed by the log's batch lines and /metrics."""
         if self._aggregator is None:
@@ -369,6 +387,7 @@ class HostSession(EventFeed):
                 self.taps.log(batch.events)
                 self.emit(LogBatch(self.host.name, tuple(batch.events)))
                 aggregator.add_events(batch.events)
+                self._log_crashes(batch.events)
             # Stats at most twice a second: the strip's sparklines need no more.
             now = time.monotonic()
             if now - last_stats >= STATS_PERIOD_S:

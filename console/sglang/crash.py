@@ -40,6 +40,12 @@ _EXCEPTION = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|E
                         r"|Warning|Fault)\b(?::|$)|[a-z_][\w.]*\.[A-Z]\w*:")
 
 
+OOM_NEEDLES = ("out of memory", "OutOfMemoryError", "hipErrorOutOfMemory",
+               "cudaErrorMemoryAllocation", "CUBLAS_STATUS_ALLOC_FAILED",
+               "ACL_ERROR_RT_MEMORY_ALLOCATION")
+"""A substring of every OOM match (a cheap test before the regex)."""
+
+
 def is_oom(text: str) -> bool:
     """Whether `text` reports the GPU (or accelerator) out of memory, in any wording."""
     return OOM.search(text) is not None
@@ -85,3 +91,37 @@ def looks_like_exception(line: str) -> bool:
     """`SomeError: msg`, `pkg.mod.SomeError`, `KeyboardInterrupt`: a line that names an
     exception (the lines after a traceback's frames that are not its message)."""
     return _EXCEPTION.match(line.strip()) is not None
+
+
+NCCL = re.compile(r"NCCL error|nccl(?:UnhandledCuda|System|Internal|Remote|InvalidUsage"
+                  r"|InvalidArgument)Error|Watchdog caught collective operation timeout"
+                  r"|ProcessGroupNCCL|c10::DistBackendError")
+"""A collective failed or timed out (NCCL's own words, torch's watchdog, its C++ exception)."""
+NCCL_NEEDLES = ("NCCL", "nccl", "Watchdog caught", "DistBackendError")
+"""A substring of every NCCL match."""
+CAPTURE_FRAMES = ("cuda_graph_runner.py", "capture_one_batch_size", "Capture cuda graph failed",
+                  "init_device_graphs", "init_cuda_graphs", "cuda_graph_setup.py",
+                  "when stream is capturing")
+"""A traceback through these frames (or with this message) died capturing CUDA graphs at
+startup: `cuda_graph_runner.py` `capture` / `capture_one_batch_size` (0.4-0.5.x),
+`model_runner.py` `init_device_graphs` / `init_cuda_graphs`, and 0.5.23's
+`model_runner_components/cuda_graph_setup.py`; SGLang's own wrapper `Capture cuda graph
+failed: ...`; CUDA's own `operation not permitted when stream is capturing`."""
+SERVER_FRAMES = "/sglang/srt/"
+"""A frame in SGLang's server package (`python/sglang/srt/...`)."""
+HARNESS_FRAMES = ("/unittest/", "/sglang/test/", "/_pytest/", "sglang.test.")
+"""A traceback through a test runner's frames is the harness failing an assertion about a
+server (a throughput threshold), not the server dying."""
+
+
+def is_nccl_failure(text: str) -> bool:
+    return NCCL.search(text) is not None
+
+
+def is_capture_failure(lines: Sequence[str]) -> bool:
+    """Whether a traceback (or a message) died capturing CUDA graphs."""
+    return any(frame in line for line in lines for frame in CAPTURE_FRAMES)
+
+
+def is_harness_traceback(lines: Sequence[str]) -> bool:
+    return any(frame in line for line in lines for frame in HARNESS_FRAMES)

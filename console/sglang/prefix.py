@@ -47,6 +47,21 @@ _GPU_ID = r"(?:\[gpu_id=(\d+)\] |)"
 PREFIX = re.compile(rf"(?:\[|(?=\d{{4}}-\d\d-\d\d \d))({TIMESTAMP})({RANKS})\] ?{_GPU_ID}",
                     re.ASCII)
 """group 1: timestamp, 2: rank parts (with a leading space, or empty), 3: 0.1/0.2 gpu_id."""
+DAMAGED = re.compile(
+    rf"(?:\d{{1,3}}-\d\d-\d\d |\d{{0,2}}-?\d\d |)(\d\d:\d\d:\d\d(?:[.,]\d{{3}}|))({RANKS})\] ?"
+    rf"{_GPU_ID}"
+    rf"|[^\[\n]{{1,240}}? \[({TIMESTAMP})({RANKS})\] ?{_GPU_ID}", re.ASCII)
+"""A prefix an excerpt damaged, two ways:
+* its first line cut inside the date, `025-06-23 18:55:20 TP0] Decode batch. ...` (the
+  ranks and the message survive; the stamp, no longer a date, is not read as one: groups 1-3);
+* text before the bracket, `@c:\\...\\log.txt [2026-08-23 09:05:37 TP0 EP0] Decode batch, ...`
+  (a file name or a tool's tag pasted in front; groups 4-6)."""
+PY_LOGGING = re.compile(
+    rf"({DATE_TIME}) - (TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL) - ", re.ASCII)
+"""Python logging's `%(asctime)s - %(levelname)s - ...` shape, as libraries beside SGLang print
+it: flashinfer's JIT logger writes `2025-04-08 08:20:14,581 - INFO - flashinfer.jit: Prebuilt
+kernels not found, using JIT backend` (group 1: timestamp, 2: level). The level is the
+library's own word for it: an INFO line is not a warning however it is worded."""
 LOGGING_CONFIG = re.compile(
     rf"({DATE_TIME}) (TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ "
     rf"\[ ?((?:{_RANK} )*)(?:[\w.-]+:\d+|)\] ", re.ASCII)
@@ -95,7 +110,45 @@ def parse_prefix(line: str) -> Prefix:
     rest = unglue_progress(line)
     if rest is not None:
         return parse_prefix(rest)
+    found = damaged_match(line)
+    if found is not None:
+        stamp, ranks, _gpu = damaged_groups(found)
+        shape = "none" if stamp is None else (
+            "date_time_ranks" if len(stamp) > 12 else "time_ranks")
+        return Prefix(stamp, ranks, line[found.end():], None, shape)
     return Prefix(None, "", line)
+
+
+def is_sglang_line(line: str) -> bool:
+    """A line in a shape SGLang writes: any prefix above (damaged ones too), or uvicorn's
+    level (`INFO:     127.0.0.1:5 - "GET / HTTP/1.1" 200 OK`) before SGLang configures it."""
+    prefix = parse_prefix(line)
+    if prefix.timestamp is not None or prefix.ranks:
+        return True
+    return line[:1] in "TDIWEC" and UVICORN_LEVEL.match(line) is not None
+
+
+def damaged_match(line: str) -> re.Match[str] | None:
+    """DAMAGED's match, after cheap checks (both shapes hold `] ` early in the line)."""
+    close = line.find("] ", 0, 300)
+    if close < 0 or line[:1] == "[":
+        return None
+    return DAMAGED.match(line)
+
+
+def damaged_groups(found: re.Match[str]) -> tuple[str | None, str, str | None]:
+    """(timestamp, rank parts without the leading space, 0.1/0.2 gpu id) of a DAMAGED
+    match; no timestamp for a cut date (a time without its day would be read as another
+    day's)."""
+    stamp: str | None
+    if found.group(1) is not None:
+        stamp, ranks, gpu = None, found.group(2), found.group(3)
+    else:
+        stamp, ranks, gpu = found.group(4, 5, 6)
+    ranks = ranks[1:]
+    if gpu is not None:
+        ranks = f"{ranks} GPU{gpu}".lstrip()
+    return stamp, ranks, gpu
 
 
 def unglue_progress(line: str) -> str | None:

@@ -30,7 +30,8 @@ Wordings, by source:
 * `Max running requests is reset to 48 for speculative decoding. You can override this by
   explicitly setting --max-running-requests.` (server_args.py, 0.5.x with spec decoding).
 * capture progress (tqdm, one line per size when not a TTY): `Capturing batches (bs=16
-  avail_mem=13.56 GB):  17%|...` (`cuda_graph_runner.py` ~0.4.9+).
+  avail_mem=13.56 GB):  17%|...| 1/6 [00:16<01:22, 16.57s/it]` (`cuda_graph_runner.py`
+  ~0.4.9+), largest size first; `1/6` counts the sizes (CaptureSizes).
 * summary: `Engine startup timings (s): load_weight=.., kv_cache_allocation=.., cuda_graph={
   prefill=.., decode=..}, ...` (0.5.23 `srt/entrypoints/engine.py:1117-1126`).
 """
@@ -55,7 +56,8 @@ _TIMINGS = re.compile(r"(\w+)=([0-9.]+)")
 _CLAMP = re.compile(r"(\w+) was reduced from (?:the requested )?([0-9]+) to ([0-9]+)")
 _KV_TOKENS = re.compile(r"#tokens: ([0-9]+)")
 _RESET = re.compile(r"Max running requests is reset to ([0-9]+)")
-_TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)")
+_TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)[^)]*\):.*?\| *([0-9]+)/([0-9]+) ")
+_TQDM_BS_ONLY = re.compile(r"Capturing batches \(bs=([0-9]+)")
 _SIZING_AT = "max_total_num_tokens="
 READY = "The server is fired up and ready to roll!"
 """0.5.23 `srt/entrypoints/http_server.py:2600`; the same words since 0.1."""
@@ -100,9 +102,7 @@ def parse_startup(message: str) -> StartupLine | None:
     if message.startswith(_SIZING_AT):
         return parse_sizing(message)
     if message.startswith("Capturing batches"):
-        found = _TQDM_BS.match(message)
-        return None if found is None else StartupLine(
-            "capture_sizes", phase="decode", bs=(int(found.group(1)),))
+        return _capture_bar(message)
     if message.startswith("Max running requests is reset"):
         found = _RESET.match(message)
         return None if found is None else StartupLine(
@@ -151,6 +151,69 @@ def _capture(message: str) -> StartupLine | None:
     kind: StartupKind = "capture_begin" if found.group(2) == "begin" else "capture_end"
     return StartupLine(kind, elapsed=_elapsed(message), phase=phase, wording=wording,
                        bs=None if bs is None else _ints(bs.group(1)))
+
+
+def _capture_bar(message: str) -> StartupLine | None:
+    """A tqdm bar: the size being captured and `done/total` sizes (values `done`, `total`);
+    without its count (a cut bar) only the size."""
+    found = _TQDM_BS.match(message + " ")
+    if found is not None:
+        return StartupLine("capture_sizes", phase="decode", bs=(int(found.group(1)),),
+                           values={"done": float(found.group(2)),
+                                   "total": float(found.group(3))})
+    bare = _TQDM_BS_ONLY.match(message)
+    return None if bare is None else StartupLine("capture_sizes", phase="decode",
+                                                 bs=(int(bare.group(1)),))
+
+
+@dataclass
+class CaptureSizes:
+    """The decode CUDA-graph sizes a launch's capture lines show. A list line (`Capture cuda
+    graph bs [...]`, `bs=[...]`) prints them all; tqdm bars (`Capturing batches (bs=1
+    avail_mem=11.18 GB): 100%|...| 36/36`) print one size each and how many there are, and
+    capture runs largest first (cuda_graph_runner.py reverses the list): a bar at 0/N names
+    the largest. A log that keeps only the last bar holds one size of N, not the list."""
+
+    listed: set[int] = field(default_factory=set)
+    barred: set[int] = field(default_factory=set)
+    total: int | None = None
+    """How many sizes the bars count (their `/N`)."""
+    first: int | None = None
+    """The size of a bar at 0/N: the largest."""
+
+    def add(self, line: StartupLine) -> bool:
+        """Take a capture line's sizes; False when it holds no decode sizes."""
+        if not line.bs or not is_decode_phase(line.phase):
+            return False
+        if "total" not in line.values:
+            self.listed.update(line.bs)
+            return True
+        self.barred.update(line.bs)
+        self.total = int(line.values["total"])
+        if line.values["done"] == 0:
+            self.first = line.bs[0]
+        return True
+
+    @property
+    def sizes(self) -> list[int] | None:
+        """Every size captured, when the log shows them all; None when it does not."""
+        if self.listed:
+            return sorted(self.listed | self.barred)
+        if self.barred and (self.total is None or len(self.barred) >= self.total):
+            return sorted(self.barred)
+        return None
+
+    @property
+    def ceiling(self) -> int | None:
+        """The largest size captured, when the log shows it."""
+        sizes = self.sizes
+        return max(sizes) if sizes else self.first
+
+    @property
+    def count(self) -> int | None:
+        """How many sizes were captured (the list's length, else the bars' count)."""
+        sizes = self.sizes
+        return len(sizes) if sizes is not None else self.total
 
 
 def is_decode_phase(phase: str) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
+from console.diagnose.run_crash import run_crash
 from console.share.gather import PairView, Report, RunView
 from console.share.levels import environment, levels, optional_columns, optional_value
 from console.text import sanitize
@@ -46,7 +47,9 @@ def _run(view: RunView) -> list[str]:
     env = dict(environment(view.run, view.evidence))
     facts = ", ".join(f"{k} {inert(env[k])}" for k in ("SGLang version", "GPUs", "topology")
                       if k in env)
+    crash = run_crash(view.run.steps)
     lines = [f"### {inert(view.title)}", "", f"{facts}", "",
+             *([f"**crash**: {inert(crash.sentence())}", ""] if crash is not None else []),
              f"knee: {inert(view.diagnosis.knee.sentence)}", ""]
     rows = levels(view.run)
     extra = optional_columns(rows)

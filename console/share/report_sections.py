@@ -9,6 +9,7 @@ from html import escape
 from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
 from console.diagnose.models import Cause
+from console.diagnose.run_crash import run_crash
 from console.share.gather import PairView, RunView
 from console.share.levels import (
     environment,
@@ -128,7 +129,12 @@ def _quoted(view: RunView) -> str:
 
 def diagnosis_html(view: RunView) -> str:
     d = view.diagnosis
-    out = ["<h3>Why it plateaued</h3>", f"<p>knee: {escape(d.knee.sentence)}</p>"]
+    crash = run_crash(view.run.steps)
+    out = ["<h3>Why it plateaued</h3>"]
+    if crash is not None:  # the first finding: the server died
+        out.append(f'<p class="crash"><strong>crash</strong>: '
+                   f"{escape(sanitize(crash.sentence()))}</p>")
+    out.append(f"<p>knee: {escape(d.knee.sentence)}</p>")
     if view.evidence is None:
         out.append("<p>No evidence was stored with this run: only the client's numbers "
                    "were checked.</p>")

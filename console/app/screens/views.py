@@ -327,18 +327,22 @@ class WhyScreen(HostScreen):
                   if items and any(c.id == cause for c in log.diagnosis.causes)]
         if lacked:
             note += "\nlacked: " + "\nlacked: ".join(lacked)
-        self._show(log.diagnosis, None, note, log.effective or effective)
+        crash = log.crash.sentence() if log.crash is not None else ""
+        # The file's own reading (after a failed capture it holds no graph size), not the
+        # header's.
+        self._show(log.diagnosis, None, note, log.effective, crash)
 
     @work(thread=True, exclusive=True, group="why", exit_on_error=False)
     def _load(self, host: str, effective: list[str]) -> None:
         app = console_app(self)
         diagnosis, run, note = views_data.latest_diagnosis(app.store_path, host)
-        self.app.call_from_thread(self._show, diagnosis, run, note, effective)
+        crash = views_data.crash_sentence(run)
+        self.app.call_from_thread(self._show, diagnosis, run, note, effective, crash)
 
     def _show(self, diagnosis: Diagnosis | None, run: RunRecord | None, note: str,
-              effective: list[str] | None = None) -> None:
+              effective: list[str] | None = None, crash: str = "") -> None:
         self.diagnosis, self.run = diagnosis, run
-        self.query_one("#why-view", WhyView).show(diagnosis, note, effective or [])
+        self.query_one("#why-view", WhyView).show(diagnosis, note, effective or [], crash)
 
     def action_report_run(self) -> None:
         run_id = getattr(getattr(self.run, "summary", None), "id", None)
