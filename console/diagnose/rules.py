@@ -751,4 +751,7 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
                                   "number becomes a steady-state one"))
 
 
+# Client- and GPU-only causes for engines without a log grammar register after SGLang's.
+from console.diagnose import engine_rules  # noqa: E402,F401  (registers its rules)
+
 CAUSE_IDS = tuple(RULES)  # every cause id, in the order the rules run
