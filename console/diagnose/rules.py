@@ -182,8 +182,8 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines:
 
 def _fit_said(ctx: Context, kind: str) -> str:
     if ctx.lines:
-        return (f"an estimate from the log alone: step time vs batch fitted on its {kind} "
-                "Decode lines, each #running-req / gen throughput")
+        return (f"derived, an estimate from the log alone: step time vs batch fitted on its "
+                f"{kind} Decode lines, each #running-req / gen throughput")
     return f"step time vs batch fitted on the {kind} levels"
 
 
