@@ -154,10 +154,14 @@ def graph_ceiling(ev: RunEvidence) -> int | None:
     return facts.cuda_graph_max_bs_decode
 
 
-def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines: bool = False
-                  ) -> tuple[float, dict[str, Any]] | None:
+def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines: bool = False,
+                  penalty: float | None = None) -> tuple[float, dict[str, Any]] | None:
     """Explained share of eager steps above the ceiling: (eager time - graph time at the
-    same batch) x the share of eager lines, over the step's mean decode time."""
+    same batch) x the share of eager lines, over the step's mean decode time. `penalty`: the
+    eager penalty measured where the graph fit needs no reach (_eager_penalty), the most the
+    step is charged: launch overhead does not grow with the batch, and far above the graph
+    levels the fit misses what else lengthens a step (a queue's prefills), which both kinds
+    of step pay."""
     eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
     if not eager or len(eager) < 0.25 * len(step.decode):
         return None
@@ -172,12 +176,29 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines:
         return None
     running = batch_of(eager)
     t_graph = min(t_eager, graph.at(running)) if graph is not None else t_eager / 2.0
+    if penalty is not None:
+        t_graph = max(t_graph, t_eager - penalty)
     mean = eager_share * t_eager + (1 - eager_share) * t_graph
     explained = share(eager_share * max(0.0, t_eager - t_graph), mean)
     return explained, {"running_median": running, "eager_share": round(eager_share, 3),
                        "lines": lines, "eager_step_ms": round(t_eager * 1000, 1),
                        "graph_step_ms": round(t_graph * 1000, 1),
                        "graph_fit": graph is not None, "concurrency": step.concurrency}
+
+
+def _eager_penalty(ctx: Context, ceiling: int, graph: Fit | None) -> float | None:
+    """Eager step - graph step at the same batch, at the lowest mostly-eager level of a sweep
+    (the graph fit's shortest reach); None from a log's lines or without a graph fit."""
+    if ctx.lines or graph is None:
+        return None
+    for step in sorted(ctx.all, key=lambda s: (s.concurrency, s.index)):
+        eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
+        if not eager or 2 * len(eager) < len(step.decode):
+            continue
+        t_eager = decode_step_s(step)
+        if t_eager is not None:
+            return max(0.0, t_eager - graph.at(batch_of(eager)))
+    return None
 
 
 def _fit_said(ctx: Context, kind: str) -> str:
@@ -212,8 +233,9 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         return None
     seen_lines = _ceiling_presence(ctx, ceiling)
     graph = ctx.graph_fit
+    penalty = _eager_penalty(ctx, ceiling, graph)
     found = [(r[0], step, r[1]) for step in ctx.late
-             if (r := _graph_excess(step, ceiling, graph, ctx.lines)) is not None]
+             if (r := _graph_excess(step, ceiling, graph, ctx.lines, penalty)) is not None]
     best = _best(found)
     flag = graph_max_bs_flag(ev.startup.sglang_version).lstrip("-")
     title = "decode batch above the CUDA-graph ceiling runs eagerly"
@@ -400,13 +422,15 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
         # A queue at a nearly full pool waits for KV tokens, not for the cap (kv-cache-full).
         if 2 * sum(1 for p in step.decode if pool_bound(p)) > len(step.decode):
             continue
-        explained = throughput_share(running, step.concurrency, _fit_for(ctx, step.decode))
-        found.append((explained, step, (running, queue)))
+        bound = _eager_throughput_bound(ctx, step, running)
+        explained = bound if bound is not None else throughput_share(
+            running, step.concurrency, _fit_for(ctx, step.decode))
+        found.append((explained, step, (running, queue, bound is not None)))
     best = _best(found)
     seen_lines = _cap_lines(ctx, cap)
     if best is None:
         return None
-    explained, step, (running, queue) = best
+    explained, step, (running, queue, is_bound) = best
     evidence = [EvidenceItem(
         source="Decode lines",
         text=f"{_window(step)}: #running-req {span(p.running for p in step.decode)} at "
@@ -433,14 +457,52 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
                  "every request the lines hold decoded (the value: the most a line holds, "
                  "#running-req + #queue-req)")
     gain, said = _predict(explained, step, condition)
+    if is_bound:
+        evidence.append(EvidenceItem(
+            source="client", text="the batch runs eagerly here: throughput against batch "
+            "extrapolated in a straight line over the eager levels' measured tok/s, an upper "
+            "bound (throughput flattens as the batch grows)"))
     return Cause(id="running-cap", title="running requests held at the scheduler's cap",
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, ab=(
+                 effect=_effect_of(ctx, explained, "bound" if is_bound else None,
+                                   low=0.0 if is_bound else None,
+                                   high=round(explained, 3) if is_bound else None, ab=(
                      f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, "
                      "at the same load")),
                  suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
-                                    expect=f"{said}: #running-req follows the offered "
-                                           f"concurrency past {cap}; #queue-req drains"))
+                                    gain_kind="bound" if is_bound else "prediction",
+                                    gain_low_pct=0.0 if is_bound else None,
+                                    gain_high_pct=gain if is_bound else None,
+                                    expect=("up to " if is_bound else "")
+                                    + f"{said}: #running-req follows the offered "
+                                      f"concurrency past {cap}; #queue-req drains"))
+
+
+def _eager_throughput_bound(ctx: Context, step: StepEvidence, running: float) -> float | None:
+    """For a capped batch that runs eagerly (a graph ceiling below the cap): the share lost,
+    from the measured throughput of the eager levels against their batch, extrapolated in a
+    straight line to the offered load. An eager step's time fits badly on batch (a queue's
+    prefills lengthen the capped level's steps), and one line through graph and eager levels
+    hides the cap behind the ceiling; throughput flattens with the batch, so the straight
+    line is an upper bound. None for a log's lines, a graph step, or fewer than two eager
+    levels with a measured throughput."""
+    if ctx.lines or _eager_share(step.decode) < 0.5:
+        return None
+    pairs = [(batch_of(s.decode), s.client.total_tok_s) for s in ctx.all
+             if s.decode and s.client is not None and s.client.total_tok_s
+             and _eager_share(s.decode) >= 0.5]
+    if len({b for b, _ in pairs}) < 2:
+        return None
+    xs = [b for b, _ in pairs]
+    ys = [float(t or 0.0) for _, t in pairs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs)
+    now = my + slope * (running - mx)
+    offered = my + slope * (step.concurrency - mx)
+    if slope <= 0 or now <= 0 or offered <= now:
+        return 0.0
+    return min(0.99, 1.0 - now / offered)
 
 
 def _pool_lines(ctx: Context) -> Any:
@@ -608,7 +670,11 @@ def _shorter_stalls(ev: RunEvidence, chunk: int, explained: float,
     # A latency prediction: the running requests stop waiting for long prefills, but the
     # prefill compute stays, so total throughput need not rise (at long prompts it is the
     # prefill that bounds it: the A/B measured it fall).
-    itl = -round(explained * 100.0, 1)
+    # The stalls left are a smaller chunk's: the predicted fall is the stall share times the
+    # part of the chunk the change removes.
+    smaller = flags["chunked-prefill-size"]
+    itl = -round(explained * (1.0 - smaller / chunk) * 100.0, 1) if chunk > smaller else -round(
+        explained * 100.0, 1)
     return Suggestion(flags=flags, at_concurrency=_at(step), itl_change_pct=itl,
                       expect=f"ITL mean {itl:.0f}% if the running batch decoded inside each "
                              "chunk (a latency prediction, not a throughput one: total tok/s "
