@@ -20,7 +20,8 @@ from tests.support.virtual_sweep import VirtualRun, virtual_sweep
 BY_NAME = {s.name: s for s in SCENARIOS + HELD_OUT}
 # A host change applied as the simulator's setting it names: the board's default power
 # limit, the default intake air.
-HOST = {"power-cap": {"sim-power-limit-w": 600}, "thermal": {"sim-ambient-c": 28.0}}
+HOST: dict[str, dict[str, Any]] = {"power-cap": {"sim-power-limit-w": 600},
+                                   "thermal": {"sim-ambient-c": 28.0}}
 
 
 @pytest.fixture(scope="module")
