@@ -250,7 +250,9 @@ class Cause(Frozen):
         if kind == "bound":
             return f"explains up to {share} (an upper bound)"
         if kind == "prior":
-            return f"explains ~{share} (from a prior, not measured)"
+            stated = (f": {self.effect.low:.0%}..{self.effect.high:.0%}" if self.effect and
+                      self.effect.low is not None and self.effect.high is not None else "")
+            return f"explains ~{share} (from a prior, not measured{stated})"
         if kind == "estimate":
             return f"explains ~{share} (an estimate from the log's lines)"
         if kind == "latency":

@@ -366,11 +366,12 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
                          "derived: no graph step to compare with)",
         step_ms=round(seconds * 1000, 1), fixed_ms=round(fixed * 1000, 1)))
     gain, said = _predict(explained, step, "every decode step replayed a graph")
-    low = gain_pct(share(EAGER_PRIOR_RANGE[0] * fixed, seconds))
-    high = gain_pct(share(EAGER_PRIOR_RANGE[1] * fixed, seconds))
+    lo_share, hi_share = (share(k * fixed, seconds) for k in EAGER_PRIOR_RANGE)
+    low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="eager-decode", title=title,
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, "prior", ab=ab),
+                 effect=_effect_of(ctx, explained, "prior", ab=ab, low=round(lo_share, 3),
+                                   high=round(hi_share, 3)),
                  suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
                                     gain_kind="prior", gain_low_pct=low, gain_high_pct=high,
                                     expect=f"{said}: lower per-step launch cost at every "
@@ -907,11 +908,13 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
                          f">= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves {_ms(excess)}",
         step_ms=round(seconds * 1000, 1), excess_ms=round(excess * 1000, 1)))
     gain, said = _predict(explained, step, "the MoE GEMMs ran a tuned kernel")
-    low, high = (gain_pct(share(model.intercept * (1.0 - 1.0 / x), seconds))
-                 for x in MOE_SPEEDUP_RANGE)
+    lo_share, hi_share = (share(model.intercept * (1.0 - 1.0 / x), seconds)
+                          for x in MOE_SPEEDUP_RANGE)
+    low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel config",
                  confidence=round(explained, 3), evidence=evidence,
-                 effect=_effect_of(ctx, explained, "prior", ab=(
+                 effect=_effect_of(ctx, explained, "prior", low=round(lo_share, 3),
+                                   high=round(hi_share, 3), ab=(
                      "A: as run; B: --moe-runner-backend cutlass (or tuned Triton configs), "
                      "same load")),
                  suggest=suggest.model_copy(update={
