@@ -251,3 +251,32 @@ def test_cli_diagnose_a_file_that_is_not_bench_output(
                  "--bench", str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and err.count("\n") == 1
+
+
+CATALOGUED = sorted(p.name[: -len(".truth.json")] for p in REAL.glob("*.truth.json")
+                    if json.loads(p.read_text())["plateau_causes"])
+# Sidecars this diagnosis disagrees with, each with the fact in the log that decides it (the
+# test checks the fact, so a sidecar or a log that changes reopens the question).
+DISAGREE = {
+    # 197 of 200 Decode lines sit at max_running_requests 30, but every Decode line prints
+    # #queue-req 0: nothing waits for the cap while it decodes (the 24-26 queued are in
+    # Prefill lines at #running-req 2, the ramp-up). A cap nothing waits for costs nothing.
+    "ascend-qwen3-235b-w8a8-dp16-ep16-eagle3": "every Decode line: #queue-req 0",
+}
+
+
+@pytest.mark.parametrize("slug", CATALOGUED)
+def test_a_log_whose_reader_names_a_cause_has_it_first(slug: str) -> None:
+    truth = _truth(slug)
+    result = _diagnose(slug)
+    named = [c.id for c in result.diagnosis.causes]
+    if slug in DISAGREE:
+        decode = [p for e in result.split.evidence for p in e.decode]
+        assert decode and all(p.queue == 0 for p in decode), DISAGREE[slug]
+        assert named == []
+        return
+    assert named and named[0] in truth["plateau_causes"], named
+    first = result.diagnosis.causes[0]
+    # Named with what shows it: a presence from the lines, or a clear effect.
+    assert (first.presence is not None and first.presence.sure == "plain") or \
+        first.confidence >= 0.15
