@@ -14,6 +14,7 @@ import pytest
 
 from console.config_models import SweepPreset
 from console.diagnose.models import Cause, Suggestion
+from tests.support.agree import agrees
 from tests.support.scenarios import BASE_SPEC, HELD_OUT, SCENARIOS, Scenario
 from tests.support.virtual_sweep import VirtualRun, virtual_sweep
 
@@ -45,20 +46,6 @@ def _b(scenario: Scenario, cause: Cause, tmp: str) -> VirtualRun:
                              **HOST.get(cause.id, {})}
     return virtual_sweep({k: v for k, v in flags.items() if v is not None}, _spec(scenario),
                          tmp=Path(tmp), env=scenario.env)
-
-
-def agrees(s: Suggestion, measured: float) -> bool:
-    """The predicted sign, and within 10 points or inside the stated range; a bound is never
-    exceeded."""
-    assert s.gain_pct is not None
-    if (measured > 0) != (s.gain_pct > 0):
-        return False
-    if s.gain_kind == "bound":
-        return s.gain_high_pct is not None and measured <= s.gain_high_pct
-    if abs(measured - s.gain_pct) <= 10.0:
-        return True
-    return (s.gain_kind in ("bound", "prior") and s.gain_low_pct is not None
-            and s.gain_high_pct is not None and s.gain_low_pct <= measured <= s.gain_high_pct)
 
 
 def test_agrees_holds_the_line() -> None:

@@ -19,7 +19,9 @@ from typing import Any
 from console.diagnose.effects import (
     Fit,
     batch_of,
+    batch_share_range,
     decode_step_s,
+    decode_wall_share,
     fit,
     gain_pct,
     median,
@@ -179,8 +181,10 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines:
     if penalty is not None:
         t_graph = max(t_graph, t_eager - penalty)
     mean = eager_share * t_eager + (1 - eager_share) * t_graph
-    explained = share(eager_share * max(0.0, t_eager - t_graph), mean)
-    return explained, {"running_median": running, "eager_share": round(eager_share, 3),
+    wall = decode_wall_share(step, mean, batch_of(step.decode))
+    explained = share(eager_share * max(0.0, t_eager - t_graph), mean) * wall
+    return explained, {"decode_wall_share": round(wall, 3),
+                       "running_median": running, "eager_share": round(eager_share, 3),
                        "lines": lines, "eager_step_ms": round(t_eager * 1000, 1),
                        "graph_step_ms": round(t_graph * 1000, 1),
                        "graph_fit": graph is not None, "concurrency": step.concurrency}
@@ -201,6 +205,13 @@ def _eager_penalty(ctx: Context, ceiling: int, graph: Fit | None) -> float | Non
     return None
 
 
+def _wall_said(wall: float) -> str:
+    if wall >= 1.0:
+        return ""
+    return (f"; decode rounds fill {_pct(wall)} of the step's time, the rest (prefill) is "
+            "unchanged (derived: the client's output tok/s / batch x step time)")
+
+
 def _fit_said(ctx: Context, kind: str) -> str:
     if ctx.lines:
         return (f"derived, an estimate from the log alone: step time vs batch fitted on its "
@@ -212,7 +223,7 @@ def _ceiling_presence(ctx: Context, ceiling: int) -> Any:
     lines = decode_lines(ctx.all)
     above = [(s, p) for s, p in lines if p.running > ceiling and p.cuda_graph is False]
     return presence(above, len(lines), (
-        f"{len(above)} of {len(lines)} Decode lines run eager (cuda graph: False) at "
+        f"{len(above)} of {len(lines)} Decode lines run eager (graph: False) at "
         f"#running-req {span(p.running for _, p in above)}, above the decode CUDA-graph "
         f"ceiling {ceiling}"))
 
@@ -258,7 +269,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     evidence = [EvidenceItem(
         source="Decode lines",
         text=f"{_window(step)}: #running-req {span(p.running for p in eager)} > "
-             f"cuda-graph-max-bs-decode {ceiling}; cuda graph False in {len(eager)} of "
+             f"cuda-graph-max-bs-decode {ceiling}; graph: False in {len(eager)} of "
              f"{seen['lines']} lines",
         values={**{k: seen[k] for k in ("running_median", "eager_share", "lines",
                                          "concurrency")}, "ceiling": ceiling}),
@@ -266,7 +277,8 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
                 f"eager step {seen['eager_step_ms']:.0f} ms vs {seen['graph_step_ms']:.0f} ms "
                 f"in a graph at the same batch ("
                 + (_fit_said(ctx, "graph") if seen["graph_fit"]
-                   else "no graph line to fit: assumed half, derived") + ")",
+                   else "no graph line to fit: assumed half, derived") + ")"
+                + _wall_said(seen["decode_wall_share"]),
                 eager_step_ms=seen["eager_step_ms"], graph_step_ms=seen["graph_step_ms"])]
     if ev.startup.capture_bs:
         evidence.append(EvidenceItem(
@@ -290,8 +302,9 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
         suggest=Suggestion(
             flags={flag: target}, gain_pct=gain, at_concurrency=_at(step),
             gain_kind="prediction" if kind is None else "prior",
-            expect=f"{said}: the eager penalty goes and throughput keeps rising past the knee "
-                   "(sglang#33483, PR #21005)"))
+            expect=f"{said}: the eager penalty goes"
+                   + (" and throughput keeps rising past the knee" if step.offered_known else "")
+                   + " (sglang#33483, PR #21005)"))
 
 
 def _eager_seen(ev: RunEvidence, ctx: Context) -> tuple[Any, bool] | None:
@@ -303,7 +316,7 @@ def _eager_seen(ev: RunEvidence, ctx: Context) -> tuple[Any, bool] | None:
     eager = [(s, p) for s, p in inside if p.cuda_graph is False]
     everywhere = len(inside) >= 2 and _eager_share([p for _, p in inside]) >= 0.9
     if ev.startup.decode_graph_disabled or everywhere:
-        text = (f"cuda graph False in {len(eager)} of {len(inside)} Decode lines, "
+        text = (f"graph: False in {len(eager)} of {len(inside)} Decode lines, "
                 f"#running-req {span(p.running for _, p in inside)}")
         return presence(eager, len(inside), text) or presence(
             [(s, p) for s, p in lines], len(lines), "decode CUDA graphs disabled"), True
@@ -314,7 +327,7 @@ def _eager_seen(ev: RunEvidence, ctx: Context) -> tuple[Any, bool] | None:
     eager_top = [(s, p) for s, p in at_top if p.cuda_graph is False]
     if len(eager_top) < 3 or 2 * len(eager_top) < len(at_top):
         return None
-    text = (f"cuda graph False in {len(eager_top)} of {len(at_top)} Decode lines at "
+    text = (f"graph: False in {len(eager_top)} of {len(at_top)} Decode lines at "
             f"#running-req {span(p.running for _, p in at_top)}, sizes captured (bs "
             f"{span(ev.startup.capture_bs)}): the graphs are not replayed")
     return presence(eager_top, len(at_top), text, minimum=3), False
@@ -336,7 +349,9 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
         # The batch-independent time cannot exceed the step itself (a fit on few, noisy
         # points can put its intercept above it).
         fixed = min(eager.intercept, seconds)
-        found.append((share(EAGER_FIXED_SHARE * fixed, seconds), step, (seconds, fixed)))
+        wall = decode_wall_share(step, seconds, batch_of(step.decode))
+        found.append((share(EAGER_FIXED_SHARE * fixed, seconds) * wall, step,
+                      (seconds, fixed, wall)))
     evidence = []
     if ev.startup.decode_graph_disabled:
         evidence.append(EvidenceItem(source="profile flags / server_info",
@@ -358,15 +373,15 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
         return Cause(id="eager-decode", title=title, confidence=0.0, evidence=evidence,
                      presence=seen_lines, effect=_effect_of(ctx, None, "unmeasurable", ab=ab),
                      suggest=Suggestion(flags=flags))
-    explained, step, (seconds, fixed) = best
+    explained, step, (seconds, fixed, wall) = best
     evidence.append(_effect(
         step, explained, f"decode step {_ms(seconds)}, of which {_ms(fixed)} does "
                          f"not grow with the batch (derived: a fit of step time on batch); "
                          f"{EAGER_FIXED_SHARE:.0%} of that taken as launch-bound (a prior, "
-                         "derived: no graph step to compare with)",
+                         "derived: no graph step to compare with)" + _wall_said(wall),
         step_ms=round(seconds * 1000, 1), fixed_ms=round(fixed * 1000, 1)))
     gain, said = _predict(explained, step, "every decode step replayed a graph")
-    lo_share, hi_share = (share(k * fixed, seconds) for k in EAGER_PRIOR_RANGE)
+    lo_share, hi_share = (share(k * fixed, seconds) * wall for k in EAGER_PRIOR_RANGE)
     low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="eager-decode", title=title,
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
@@ -379,6 +394,12 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
 
 
 # ------------------------------------------------------------------------------ scheduler
+
+
+def _wall(step: StepEvidence, running: float) -> float:
+    """The step's share of time in decode rounds (1 without the client's output rate)."""
+    seconds = decode_step_s(step)
+    return 1.0 if seconds is None else decode_wall_share(step, seconds, running)
 
 
 def _offered(ctx: Context, step: StepEvidence) -> str:
@@ -424,14 +445,14 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
         if 2 * sum(1 for p in step.decode if pool_bound(p)) > len(step.decode):
             continue
         bound = _eager_throughput_bound(ctx, step, running)
-        explained = bound if bound is not None else throughput_share(
-            running, step.concurrency, _fit_for(ctx, step.decode))
-        found.append((explained, step, (running, queue, bound is not None)))
+        low, explained, high = (0.0, bound, bound) if bound is not None else batch_share_range(
+            running, step.concurrency, _fit_for(ctx, step.decode), _wall(step, running))
+        found.append((explained, step, (running, queue, bound is not None, low, high)))
     best = _best(found)
     seen_lines = _cap_lines(ctx, cap)
     if best is None:
         return None
-    explained, step, (running, queue, is_bound) = best
+    explained, step, (running, queue, is_bound, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
         text=f"{_window(step)}: #running-req {span(p.running for p in step.decode)} at "
@@ -466,14 +487,12 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     return Cause(id="running-cap", title="running requests held at the scheduler's cap",
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
                  effect=_effect_of(ctx, explained, "bound" if is_bound else None,
-                                   low=0.0 if is_bound else None,
-                                   high=round(explained, 3) if is_bound else None, ab=(
+                                   low=round(low, 3), high=round(high, 3), ab=(
                      f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, "
                      "at the same load")),
                  suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
                                     gain_kind="bound" if is_bound else "prediction",
-                                    gain_low_pct=0.0 if is_bound else None,
-                                    gain_high_pct=gain if is_bound else None,
+                                    gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
                                     expect=("up to " if is_bound else "")
                                     + f"{said}: #running-req follows the offered "
                                       f"concurrency past {cap}; #queue-req drains"))
@@ -549,15 +568,16 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
             continue
         running = batch_of(step.decode) if step.decode else 0.0
         cap = ev.startup.max_running_requests or step.concurrency
-        explained = throughput_share(running, min(step.concurrency, cap),
-                                     _fit_for(ctx, step.decode))
+        low, explained, high = batch_share_range(running, min(step.concurrency, cap),
+                                                 _fit_for(ctx, step.decode),
+                                                 _wall(step, running))
         # Each retracted request is prefilled again: its decoded tokens are recomputed.
         client = step.client
         if step.retracted_reqs and client is not None and client.completed:
             explained = min(0.99, explained + 0.5 * step.retracted_reqs / (
                 client.completed + step.retracted_reqs) * (1 - explained))
         usages = [p.token_usage for p in step.decode if p.token_usage is not None]
-        found.append((explained, step, (max(usages, default=0.0), running)))
+        found.append((explained, step, (max(usages, default=0.0), running, low, high)))
     best = _best(found)
     seen_lines = _pool_lines(ctx)
     flags = _kv_flags(ev)
@@ -570,7 +590,7 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
                      evidence=[EvidenceItem(source="Decode lines", text=seen_lines.text)],
                      presence=seen_lines, effect=_effect_of(ctx, None, "unmeasurable", ab=ab),
                      suggest=Suggestion(flags=flags, expect="more KV tokens, no retractions"))
-    explained, step, (peak, running) = best
+    explained, step, (peak, running, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
         text=f"{_window(step)}: token usage up to {peak:.2f}, #running-req "
@@ -594,8 +614,10 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     gain, said = _predict(explained, step, "the pool held every request")
     return Cause(id="kv-cache-full", title=title,
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, ab=ab),
+                 effect=_effect_of(ctx, explained, ab=ab, low=round(low, 3),
+                                   high=round(high, 3)),
                  suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
+                                    gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
                                     expect=f"{said}: more KV tokens, no retractions"))
 
 
