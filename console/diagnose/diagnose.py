@@ -146,8 +146,8 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
             }
             for c in diagnosis.causes
         ],
-        "candidates": [{"id": c.id, "title": c.title, "confidence": c.confidence}
-                       for c in diagnosis.candidates],
+        "candidates": [{"id": c.id, "title": c.title, "confidence": c.confidence,
+                        "effect_kind": c.effect_kind} for c in diagnosis.candidates],
         "noise": diagnosis.noise,
         "checked": diagnosis.checked,
         "sources": diagnosis.sources,
