@@ -95,3 +95,19 @@ def test_no_fp8_kv_against_an_explicit_max_total_tokens() -> None:
     kv = result.diagnosis.causes[0]
     assert kv.id == "kv-cache-full"
     assert kv.suggest.flags == {"max-total-tokens": None}
+
+
+def test_a_queue_at_the_printed_cap_is_the_cap_even_at_high_usage() -> None:
+    # The reverse discriminator (a PD decode node's shape): the startup prints
+    # max_running_requests=2, every loaded line runs exactly 2 with 27-38 queued at 0.87-0.89
+    # usage. SGLang admits nothing past the cap whatever the pool holds: the cap decides.
+    sizing = ("[2026-05-01 09:00:00 TP0] max_total_num_tokens=179456, chunked_prefill_size=-1, "
+              "max_prefill_tokens=16384, max_running_requests=2, context_len=8192, "
+              "available_gpu_mem=9.10 GB")
+    lines = [sizing] + [_decode(i + 1, 2, 0.87 + 0.01 * (i % 3), 27 + 2 * i, 100.0 + i)
+                        for i in range(6)]
+    result = _diagnose(lines)
+    assert [c.id for c in result.diagnosis.causes] == ["running-cap"]
+    cap = result.diagnosis.causes[0]
+    assert cap.presence is not None and cap.presence.lines == 6
+    assert "at max_running_requests 2" in cap.presence.text

@@ -28,6 +28,13 @@ def pool_bound(p: DecodePoint) -> bool:
     return usage >= HIGH_USAGE or (1.0 - usage) < usage / p.running
 
 
+def waits_for_pool(p: DecodePoint, cap: int | None) -> bool:
+    """A queued line held by the KV pool: pool-bound and below the scheduler's cap. At the
+    cap the cap decides (SGLang admits nothing past max_running_requests whatever the pool
+    holds; on a PD decode node the waiting requests' KV already counts in the usage)."""
+    return p.queue > 0 and pool_bound(p) and not (cap and p.running >= cap)
+
+
 def span(values: Iterable[float], fmt: str = "{:g}") -> str:
     """`lo..hi` of the values as printed (one value when all are equal)."""
     data = list(values)

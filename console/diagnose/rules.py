@@ -41,9 +41,9 @@ from console.diagnose.models import (
 )
 from console.diagnose.presence import (
     decode_lines,
-    pool_bound,
     presence,
     span,
+    waits_for_pool,
     when,
 )
 from console.diagnose.registry import RULES, Context, rule
@@ -415,7 +415,7 @@ def _cap_lines(ctx: Context, cap: int) -> Any:
     # the queue must be a tenth of the batch (as inferred_facts asks of an inferred cap), on
     # a quarter of the lines or more.
     at_cap = [(s, p) for s, p in lines if p.running >= 0.95 * cap
-              and p.queue >= max(2.0, 0.1 * cap) and not pool_bound(p)]
+              and p.queue >= max(2.0, 0.1 * cap) and not waits_for_pool(p, cap)]
     if 4 * len(at_cap) < len(lines):
         return None
     usages = [p.token_usage for _, p in at_cap if p.token_usage is not None]
@@ -442,7 +442,7 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
         if running < 0.95 * cap or queue <= 0:
             continue
         # A queue at a nearly full pool waits for KV tokens, not for the cap (kv-cache-full).
-        if 2 * sum(1 for p in step.decode if pool_bound(p)) > len(step.decode):
+        if 2 * sum(1 for p in step.decode if waits_for_pool(p, cap)) > len(step.decode):
             continue
         bound = _eager_throughput_bound(ctx, step, running)
         low, explained, high = (0.0, bound, bound) if bound is not None else batch_share_range(
@@ -525,9 +525,9 @@ def _eager_throughput_bound(ctx: Context, step: StepEvidence, running: float) ->
     return min(0.99, 1.0 - now / offered)
 
 
-def _pool_lines(ctx: Context) -> Any:
+def _pool_lines(ctx: Context, cap: int | None) -> Any:
     lines = decode_lines(ctx.all)
-    waiting = [(s, p) for s, p in lines if p.queue > 0 and pool_bound(p)]
+    waiting = [(s, p) for s, p in lines if waits_for_pool(p, cap)]
     usages = [p.token_usage or 0.0 for _, p in waiting]
     retracts = sum(s.retract_lines for s in ctx.all)
     text = (f"{len(waiting)} of {len(lines)} Decode lines at token usage "
@@ -563,7 +563,7 @@ def _kv_flags(ev: RunEvidence) -> dict[str, object]:
 def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
-        waiting = [p for p in step.decode if p.queue > 0 and pool_bound(p)]
+        waiting = [p for p in step.decode if waits_for_pool(p, ev.startup.max_running_requests)]
         if not step.retract_lines and (not waiting or 2 * len(waiting) < len(step.decode)):
             continue
         running = batch_of(step.decode) if step.decode else 0.0
@@ -579,7 +579,7 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
         usages = [p.token_usage for p in step.decode if p.token_usage is not None]
         found.append((explained, step, (max(usages, default=0.0), running, low, high)))
     best = _best(found)
-    seen_lines = _pool_lines(ctx)
+    seen_lines = _pool_lines(ctx, ev.startup.max_running_requests)
     flags = _kv_flags(ev)
     title = "KV cache pool full: requests wait or are retracted"
     ab = f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, same load"
