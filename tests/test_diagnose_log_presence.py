@@ -111,3 +111,19 @@ def test_a_queue_at_the_printed_cap_is_the_cap_even_at_high_usage() -> None:
     cap = result.diagnosis.causes[0]
     assert cap.presence is not None and cap.presence.lines == 6
     assert "at max_running_requests 2" in cap.presence.text
+
+
+def test_a_batch_held_below_its_cap_with_a_queue_is_the_pools_reservation() -> None:
+    # The Ascend DP4 shape: 170 running below max_running_requests=189 with 19 queued for
+    # minutes while usage climbs 0.54 -> 0.88: the pool's reservation for the running
+    # requests' remaining tokens holds admission. A queue of 1 under the cap is arrival churn.
+    sizing = ("[2026-05-01 09:00:00 TP0] max_total_num_tokens=697344, chunked_prefill_size=-1, "
+              "max_prefill_tokens=16384, max_running_requests=189, context_len=8192, "
+              "available_gpu_mem=9.10 GB")
+    held = [sizing] + [_decode(i + 1, 170, 0.54 + 0.06 * i, 19, 1470.0 + i) for i in range(6)]
+    result = _diagnose(held)
+    assert [c.id for c in result.diagnosis.causes] == ["kv-cache-full"]
+    kv = result.diagnosis.causes[0]
+    assert kv.presence is not None and "the pool's reservation" in kv.presence.text
+    churn = [sizing] + [_decode(i + 1, 170, 0.54, 1, 1470.0 + i) for i in range(6)]
+    assert _diagnose(churn).diagnosis.causes == []

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
-from console.diagnose.effects import CLEAR_EFFECT, noise_share
+from console.diagnose.effects import CLEAR_EFFECT, MIN_EFFECT, noise_share
 from console.diagnose.models import (
     EFFECT_TIER,
     Cause,
@@ -67,10 +67,27 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
                   lines=evidence.split_from_log)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
-    found = [cause for rule in rules if (cause := rule(evidence, ctx)) is not None]
+    found = [_unread(cause) for rule in rules if (cause := rule(evidence, ctx)) is not None]
     causes, candidates = rank_causes(found, max(CLEAR_EFFECT, noise), noise)
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
                      checked=[r.checked for r in rules], sources=list(evidence.sources))
+
+
+def _unread(cause: Cause) -> Cause:
+    """A log's lines that plainly show a mechanism but put its effect below what they can
+    resolve (MIN_EFFECT): the effect is said as not measurable from them, with no gain
+    predicted, rather than as a cost of ~0%."""
+    effect = cause.effect
+    present = cause.presence is not None and cause.presence.sure == "plain"
+    if effect is None or effect.kind != "estimate" or not present or \
+            cause.confidence >= MIN_EFFECT:
+        return cause
+    return cause.model_copy(update={
+        "effect": effect.model_copy(update={"kind": "unmeasurable"}),
+        "suggest": cause.suggest.model_copy(update={
+            "gain_pct": None, "gain_low_pct": None, "gain_high_pct": None,
+            "expect": "the effect is too small to read from the log's lines: "
+                      "measure it with the A/B"})})
 
 
 def _named(cause: Cause, clear: float) -> bool:

@@ -245,7 +245,9 @@ class Cause(Frozen):
         measurable from this log"."""
         kind = self.effect_kind
         if kind == "unmeasurable" or (self.effect is not None and self.effect.share is None):
-            return "effect not measurable from this evidence"
+            estimate = (f" (the lines' estimate: ~{self.effect.share:.0%})"
+                        if self.effect is not None and self.effect.share is not None else "")
+            return f"effect not measurable from this evidence{estimate}"
         share = f"{self.confidence:.0%}"
         if kind == "bound":
             return f"explains up to {share} (an upper bound)"

@@ -32,7 +32,17 @@ def waits_for_pool(p: DecodePoint, cap: int | None) -> bool:
     """A queued line held by the KV pool: pool-bound and below the scheduler's cap. At the
     cap the cap decides (SGLang admits nothing past max_running_requests whatever the pool
     holds; on a PD decode node the waiting requests' KV already counts in the usage)."""
-    return p.queue > 0 and pool_bound(p) and not (cap and p.running >= cap)
+    if p.queue <= 0 or (cap and p.running >= cap):
+        return False
+    return pool_bound(p) or held_below_cap(p, cap)
+
+
+def held_below_cap(p: DecodePoint, cap: int | None) -> bool:
+    """A queue of a tenth of the batch or more while the batch sits below a known cap: the
+    pool's reservation for the running requests' remaining tokens (SGLang admits a request
+    only when its prompt and its share of the running ones' future tokens fit), even where
+    the usage, the tokens held now, still has room."""
+    return bool(cap) and p.running < 0.95 * (cap or 0) and p.queue >= max(2.0, 0.1 * p.running)
 
 
 def span(values: Iterable[float], fmt: str = "{:g}") -> str:

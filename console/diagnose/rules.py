@@ -41,6 +41,7 @@ from console.diagnose.models import (
 )
 from console.diagnose.presence import (
     decode_lines,
+    pool_bound,
     presence,
     span,
     waits_for_pool,
@@ -530,10 +531,13 @@ def _pool_lines(ctx: Context, cap: int | None) -> Any:
     waiting = [(s, p) for s, p in lines if waits_for_pool(p, cap)]
     usages = [p.token_usage or 0.0 for _, p in waiting]
     retracts = sum(s.retract_lines for s in ctx.all)
+    why = ("no room in the pool for one more request of the running ones' size"
+           if all(pool_bound(p) for _, p in waiting) else
+           f"held below max_running_requests {cap}: the pool's reservation for the running "
+           "requests' remaining tokens holds admission")
     text = (f"{len(waiting)} of {len(lines)} Decode lines at token usage "
             f"{span(usages, '{:.2f}')} with #queue-req {span(p.queue for _, p in waiting)} "
-            f"waiting (#running-req {span(p.running for _, p in waiting)}: no room in the pool "
-            "for one more request of the running ones' size)")
+            f"waiting (#running-req {span(p.running for _, p in waiting)}: {why})")
     if not waiting and retracts:
         steps = [s for s in ctx.all if s.retract_lines]
         return presence([(s, DecodePoint(0, 0)) for s in steps for _ in range(s.retract_lines)],
