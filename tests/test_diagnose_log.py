@@ -262,6 +262,10 @@ DISAGREE = {
     # #queue-req 0: nothing waits for the cap while it decodes (the 24-26 queued are in
     # Prefill lines at #running-req 2, the ramp-up). A cap nothing waits for costs nothing.
     "ascend-qwen3-235b-w8a8-dp16-ep16-eagle3": "every Decode line: #queue-req 0",
+    # (corpus branch) a PD decode node whose wait is in #prealloc-req (1-2 on 22 of 33
+    # lines), a field the Decode row does not hold yet (console/sglang's grammar): with
+    # #queue-req 0 on every line nothing is seen waiting. Reopens when the row holds it.
+    "ascend-dsv32-pd-decode-64k-pool-bound-prealloc-wait": "every Decode line: #queue-req 0",
 }
 
 
