@@ -13,7 +13,6 @@ and those after it) unless said otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from console.diagnose.effects import (
@@ -32,7 +31,6 @@ from console.diagnose.models import (
     Cause,
     ClientRecord,
     DecodePoint,
-    Effect,
     EvidenceItem,
     GpuPoint,
     RunEvidence,
@@ -45,9 +43,24 @@ from console.diagnose.presence import (
     presence,
     span,
     waits_for_pool,
-    when,
 )
 from console.diagnose.registry import RULES, Context, rule
+from console.diagnose.rule_parts import (
+    ab_level,
+    best_found,
+    decode_share_of,
+    eager_fraction,
+    effect_item,
+    effect_of,
+    fit_for,
+    fit_said,
+    metric_share,
+    ms_text,
+    pct_text,
+    predict,
+    wall_said,
+    window_text,
+)
 from console.sglang.flags import graph_max_bs_flag
 
 # With decode CUDA graphs off there is no graph step to compare with: the launch-bound share
@@ -71,80 +84,6 @@ NCCL_HOP_S = 3.4e-6
 HOST_MEMORY_FACTOR = 22.0
 ALLREDUCE_PER_LAYER = 2
 DEFAULT_LAYERS = 61  # when the model's layer count is not known (DeepSeek-V3 class)
-
-
-def _window(step: StepEvidence) -> str:
-    if not step.offered_known:  # a log's band of lines: its own wall time, no offered level
-        stamp = when([step])
-        return f"lines {stamp}" if stamp else "lines"
-    return f"step c={step.concurrency} ({when([step]) or '?'})"
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.0f}%"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
-
-
-def _eager_share(points: Sequence[DecodePoint]) -> float:
-    known = [p for p in points if p.cuda_graph is not None]
-    return sum(1 for p in known if not p.cuda_graph) / len(known) if known else 0.0
-
-
-def _metric_share(step: StepEvidence, name: str, test: Callable[[float], bool]) -> tuple[int, int]:
-    values = [m.values[name] for m in step.metrics if name in m.values]
-    return sum(1 for v in values if test(v)), len(values)
-
-
-def _predict(explained: float, step: StepEvidence, condition: str) -> tuple[float, str]:
-    gain = gain_pct(explained)
-    if not step.offered_known:
-        return gain, f"+{gain:.0f}% if {condition} (derived from the effect above)"
-    return gain, f"+{gain:.0f}% at c={step.concurrency} if {condition}"
-
-
-def _at(step: StepEvidence) -> int | None:
-    """The level a suggestion's A/B is run at: none for a log's band of lines."""
-    return step.concurrency if step.offered_known else None
-
-
-def _effect(step: StepEvidence, explained: float, text: str, **values: Any) -> EvidenceItem:
-    explained = round(explained, 3)  # as the cause's confidence holds it
-    if not step.offered_known:
-        said = (f"{_window(step)}: {text}; explains ~{_pct(explained)} of the throughput "
-                "(derived: an estimate from the log's lines, #running-req / gen throughput)")
-    else:
-        said = (f"{_window(step)}: {text}; explains {_pct(explained)} of the step's "
-                "throughput")
-    return EvidenceItem(source="effect", text=said,
-                        values={"explained": round(explained, 3), **values})
-
-
-def _effect_of(ctx: Context, explained: float | None, kind: str | None = None,
-               ab: str = "", low: float | None = None, high: float | None = None) -> Effect:
-    """`kind` None: measured on a sweep's levels, an estimate on a log's lines alone."""
-    return Effect(kind=kind or ("estimate" if ctx.lines else "measured"),
-                  share=None if explained is None else round(explained, 3),
-                  low=low, high=high, ab=ab)
-
-
-def _fit_for(ctx: Context, points: Sequence[DecodePoint]) -> Fit | None:
-    """Step time against batch fitted on lines (or levels) of the same kind as `points`:
-    eager against eager, graph against graph, so a stacked graph ceiling does not bend the
-    line another cause is measured on; all of them when one kind has no fit."""
-    graph = _eager_share(points) < 0.5
-    return ctx.fit(graph) or ctx.any_fit
-
-
-def _best(found: list[tuple[float, StepEvidence, Any]]) -> tuple[float, StepEvidence, Any] | None:
-    """The highest concurrency where the mechanism shows (the saturated level every cause is
-    measured at, so their shares compare: a fixed cost per step weighs less there than at a
-    lower level, and a plateau is about the top of the curve); among its repeats, the most."""
-    if not found:
-        return None
-    return max(found, key=lambda f: (f[1].concurrency, f[0]))
 
 
 # ------------------------------------------------------------------------------ graph
@@ -206,19 +145,6 @@ def _eager_penalty(ctx: Context, ceiling: int, graph: Fit | None) -> float | Non
     return None
 
 
-def _wall_said(wall: float) -> str:
-    if wall >= 1.0:
-        return ""
-    return (f"; decode rounds fill {_pct(wall)} of the step's time, the rest (prefill) is "
-            "unchanged (derived: the client's output tok/s / batch x step time)")
-
-
-def _fit_said(ctx: Context, kind: str) -> str:
-    if ctx.lines:
-        return (f"derived, an estimate from the log alone: step time vs batch fitted on its "
-                f"{kind} Decode lines, each #running-req / gen throughput")
-    return f"step time vs batch fitted on the {kind} levels"
-
 
 def _ceiling_presence(ctx: Context, ceiling: int) -> Any:
     lines = decode_lines(ctx.all)
@@ -248,7 +174,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     penalty = _eager_penalty(ctx, ceiling, graph)
     found = [(r[0], step, r[1]) for step in ctx.late
              if (r := _graph_excess(step, ceiling, graph, ctx.lines, penalty)) is not None]
-    best = _best(found)
+    best = best_found(found)
     flag = graph_max_bs_flag(ev.startup.sglang_version).lstrip("-")
     title = "decode batch above the CUDA-graph ceiling runs eagerly"
     if best is None:
@@ -261,7 +187,7 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
                      evidence=[EvidenceItem(source="Decode lines", text=seen_lines.text,
                                             values={"ceiling": ceiling})],
                      presence=seen_lines,
-                     effect=_effect_of(ctx, None, "unmeasurable", ab=(
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
                          f"A: as logged; B: --{flag} {top}, at the same load")),
                      suggest=Suggestion(flags={flag: top}, expect=(
                          "batches up to the largest #running-req in the log run in graphs")))
@@ -269,17 +195,17 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: #running-req {span(p.running for p in eager)} > "
+        text=f"{window_text(step)}: #running-req {span(p.running for p in eager)} > "
              f"cuda-graph-max-bs-decode {ceiling}; graph: False in {len(eager)} of "
              f"{seen['lines']} lines",
         values={**{k: seen[k] for k in ("running_median", "eager_share", "lines",
                                          "concurrency")}, "ceiling": ceiling}),
-        _effect(step, explained,
+        effect_item(step, explained,
                 f"eager step {seen['eager_step_ms']:.0f} ms vs {seen['graph_step_ms']:.0f} ms "
                 f"in a graph at the same batch ("
-                + (_fit_said(ctx, "graph") if seen["graph_fit"]
+                + (fit_said(ctx, "graph") if seen["graph_fit"]
                    else "no graph line to fit: assumed half, derived") + ")"
-                + _wall_said(seen["decode_wall_share"]),
+                + wall_said(seen["decode_wall_share"]),
                 eager_step_ms=seen["eager_step_ms"], graph_step_ms=seen["graph_step_ms"])]
     if ev.startup.capture_bs:
         evidence.append(EvidenceItem(
@@ -287,21 +213,21 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
             text=f"decode CUDA graphs captured for bs {ev.startup.capture_bs[0]}.."
                  f"{max(ev.startup.capture_bs)} ({len(ev.startup.capture_bs)} sizes)",
             values={"capture_bs_max": max(ev.startup.capture_bs)}))
-    zeros, scrapes = _metric_share(step, "sglang:is_cuda_graph", lambda v: v < 0.5)
+    zeros, scrapes = metric_share(step, "sglang:is_cuda_graph", lambda v: v < 0.5)
     if scrapes:
         evidence.append(EvidenceItem(
             source="/metrics", text=f"sglang:is_cuda_graph 0 in {zeros} of {scrapes} scrapes",
             values={"zero": zeros, "scrapes": scrapes}))
     target = _graph_target(ctx, step, seen["running_median"])
-    gain, said = _predict(explained, step, f"batches up to {target} ran in graphs")
+    gain, said = predict(explained, step, f"batches up to {target} ran in graphs")
     kind = None if seen["graph_fit"] else "prior"
     return Cause(
         id="cuda-graph-ceiling", title=title,
         confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-        effect=_effect_of(ctx, explained, kind,
+        effect=effect_of(ctx, explained, kind,
                           ab=f"A: as run; B: --{flag} {target}, at the same load"),
         suggest=Suggestion(
-            flags={flag: target}, gain_pct=gain, at_concurrency=_at(step),
+            flags={flag: target}, gain_pct=gain, at_concurrency=ab_level(step),
             gain_kind="prediction" if kind is None else "prior",
             expect=f"{said}: the eager penalty goes"
                    + (" and throughput keeps rising past the knee" if step.offered_known else "")
@@ -315,7 +241,7 @@ def _eager_seen(ev: RunEvidence, ctx: Context) -> tuple[Any, bool] | None:
     lines = decode_lines(ctx.all)
     inside = [(s, p) for s, p in lines if ceiling is None or p.running <= ceiling]
     eager = [(s, p) for s, p in inside if p.cuda_graph is False]
-    everywhere = len(inside) >= 2 and _eager_share([p for _, p in inside]) >= 0.9
+    everywhere = len(inside) >= 2 and eager_fraction([p for _, p in inside]) >= 0.9
     if ev.startup.decode_graph_disabled or everywhere:
         text = (f"graph: False in {len(eager)} of {len(inside)} Decode lines, "
                 f"#running-req {span(p.running for _, p in inside)}")
@@ -364,7 +290,7 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
             source="Decode lines", text=seen_lines.text,
             values={"eager_share": round(seen_lines.lines / max(1, seen_lines.of), 3),
                     "lines": seen_lines.of}))
-    best = _best(found)
+    best = best_found(found)
     flags: dict[str, object] = {"cuda-graph-backend-decode": "full"}
     if "disable-cuda-graph" in ev.flags:
         flags["disable-cuda-graph"] = None
@@ -372,35 +298,29 @@ def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
     ab = "A: as run; B: --cuda-graph-backend-decode full (graphs replayed), at the same load"
     if best is None or eager is None:
         return Cause(id="eager-decode", title=title, confidence=0.0, evidence=evidence,
-                     presence=seen_lines, effect=_effect_of(ctx, None, "unmeasurable", ab=ab),
+                     presence=seen_lines, effect=effect_of(ctx, None, "unmeasurable", ab=ab),
                      suggest=Suggestion(flags=flags))
     explained, step, (seconds, fixed, wall) = best
-    evidence.append(_effect(
-        step, explained, f"decode step {_ms(seconds)}, of which {_ms(fixed)} does "
+    evidence.append(effect_item(
+        step, explained, f"decode step {ms_text(seconds)}, of which {ms_text(fixed)} does "
                          f"not grow with the batch (derived: a fit of step time on batch); "
                          f"{EAGER_FIXED_SHARE:.0%} of that taken as launch-bound (a prior, "
-                         "derived: no graph step to compare with)" + _wall_said(wall),
+                         "derived: no graph step to compare with)" + wall_said(wall),
         step_ms=round(seconds * 1000, 1), fixed_ms=round(fixed * 1000, 1)))
-    gain, said = _predict(explained, step, "every decode step replayed a graph")
+    gain, said = predict(explained, step, "every decode step replayed a graph")
     lo_share, hi_share = (share(k * fixed, seconds) * wall for k in EAGER_PRIOR_RANGE)
     low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="eager-decode", title=title,
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, "prior", ab=ab, low=round(lo_share, 3),
+                 effect=effect_of(ctx, explained, "prior", ab=ab, low=round(lo_share, 3),
                                    high=round(hi_share, 3)),
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
                                     gain_kind="prior", gain_low_pct=low, gain_high_pct=high,
                                     expect=f"{said}: lower per-step launch cost at every "
                                            f"concurrency (a prior: +{low:.0f}..+{high:.0f}%)"))
 
 
 # ------------------------------------------------------------------------------ scheduler
-
-
-def _wall(step: StepEvidence, running: float) -> float:
-    """The step's share of time in decode rounds (1 without the client's output rate)."""
-    seconds = decode_step_s(step)
-    return 1.0 if seconds is None else decode_wall_share(step, seconds, running)
 
 
 def _offered(ctx: Context, step: StepEvidence) -> str:
@@ -447,20 +367,20 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
             continue
         bound = _eager_throughput_bound(ctx, step, running)
         low, explained, high = (0.0, bound, bound) if bound is not None else batch_share_range(
-            running, step.concurrency, _fit_for(ctx, step.decode), _wall(step, running))
+            running, step.concurrency, fit_for(ctx, step.decode), decode_share_of(step, running))
         found.append((explained, step, (running, queue, bound is not None, low, high)))
-    best = _best(found)
+    best = best_found(found)
     seen_lines = _cap_lines(ctx, cap)
     if best is None:
         return None
     explained, step, (running, queue, is_bound, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: #running-req {span(p.running for p in step.decode)} at "
+        text=f"{window_text(step)}: #running-req {span(p.running for p in step.decode)} at "
              f"max_running_requests {cap} while #queue-req {span(p.queue for p in step.decode)}",
         values={"running_median": running, "cap": cap, "queue_median": queue,
                 "concurrency": step.concurrency}),
-        _effect(step, explained, f"requests wait in the queue ({_offered(ctx, step)}); "
+        effect_item(step, explained, f"requests wait in the queue ({_offered(ctx, step)}); "
                                  "decoding all of them (derived: step time vs batch fitted on "
                                  "the Decode lines of the same graph kind) would raise "
                                  "throughput")]
@@ -479,7 +399,7 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     condition = ("every offered request decoded" if step.offered_known else
                  "every request the lines hold decoded (the value: the most a line holds, "
                  "#running-req + #queue-req)")
-    gain, said = _predict(explained, step, condition)
+    gain, said = predict(explained, step, condition)
     if is_bound:
         evidence.append(EvidenceItem(
             source="client", text="the batch runs eagerly here: throughput against batch "
@@ -487,11 +407,11 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
             "bound (throughput flattens as the batch grows)"))
     return Cause(id="running-cap", title="running requests held at the scheduler's cap",
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, "bound" if is_bound else None,
+                 effect=effect_of(ctx, explained, "bound" if is_bound else None,
                                    low=round(low, 3), high=round(high, 3), ab=(
                      f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, "
                      "at the same load")),
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
                                     gain_kind="bound" if is_bound else "prediction",
                                     gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
                                     expect=("up to " if is_bound else "")
@@ -507,11 +427,11 @@ def _eager_throughput_bound(ctx: Context, step: StepEvidence, running: float) ->
     hides the cap behind the ceiling; throughput flattens with the batch, so the straight
     line is an upper bound. None for a log's lines, a graph step, or fewer than two eager
     levels with a measured throughput."""
-    if ctx.lines or _eager_share(step.decode) < 0.5:
+    if ctx.lines or eager_fraction(step.decode) < 0.5:
         return None
     pairs = [(batch_of(s.decode), s.client.total_tok_s) for s in ctx.all
              if s.decode and s.client is not None and s.client.total_tok_s
-             and _eager_share(s.decode) >= 0.5]
+             and eager_fraction(s.decode) >= 0.5]
     if len({b for b, _ in pairs}) < 2:
         return None
     xs = [b for b, _ in pairs]
@@ -573,8 +493,8 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
         running = batch_of(step.decode) if step.decode else 0.0
         cap = ev.startup.max_running_requests or step.concurrency
         low, explained, high = batch_share_range(running, min(step.concurrency, cap),
-                                                 _fit_for(ctx, step.decode),
-                                                 _wall(step, running))
+                                                 fit_for(ctx, step.decode),
+                                                 decode_share_of(step, running))
         # Each retracted request is prefilled again: its decoded tokens are recomputed.
         client = step.client
         if step.retracted_reqs and client is not None and client.completed:
@@ -582,7 +502,7 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
                 client.completed + step.retracted_reqs) * (1 - explained))
         usages = [p.token_usage for p in step.decode if p.token_usage is not None]
         found.append((explained, step, (max(usages, default=0.0), running, low, high)))
-    best = _best(found)
+    best = best_found(found)
     seen_lines = _pool_lines(ctx, ev.startup.max_running_requests)
     flags = _kv_flags(ev)
     title = "KV cache pool full: requests wait or are retracted"
@@ -592,12 +512,12 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
             return None
         return Cause(id="kv-cache-full", title=title, confidence=0.0,
                      evidence=[EvidenceItem(source="Decode lines", text=seen_lines.text)],
-                     presence=seen_lines, effect=_effect_of(ctx, None, "unmeasurable", ab=ab),
+                     presence=seen_lines, effect=effect_of(ctx, None, "unmeasurable", ab=ab),
                      suggest=Suggestion(flags=flags, expect="more KV tokens, no retractions"))
     explained, step, (peak, running, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: token usage up to {peak:.2f}, #running-req "
+        text=f"{window_text(step)}: token usage up to {peak:.2f}, #running-req "
              f"{span(p.running for p in step.decode)}, #queue-req "
              f"{span(p.queue for p in step.decode)}"
              + (f" of {step.concurrency} offered" if step.offered_known else ""),
@@ -608,19 +528,19 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
             text=f"{step.retract_lines} 'KV cache pool is full. Retract requests.' lines, "
                  f"{step.retracted_reqs} requests retracted",
             values={"retract_lines": step.retract_lines, "retracted_reqs": step.retracted_reqs}))
-    evidence.append(_effect(step, explained, "a full pool holds the running batch below the "
+    evidence.append(effect_item(step, explained, "a full pool holds the running batch below the "
                                              "load (and re-prefills retracted requests)"))
     if ev.startup.max_total_num_tokens:
         evidence.append(EvidenceItem(source="startup log",
                                      text=f"max_total_num_tokens={ev.startup.max_total_num_tokens}",
                                      values={"max_total_num_tokens":
                                              ev.startup.max_total_num_tokens}))
-    gain, said = _predict(explained, step, "the pool held every request")
+    gain, said = predict(explained, step, "the pool held every request")
     return Cause(id="kv-cache-full", title=title,
                  confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
-                 effect=_effect_of(ctx, explained, ab=ab, low=round(low, 3),
+                 effect=effect_of(ctx, explained, ab=ab, low=round(low, 3),
                                    high=round(high, 3)),
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=_at(step),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
                                     gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
                                     expect=f"{said}: more KV tokens, no retractions"))
 
@@ -653,7 +573,7 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
     chunk = ev.startup.chunked_prefill_size or 8192
     found = [(r[0], step, r[1]) for step in ctx.late
              if (r := _stall(step, chunk)) is not None]
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, seen = best
@@ -662,7 +582,8 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
         confidence=round(explained, 3),
         evidence=[
             EvidenceItem(source="Prefill lines",
-                         text=f"{_window(step)}: {seen['mixed_prefills']} prefill batches while "
+                         text=f"{window_text(step)}: {seen['mixed_prefills']} prefill batches "
+                              "while "
                               f"#running-req > 0 (median {seen['running_median']:.0f}), "
                               f"{seen['long_prefills']} of them >= half a chunk, "
                               f"#new-token median {seen['new_token_median']:.0f} "
@@ -674,12 +595,12 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
                          text=f"ITL mean {seen['itl_mean_ms']:.0f} ms vs p50 "
                               f"{seen['itl_p50_ms']:.0f} ms (p99 "
                               f"{seen['itl_p99_ms'] or 0:.0f} ms): the running requests wait "
-                              f"{_pct(explained)} of their decode time for long prefills "
+                              f"{pct_text(explained)} of their decode time for long prefills "
                               "(per-request latency, not the server's throughput)",
                          values={k: seen[k] for k in ("itl_mean_ms", "itl_p50_ms",
                                                       "itl_p99_ms", "tpot_mean_ms")}),
         ],
-        effect=_effect_of(ctx, explained, "latency", ab=(
+        effect=effect_of(ctx, explained, "latency", ab=(
             "A: as run; B: the suggested chunking, at the same load: compare ITL mean and "
             "total tok/s")),
         suggest=_shorter_stalls(ev, chunk, explained, step))
@@ -702,7 +623,7 @@ def _shorter_stalls(ev: RunEvidence, chunk: int, explained: float,
     smaller = flags["chunked-prefill-size"]
     itl = -round(explained * (1.0 - smaller / chunk) * 100.0, 1) if chunk > smaller else -round(
         explained * 100.0, 1)
-    return Suggestion(flags=flags, at_concurrency=_at(step), itl_change_pct=itl,
+    return Suggestion(flags=flags, at_concurrency=ab_level(step), itl_change_pct=itl,
                       expect=f"ITL mean {itl:.0f}% if the running batch decoded inside each "
                              "chunk (a latency prediction, not a throughput one: total tok/s "
                              "may fall where prefill compute bounds it; TTFT rises a little)")
@@ -776,30 +697,30 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
     if "disable-custom-all-reduce" in suggest.flags:
         evidence.append(EvidenceItem(source="profile flags", text="--disable-custom-all-reduce",
                                      values={"disable_custom_all_reduce": True}))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
                      confidence=0.0, evidence=evidence, suggest=suggest,
-                     effect=_effect_of(ctx, None, "unmeasurable", ab=(
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
                          "A: as run; B: the suggested all-reduce path, at the same load")))
     explained, step, (seconds, excess) = best
-    evidence.append(_effect(
+    evidence.append(effect_item(
         step, explained, f"{calls} all-reduces per step at {_allreduce_s(tp, now) * 1e6:.0f} us "
                          f"({now}) vs {_allreduce_s(tp, against) * 1e6:.0f} us ({against}): "
-                         f"{_ms(excess)} of a {_ms(seconds)} decode step (bounded by the "
-                         f"{_ms(model.intercept if model else 0.0)} that does not grow with "
+                         f"{ms_text(excess)} of a {ms_text(seconds)} decode step (bounded by the "
+                         f"{ms_text(model.intercept if model else 0.0)} that does not grow with "
                          "the batch); the per-call latencies are priors (one-shot "
                          f"{ONE_SHOT_S * 1e6:g} us, NCCL {NCCL_HOP_S * 1e6:g} us per hop, "
                          f"x{HOST_MEMORY_FACTOR:g} through host memory), not measured here",
         allreduce_ms=round(excess * 1000, 2), step_ms=round(seconds * 1000, 1)))
-    gain, said = _predict(explained, step, f"the all-reduce ran {against}")
+    gain, said = predict(explained, step, f"the all-reduce ran {against}")
     return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
                  confidence=round(explained, 3), evidence=evidence,
-                 effect=_effect_of(ctx, explained, "prior", ab=(
+                 effect=effect_of(ctx, explained, "prior", ab=(
                      "A: as run; B: the suggested all-reduce path, at the same load (or an "
                      "all-reduce probe: nccl-tests all_reduce_perf at 8 KB)")),
                  suggest=suggest.model_copy(update={
-                     "gain_pct": gain, "at_concurrency": _at(step), "gain_kind": "prior",
+                     "gain_pct": gain, "at_concurrency": ab_level(step), "gain_kind": "prior",
                      "expect": f"{said} (a prior): {suggest.expect}"}))
 
 
@@ -834,7 +755,7 @@ def _clock_effect(ctx: Context, reason: str) -> tuple[float, StepEvidence, Any] 
         slowed_share = len(slowed) / len(busy)
         found.append((share(slowed_share * (1.0 - clock), 1.0), step, (slowed, slowed_share,
                                                                       clock)))
-    return _best(found)
+    return best_found(found)
 
 
 @rule("power-cap",
@@ -848,24 +769,24 @@ def power_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     limit = median(g.power_limit_w or 0.0 for g in capped)
     mhz = median(g.sm_clock_mhz or 0.0 for g in capped)
     top = median(g.sm_clock_max_mhz or 0.0 for g in capped)
-    gain, said = _predict(explained, step, "SM clocks stayed at their maximum")
+    gain, said = predict(explained, step, "SM clocks stayed at their maximum")
     return Cause(
         id="power-cap", title="GPUs held at their power limit; SM clocks fall",
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="GPU telemetry",
-            text=f"{_window(step)}: sw power cap in {_pct(capped_share)} of busy samples; "
+            text=f"{window_text(step)}: sw power cap in {pct_text(capped_share)} of busy samples; "
                  f"power {power:.0f} W of {limit:.0f} W limit; SM clock {mhz:.0f} of "
                  f"{top:.0f} MHz",
             values={"capped_share": round(capped_share, 3), "power_w": power,
                     "power_limit_w": limit, "sm_clock_mhz": mhz, "sm_clock_max_mhz": top}),
-            _effect(step, explained, f"clock at {_pct(clock)} of its maximum in the capped "
+            effect_item(step, explained, f"clock at {pct_text(clock)} of its maximum in the capped "
                                      "samples (upper bound: weight streaming does not slow)",
                     clock_ratio=round(clock, 3))],
-        effect=_effect_of(ctx, explained, "bound", low=0.0, high=round(explained, 3),
+        effect=effect_of(ctx, explained, "bound", low=0.0, high=round(explained, 3),
                           ab="A: as run; B: the board's default power limit, same load"),
         suggest=Suggestion(host="raise the board power limit (nvidia-smi -pl) or check cooling",
-                           gain_pct=gain, at_concurrency=_at(step), gain_kind="bound",
+                           gain_pct=gain, at_concurrency=ab_level(step), gain_kind="bound",
                            gain_low_pct=0.0, gain_high_pct=gain,
                            expect=f"up to {said} (an upper bound): compute terms faster"))
 
@@ -878,22 +799,22 @@ def thermal(ev: RunEvidence, ctx: Context) -> Cause | None:
         return None
     explained, step, (hot, hot_share, clock) = best
     temp = max(g.temp_c or 0.0 for g in hot)
-    gain, said = _predict(explained, step, "the GPUs ran cool enough")
+    gain, said = predict(explained, step, "the GPUs ran cool enough")
     return Cause(id="thermal", title="GPUs slow down for temperature",
                  confidence=round(explained, 3),
                  evidence=[EvidenceItem(
                      source="GPU telemetry",
-                     text=f"{_window(step)}: thermal slowdown in {_pct(hot_share)} of busy "
+                     text=f"{window_text(step)}: thermal slowdown in {pct_text(hot_share)} of busy "
                           f"samples; up to {temp:.0f} C",
                      values={"thermal_share": round(hot_share, 3), "temp_max": temp}),
-                     _effect(step, explained, f"clock at {_pct(clock)} of its maximum while "
-                                              "slowed (upper bound)",
+                     effect_item(step, explained, f"clock at {pct_text(clock)} of its maximum "
+                                                  "while slowed (upper bound)",
                              clock_ratio=round(clock, 3))],
-                 effect=_effect_of(ctx, explained, "bound", low=0.0,
+                 effect=effect_of(ctx, explained, "bound", low=0.0,
                                    high=round(explained, 3),
                                    ab="A: as run; B: cooler intake air, same load"),
                  suggest=Suggestion(host="check airflow and fan curves; lower the power limit",
-                                    gain_pct=gain, at_concurrency=_at(step), gain_kind="bound",
+                                    gain_pct=gain, at_concurrency=ab_level(step), gain_kind="bound",
                                     gain_low_pct=0.0, gain_high_pct=gain,
                                     expect=f"up to {said} (an upper bound): clocks stay at "
                                            "their maximum under load"))
@@ -918,33 +839,34 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
         if seconds is not None and model is not None:
             excess = model.intercept * (1.0 - 1.0 / MOE_UNTUNED_SPEEDUP)
             found.append((share(excess, seconds), step, (seconds, excess)))
-    best = _best(found)
+    best = best_found(found)
     suggest = Suggestion(flags={"moe-runner-backend": "cutlass"},
                          expect="tuned MoE GEMMs: less time per step at every concurrency (or "
                                 "tune configs with SGLang's benchmark/kernels/fused_moe_triton)")
     if best is None or model is None:
         return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel "
                      "config", confidence=0.0, evidence=evidence, suggest=suggest,
-                     effect=_effect_of(ctx, None, "unmeasurable", ab=(
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
                          "A: as run; B: --moe-runner-backend cutlass, same load")))
     explained, step, (seconds, excess) = best
-    evidence.append(_effect(
-        step, explained, f"{_ms(model.intercept)} of the {_ms(seconds)} decode step does not "
-                         f"grow with the batch (expert weight streaming); a tuned kernel at "
-                         f">= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves {_ms(excess)}",
+    evidence.append(effect_item(
+        step, explained, f"{ms_text(model.intercept)} of the {ms_text(seconds)} decode step "
+                         "does not grow with the batch (expert weight streaming); a tuned "
+                         f"kernel at >= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves "
+                         f"{ms_text(excess)}",
         step_ms=round(seconds * 1000, 1), excess_ms=round(excess * 1000, 1)))
-    gain, said = _predict(explained, step, "the MoE GEMMs ran a tuned kernel")
+    gain, said = predict(explained, step, "the MoE GEMMs ran a tuned kernel")
     lo_share, hi_share = (share(model.intercept * (1.0 - 1.0 / x), seconds)
                           for x in MOE_SPEEDUP_RANGE)
     low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel config",
                  confidence=round(explained, 3), evidence=evidence,
-                 effect=_effect_of(ctx, explained, "prior", low=round(lo_share, 3),
+                 effect=effect_of(ctx, explained, "prior", low=round(lo_share, 3),
                                    high=round(hi_share, 3), ab=(
                      "A: as run; B: --moe-runner-backend cutlass (or tuned Triton configs), "
                      "same load")),
                  suggest=suggest.model_copy(update={
-                     "gain_pct": gain, "at_concurrency": _at(step), "gain_kind": "prior",
+                     "gain_pct": gain, "at_concurrency": ab_level(step), "gain_kind": "prior",
                      "gain_low_pct": low, "gain_high_pct": high,
                      "expect": f"{said} (a prior: +{low:.0f}..+{high:.0f}% for tuned kernels "
                                f"{MOE_SPEEDUP_RANGE[0]:g}-{MOE_SPEEDUP_RANGE[1]:g}x faster): "
@@ -976,27 +898,27 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
             # The client's ITL is late here too: step times from the server's lines.
             model = fit(ctx.all, graph=None, client=False)
             found.append((throughput_share(held, c.target, model), step, (c, held)))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, (c, held) = best
     workers = int(ev.flags.get("_workers", 0) or 0)
-    gain, said = _predict(explained, step, "the client held every stream")
+    gain, said = predict(explained, step, "the client held every stream")
     return Cause(
         id="client-bound", title="the load generator cannot hold the concurrency",
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="client",
-            text=f"{_window(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
+            text=f"{window_text(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
                  f"achieved concurrency {c.measured_concurrency:.1f} of {c.target}, the "
                  f"server decoding {held:.0f}"
                  + (f" ({c.client_warning})" if c.client_warning else ""),
             values={"client_cpu_max": c.client_cpu_max, "target": c.target,
                     "measured_concurrency": round(c.measured_concurrency, 2),
                     "server_running": held}),
-            _effect(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
+            effect_item(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
         suggest=Suggestion(sweep={"workers": max(2, workers * 2) if workers else 4},
-                           gain_pct=gain, at_concurrency=_at(step),
+                           gain_pct=gain, at_concurrency=ab_level(step),
                            expect=f"{said}: achieved concurrency reaches the target"))
 
 
@@ -1028,7 +950,7 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
         if c.steady_reached is True or (waves >= 2 and c.steady_reached is None):
             continue
         found.append((_ramp_drain(c), step, (c, waves)))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, (c, waves) = best
@@ -1040,9 +962,9 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="client",
-            text=f"{_window(step)}: {c.num_prompts} prompts at concurrency {c.target} "
+            text=f"{window_text(step)}: {c.num_prompts} prompts at concurrency {c.target} "
                  f"({waves:.2f} waves, {steady}); achieved concurrency {achieved:.1f}; "
-                 f"ramp-up and drain {_pct(explained)} of the step",
+                 f"ramp-up and drain {pct_text(explained)} of the step",
             values={"num_prompts": c.num_prompts, "target": c.target, "waves": round(waves, 3),
                     "measured_concurrency": round(achieved, 2),
                     "steady_reached": c.steady_reached, "ramp_drain": round(explained, 3)})],
