@@ -77,7 +77,7 @@ async def test_why_view_lists_causes_and_opens_an_ab_of_the_fix(tmp_path: Path) 
                 break
         assert "knee: saturates at ~64" in text
         assert "1. cuda-graph-ceiling" in text
-        assert "#running-req median 128 > cuda-graph-max-bs-decode 64" in text
+        assert "#running-req 128 > cuda-graph-max-bs-decode 64" in text  # as the lines print it
         assert "[1: A/B with this as B]" in text
         await pilot.press("1")
         for _ in range(50):

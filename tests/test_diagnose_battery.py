@@ -21,6 +21,7 @@ from console.config_models import SweepPreset
 from console.diagnose.diagnose import diagnosis_lines
 from console.diagnose.effects import CLEAR_EFFECT
 from console.diagnose.models import Cause
+from tests.support.agree import agrees
 from tests.support.scenarios import BASE_SPEC, SCENARIOS, Scenario
 from tests.support.virtual_sweep import Client, VirtualRun, virtual_sweep
 
@@ -121,4 +122,6 @@ def test_suggested_fix_moves_throughput_the_predicted_way(name: str, tmp_dir: st
     print(f"{name}: {cause.id} predicted +{cause.suggest.gain_pct:.0f}% at c={level}, "
           f"measured {measured:+.0f}%")
     assert measured > 10, measured  # the direction, far beyond the sim's 2% step noise
+    # Within 10 points of the prediction, or inside the bound or prior range it states.
+    assert agrees(cause.suggest, measured), (cause.suggest, measured)
     assert not any(c.id == cause.id for c in b.diagnosis.causes), b.diagnosis.causes

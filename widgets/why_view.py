@@ -44,7 +44,10 @@ def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = 
         return _no_clear_cause(text, diagnosis)
     for rank, cause in enumerate(diagnosis.causes[:MAX_CAUSES], 1):
         text.append(f"{rank}. {cause.id}", style="bold")
-        text.append(f"  explains {cause.confidence:.0%} of the throughput  {cause.title}\n")
+        text.append(f"  {_effect_words(cause)}  {cause.title}\n")
+        if cause.presence is not None and cause.presence.text:
+            text.append("     present: ", style="dim")
+            text.append(f"{cause.presence.text}\n")
         gain = _predicted_gain(cause)
         if gain:
             text.append(f"     {gain}\n", style="dim")
@@ -78,11 +81,27 @@ def _no_clear_cause(text: Text, diagnosis: Diagnosis) -> Text:
     return text
 
 
+def _effect_words(cause: Cause) -> str:
+    """A measured share as before; an estimate, a bound, a prior or an unmeasured effect said
+    as what it is."""
+    if cause.effect_kind == "measured":
+        return f"explains {cause.confidence:.0%} of the throughput"
+    return cause.effect_label
+
+
 def _predicted_gain(cause: Cause) -> str:
     s = cause.suggest
-    if s.gain_pct is None:
-        return ""
     where = f" at c={s.at_concurrency}" if s.at_concurrency else ""
+    if s.gain_pct is None:
+        if s.itl_change_pct is not None:
+            return (f"predicted ITL mean change of the fix: {s.itl_change_pct:+.0f}%{where} "
+                    "(latency; no throughput gain predicted)")
+        return ""
+    if s.gain_kind == "bound":
+        return f"predicted gain of the fix: up to {s.gain_pct:+.0f}%{where} (an upper bound)"
+    if s.gain_kind == "prior" and s.gain_low_pct is not None and s.gain_high_pct is not None:
+        return (f"predicted gain of the fix: {s.gain_pct:+.0f}%{where} (a prior: "
+                f"{s.gain_low_pct:+.0f}..{s.gain_high_pct:+.0f}%)")
     return f"predicted gain of the fix: {s.gain_pct:+.0f}%{where} (an A/B checks it)"
 
 

@@ -13,8 +13,15 @@ from typing import Any, Protocol
 
 from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
-from console.diagnose.effects import CLEAR_EFFECT, noise_share
-from console.diagnose.models import Cause, Diagnosis, KneeInfo, RunEvidence, StepEvidence
+from console.diagnose.effects import CLEAR_EFFECT, MIN_EFFECT, noise_share
+from console.diagnose.models import (
+    EFFECT_TIER,
+    Cause,
+    Diagnosis,
+    KneeInfo,
+    RunEvidence,
+    StepEvidence,
+)
 from console.diagnose.registry import RULES, Context
 from console.diagnose.rules import CAUSE_IDS
 
@@ -63,11 +70,8 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
                   lines=evidence.split_from_log)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
-    found = [cause for rule in rules if (cause := rule(evidence, ctx)) is not None]
-    order = list(CAUSE_IDS)
-    found.sort(key=lambda c: (-c.confidence, order.index(c.id)))
-    causes = [c for c in found if c.confidence >= max(CLEAR_EFFECT, noise)]
-    candidates = [c for c in found if noise <= c.confidence < CLEAR_EFFECT]
+    found = [_unread(cause) for rule in rules if (cause := rule(evidence, ctx)) is not None]
+    causes, candidates = rank_causes(found, max(CLEAR_EFFECT, noise), noise)
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
                      checked=[r.checked for r in rules], sources=list(evidence.sources))
 
@@ -88,6 +92,56 @@ def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:
             reasons.append(reason)
     return (f"no request completed in any of its {len(steps)} step(s): "
             + "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else ""))
+
+
+def _unread(cause: Cause) -> Cause:
+    """A log's lines that plainly show a mechanism but put its effect below what they can
+    resolve (MIN_EFFECT): the effect is said as not measurable from them, with no gain
+    predicted, rather than as a cost of ~0%."""
+    effect = cause.effect
+    present = cause.presence is not None and cause.presence.sure == "plain"
+    if effect is None or effect.kind != "estimate" or not present or \
+            cause.confidence >= MIN_EFFECT:
+        return cause
+    return cause.model_copy(update={
+        "effect": effect.model_copy(update={"kind": "unmeasurable"}),
+        "suggest": cause.suggest.model_copy(update={
+            "gain_pct": None, "gain_low_pct": None, "gain_high_pct": None,
+            "expect": "the effect is too small to read from the log's lines: "
+                      "measure it with the A/B"})})
+
+
+def _named(cause: Cause, clear: float) -> bool:
+    """A cause is named when its effect is clear, or when the mechanism is plainly present and
+    its effect could not be measured (an estimate from a log's lines, a prior, nothing): a
+    present mechanism is never dropped for want of a measurement. A small *measured* effect
+    stays a candidate: the run's own levels say it costs little."""
+    if cause.confidence >= clear:
+        return True
+    present = cause.presence is not None and cause.presence.sure == "plain"
+    return present and cause.effect_kind != "measured"
+
+
+def rank_causes(found: Sequence[Cause], clear: float, noise: float
+                ) -> tuple[list[Cause], list[Cause]]:
+    """(causes, candidates). Causes: clear effects first, by effect, a measured or estimated
+    one before a bound or a prior (a prior never decides the ranking against a measurement),
+    then present mechanisms whose effect is small or unknown, by presence (the share of the
+    lines that show them). Candidates: effects above the noise, largest first."""
+    order = list(CAUSE_IDS)
+    named = [c for c in found if _named(c, clear)]
+
+    def key(c: Cause) -> tuple[int, int, float, int]:
+        if c.confidence >= clear:
+            return (0, EFFECT_TIER.get(c.effect_kind, 1), -c.confidence, order.index(c.id))
+        p = c.presence
+        seen = p.lines / p.of if p is not None and p.of else 0.0
+        return (1, 0, -seen, order.index(c.id))
+
+    named.sort(key=key)
+    candidates = sorted((c for c in found if c not in named and c.confidence >= noise),
+                        key=lambda c: (-c.confidence, order.index(c.id)))
+    return named, candidates
 
 
 def _repeats(steps: Sequence[StepResult]) -> dict[float, list[float]]:
@@ -122,14 +176,16 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
                 "id": c.id,
                 "title": c.title,
                 "confidence": c.confidence,
+                "effect": c.effect.model_dump(mode="json") if c.effect else None,
+                "presence": c.presence.model_dump(mode="json") if c.presence else None,
                 "evidence": [e.model_dump(mode="json") for e in c.evidence],
                 "suggest": {k: v for k, v in c.suggest.model_dump(mode="json").items()
                             if v not in ({}, None, "")},
             }
             for c in diagnosis.causes
         ],
-        "candidates": [{"id": c.id, "title": c.title, "confidence": c.confidence}
-                       for c in diagnosis.candidates],
+        "candidates": [{"id": c.id, "title": c.title, "confidence": c.confidence,
+                        "effect_kind": c.effect_kind} for c in diagnosis.candidates],
         "noise": diagnosis.noise,
         "checked": diagnosis.checked,
         "sources": diagnosis.sources,
@@ -146,7 +202,12 @@ def diagnosis_lines(diagnosis: Diagnosis, top: int = 3) -> list[str]:
         return [no_clear_cause(diagnosis)]
     lines = []
     for rank, cause in enumerate(diagnosis.causes[:top], 1):
-        lines.append(f"why #{rank}: {cause.id} ({cause.confidence:.0%}): {cause.title}")
+        lines.append(f"why #{rank}: {cause.id} ({cause.effect_label}): {cause.title}")
+        if cause.presence is not None and cause.presence.text and not any(
+                e.text == cause.presence.text for e in cause.evidence):
+            lines.append(f"    present: {cause.presence.text}")
+        if cause.effect is not None and cause.effect.ab and cause.confidence < CLEAR_EFFECT:
+            lines.append(f"    to measure it: {cause.effect.ab}")
         for item in cause.evidence[:2]:
             lines.append(f"    {item.source}: {item.text}")
         fix = suggestion_text(cause)

@@ -144,6 +144,18 @@ def noise_share(repeats: Mapping[float, list[float]]) -> float:
     return max(MIN_EFFECT, 2.0 * max(spreads)) if spreads else MIN_EFFECT
 
 
+def decode_wall_share(step: StepEvidence, seconds: float, running: float) -> float:
+    """The share of the step's wall time spent in decode rounds: rounds per second (the
+    client's output tok/s over the batch) x seconds per round, at most 1; 1 when the client's
+    output rate is not known (a log alone). A change that only shortens decode rounds (CUDA
+    graphs: prefill does not replay them) gains throughput on this share of the time only:
+    the rest (prefill) is unchanged, so a decode-step saving is not a throughput one."""
+    client = step.client
+    if client is None or not client.output_tok_s or running <= 0 or seconds <= 0:
+        return 1.0
+    return min(1.0, client.output_tok_s / running * seconds)
+
+
 def share(excess: float, total: float) -> float:
     """The share of `total` that `excess` is, in [0, 0.99]."""
     if total <= 0 or excess <= 0:
@@ -157,13 +169,31 @@ def gain_pct(explained: float) -> float:
     return round(explained / (1.0 - explained) * 100.0, 1)
 
 
-def throughput_share(batch_now: float, batch_fixed: float, model: Fit | None) -> float:
+def throughput_share(batch_now: float, batch_fixed: float, model: Fit | None,
+                     wall: float = 1.0) -> float:
     """The share of throughput lost by decoding `batch_now` requests instead of `batch_fixed`,
-    with step time from the fit (throughput ~ batch / step time)."""
+    with step time from the fit. Time per output token is a decode round's share,
+    step(b) / b, plus the prefill's, which a bigger batch does not shorten: `wall` (the share
+    of the step's time in decode rounds, decode_wall_share) sizes it from the run itself
+    (1: decode only, throughput ~ batch / step time)."""
     if batch_fixed <= batch_now or batch_now <= 0:
         return 0.0
     if model is None:
         return 1.0 - batch_now / batch_fixed
-    now = batch_now / model.at(batch_now)
-    fixed = batch_fixed / model.at(batch_fixed)
-    return max(0.0, 1.0 - now / fixed) if fixed > 0 else 0.0
+    decode_now = model.at(batch_now) / batch_now
+    decode_fixed = model.at(batch_fixed) / batch_fixed
+    other = decode_now * (1.0 / max(wall, 1e-3) - 1.0)  # prefill time per output token
+    before, after = decode_now + other, decode_fixed + other
+    return max(0.0, 1.0 - after / before) if before > 0 else 0.0
+
+
+def batch_share_range(batch_now: float, batch_fixed: float, model: Fit | None,
+                      wall: float) -> tuple[float, float, float]:
+    """(low, middle, high) share of throughput lost to a batch held at `batch_now`: low takes
+    the prefill's time per output token as unchanged by a bigger batch, high as shrinking like
+    a decode round's (prefill batches grow too); the middle is the share whose gain is the
+    two gains' mean. The simulator's cap of 32 at c=256 measured +101% between +65 and +126."""
+    low = throughput_share(batch_now, batch_fixed, model, wall)
+    high = throughput_share(batch_now, batch_fixed, model, 1.0)
+    gain = (low / (1.0 - low) + high / (1.0 - high)) / 2.0 if high < 1.0 else 0.0
+    return low, gain / (1.0 + gain), high

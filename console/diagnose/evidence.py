@@ -314,6 +314,9 @@ def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
         value = sa.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = value
+    if isinstance(sa.get("max_total_tokens"), int) and not isinstance(
+            sa.get("max_total_tokens"), bool):
+        out["max_total_tokens"] = sa["max_total_tokens"]
     for key in ("moe_runner_backend", "quantization", "kv_cache_dtype"):
         if isinstance(sa.get(key), str):
             out[key] = sa[key]

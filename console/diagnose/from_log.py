@@ -9,7 +9,8 @@ A log has no steps, so its batch lines are split into steps:
 * else by the requests the server held, `#running-req + #queue-req` (the offered concurrency as
   the scheduler sees it; with DP ranks, per rank x ranks): to the smallest client step that
   could have sent it (a closed loop at C never has more than C held), or, with no client, to
-  power-of-two levels (a line holding 33-64 requests is level 64).
+  bands of the held counts the lines report (held_bands: nothing rounded to a level the
+  log does not show).
 
 What a log does not print is never invented: a decode CUDA-graph ceiling or a running cap the
 log does not state may be inferred from the batch lines (inferred_facts), and says so.
@@ -25,8 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from console.bench.knee import find_knee
-from console.bench.models import StepMetrics, StepResult
+from console.bench.models import StepResult
 from console.diagnose.client_files import ClientSide
 from console.diagnose.evidence import (
     WARNING_IDS,
@@ -34,8 +34,14 @@ from console.diagnose.evidence import (
     client_record,
     startup_facts,
 )
-from console.diagnose.models import KneeInfo, RunEvidence, StartupFacts, StepEvidence
-from console.diagnose.rules import FULL_USAGE
+from console.diagnose.models import (
+    DecodePoint,
+    KneeInfo,
+    RunEvidence,
+    StartupFacts,
+    StepEvidence,
+)
+from console.diagnose.presence import pool_bound, span
 from console.logs.crash_blocks import CRASH_NEEDLES, CrashBlocks
 from console.sglang.batch import (
     DECODE_SHAPE,
@@ -300,38 +306,60 @@ def _by_nearest(read: LogRead, client: ClientSide) -> Split:
     return Split("nearest-step", client.steps, evidence, notes=notes)
 
 
+BAND = 1.25  # held counts within 25% of a band's smallest go to that band
+
+
+def held_bands(helds: Iterable[int]) -> dict[int, int]:
+    """held count -> its band's label, the largest held count in the band. Bands are cut from
+    the counts the log's lines report, nothing rounded: 11, 12, 13 are one band (13), 36 and
+    46 two."""
+    values = sorted(set(helds))
+    out: dict[int, int] = {}
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] <= max(values[i] + 1, values[i] * BAND):
+            j += 1
+        for value in values[i:j + 1]:
+            out[value] = values[j]
+        i = j + 1
+    return out
+
+
 def _by_levels(read: LogRead) -> Split:
-    keys: list[int | None] = [
-        1 << (max(1, row[0] + row[1] if d else row[2] + row[3] + row[0]) - 1).bit_length()
-        for d, row, _s, _r in read.batch]
-    levels = sorted({k for k in keys if k is not None})
+    helds = [max(1, _demand(d, row)) for d, row, _s, _r in read.batch]
+    bands = held_bands(helds)
+    keys: list[int | None] = [bands[h] for h in helds]
+    levels = sorted(set(bands.values()))
     steps = {level: StepResult(index=i, concurrency=level, status="ok")
              for i, level in enumerate(levels)}
-    evidence = _group(read, keys, steps)
-    points = []
-    for ev in evidence:
-        rows = ev.node_decode_rows or ev.decode_rows
-        rates = [r[4] for r in rows if r[4]]
-        if len(rates) >= 2:
-            points.append((ev.concurrency, float(statistics.median(rates))))
-    knee = find_knee(points, metric="decode tok/s in the log")
-    info = KneeInfo(kind=knee.kind, concurrency=knee.concurrency,
-                    next_concurrency=knee.next_concurrency, gain_pct=knee.gain_pct,
-                    sentence=knee.sentence)
-    by_level = dict(points)
-    knee_steps = [s.model_copy(update={"metrics": StepMetrics(
-        concurrency=s.concurrency, total_tok_s=by_level[s.concurrency])})
-        if s.concurrency in by_level else s for s in steps.values()]
-    note = ("steps: no client file, so batch lines are grouped by the requests the server "
-            "held (#running-req + #queue-req) into power-of-two levels; c=64 is 33-64 held")
-    return Split("levels", knee_steps, evidence, knee=info, notes=[note])
+    evidence = _group(read, keys, steps, offered_known=False)
+    note = ("steps: no client file, so batch lines are grouped by the requests each line "
+            "reports held (#running-req + #queue-req), counts within a quarter of each other "
+            "together; no level is invented and no knee is read from a log alone")
+    return Split("levels", list(steps.values()), evidence, knee=log_knee(read), notes=[note])
+
+
+def log_knee(read: LogRead) -> KneeInfo:
+    """A log alone holds no sweep: no knee, and the sentence quotes the range of the log's own
+    Decode lines (gen throughput and #running-req as printed)."""
+    rows = [row for d, row, _s, _r in read.batch if d and row[4]]
+    if not rows:
+        return KneeInfo(kind="insufficient", sentence="no knee from a log alone (no sweep); "
+                                                      "no Decode line with a gen throughput")
+    rates = [float(r[4]) for r in rows]
+    running = [int(r[0]) for r in rows]
+    return KneeInfo(kind="insufficient", sentence=(
+        f"no knee from a log alone (no sweep): gen throughput (token/s) "
+        f"{min(rates):.2f}..{max(rates):.2f} over #running-req {min(running)}..{max(running)} "
+        f"in {len(rows)} Decode lines"))
 
 
 # ------------------------------------------------------------------------------ grouping
 
 
 def _group(read: LogRead, keys: Sequence[int | None],
-           steps: dict[int, StepResult]) -> list[StepEvidence]:
+           steps: dict[int, StepResult], offered_known: bool = True) -> list[StepEvidence]:
     """StepEvidence per key, in the steps' order; warning and retraction lines go to the step
     of the batch line before them."""
     decode: dict[int, list[tuple[Any, ...]]] = {k: [] for k in steps}
@@ -366,7 +394,7 @@ def _group(read: LogRead, keys: Sequence[int | None],
             dp_ranks=rank_count,
             retract_lines=retract[key][0], retracted_reqs=retract[key][1],
             log_lines=len(decode[key]) + len(prefill[key]), warnings=warnings[key],
-            client=client_record(step)))
+            client=client_record(step), offered_known=offered_known))
     return out
 
 
@@ -429,25 +457,28 @@ def inferred_facts(read: LogRead, facts: StartupFacts) -> Inferred:
             # the largest captured bs runs eagerly: cuda_graph_runner.py `can_run`).
             ceiling, eager_from = max(graphed), min(eager)
             notes.append(f"no capture sizes in this log: the decode CUDA-graph ceiling is "
-                         f"inferred from the batch lines (graphs at #running-req <= {ceiling}, "
-                         f"eager from {eager_from}): somewhere in {ceiling}..{eager_from - 1}")
+                         f"inferred from the batch lines: graphs at #running-req {ceiling} "
+                         f"and below, eager at {eager_from} and above (the ceiling is at least "
+                         f"{ceiling}, below {eager_from})")
     if facts.max_running_requests is None and len(rows) >= INFER_MIN_LINES:
         top = max(r[0] for r in rows)
         at_top = [r for r in rows if r[0] == top]
         queued = statistics.median(r[1] for r in at_top) if at_top else 0
-        usage = max((r[2] for r in at_top if r[2] is not None), default=None)
+        usages = [r[2] for r in at_top if r[2] is not None]
+        points = [DecodePoint(*r) for r in at_top]
         if (top > 1 and len(at_top) >= INFER_MIN_LINES and 2 * len(at_top) >= len(rows)
                 and queued >= max(2.0, INFER_QUEUE_SHARE * top)
-                and usage is not None and usage < FULL_USAGE):
-            # Requests wait while #running-req sits at one value and the KV pool has room:
-            # the scheduler's cap (max_running_requests), which the log does not print. A
+                and usages and not any(pool_bound(p) for p in points)):
+            # Requests wait while #running-req sits at one value and the KV pool has room
+            # for more: the scheduler's cap (max_running_requests), which the log does not
+            # print. A queue at a nearly full pool waits for the pool (kv-cache-full), and a
             # queue of a request or two is arrival churn at a closed-loop client's
             # concurrency, not a cap: the queue must be a tenth of the batch.
             cap = top
             notes.append(f"no max_running_requests line in this log: a cap of {top} is "
-                         f"inferred ({len(at_top)} of {len(rows)} decode lines hold exactly "
-                         f"{top} running with #queue-req median {queued:g} and token usage "
-                         f"<= {usage:.2f})")
+                         f"inferred ({len(at_top)} of {len(rows)} Decode lines hold exactly "
+                         f"{top} running with #queue-req {span(r[1] for r in at_top)} and "
+                         f"token usage {span(usages, '{:.2f}')}, room in the pool)")
     return Inferred(graph_ceiling=ceiling, graph_eager_from=eager_from, running_cap=cap,
                     notes=notes)
 

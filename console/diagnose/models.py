@@ -98,6 +98,9 @@ class StepEvidence(Frozen):
     retract_lines: int = 0
     retracted_reqs: int = 0
     log_lines: int = 0  # SGLang lines read in the window (all kinds)
+    # False: a log's lines grouped by what they hold, not a level anyone offered (no sweep):
+    # `concurrency` is then the band's largest #running-req + #queue-req, never said as load.
+    offered_known: bool = True
     warnings: list[str] = []  # catalogue ids of warning lines in the window
     metrics: list[MetricsPoint] = []
     gpu: list[GpuPoint] = []
@@ -131,6 +134,7 @@ class StartupFacts(Frozen):
     enable_mixed_chunk: bool | None = None
     mem_fraction_static: float | None = None
     sglang_version: str | None = None  # /server_info "version": suggestions use its flag names
+    max_total_tokens: int | None = None  # server_args' explicit --max-total-tokens (a cap)
     num_layers: int | None = None  # the model's hidden layers, when the server said
 
 
@@ -177,17 +181,85 @@ class Suggestion(Frozen):
     # gain in % at this concurrency (None: no prediction).
     gain_pct: float | None = None
     at_concurrency: int | None = None
+    # What gain_pct is: "prediction" (a throughput prediction from the evidence), "bound" (an
+    # upper bound: the A/B lands in 0..gain_pct), "prior" (from a constant, not this run's
+    # evidence: the A/B lands in gain_low_pct..gain_high_pct).
+    gain_kind: str = "prediction"
+    gain_low_pct: float | None = None
+    gain_high_pct: float | None = None
+    # A latency prediction (ITL mean change in %, negative: faster) for a change that acts on
+    # per-request latency, not throughput (its gain_pct is then None).
+    itl_change_pct: float | None = None
+
+
+class Presence(Frozen):
+    """Is the mechanism happening: the lines (or samples) that show it, of how many, over what
+    span, and how sure ("plain": the lines say it outright; "weak": they suggest it)."""
+
+    lines: int = 0
+    of: int = 0
+    span_s: float | None = None
+    sure: str = "plain"
+    text: str = ""
+
+
+class Effect(Frozen):
+    """What the mechanism costs and how that figure was had: "measured" (the run's own levels),
+    "estimate" (fitted on a log's lines alone), "bound" (an upper bound), "prior" (a constant,
+    not this run's evidence), "latency" (a per-request share, not throughput), "unmeasurable"
+    (share None: `ab` is the one A/B that would measure it)."""
+
+    kind: str = "measured"
+    share: float | None = None
+    low: float | None = None
+    high: float | None = None
+    ab: str = ""
+
+
+# Effects ranked first to last: a prior or a bound never outranks a measured cause.
+EFFECT_TIER = {"measured": 0, "estimate": 0, "bound": 1, "prior": 1, "latency": 2,
+               "unmeasurable": 3}
 
 
 class Cause(Frozen):
     """`confidence` is the share of the step's throughput the mechanism explains (0..1),
-    computed from its own evidence (README "How confidence is computed")."""
+    computed from its own evidence (README "How confidence is computed"); `effect` says how
+    that share was had, `presence` whether the mechanism is happening at all. Causes stored or
+    built before these fields have them None (read as a measured effect, presence unknown)."""
 
     id: str
     title: str
     confidence: float  # 0..1
     evidence: list[EvidenceItem]
     suggest: Suggestion = Suggestion()
+    presence: Presence | None = None
+    effect: Effect | None = None
+
+    @property
+    def effect_kind(self) -> str:
+        return self.effect.kind if self.effect is not None else "measured"
+
+    @property
+    def effect_label(self) -> str:
+        """The effect in words: "explains 45%", "explains up to 12% (a bound)", "effect not
+        measurable from this log"."""
+        kind = self.effect_kind
+        if kind == "unmeasurable" or (self.effect is not None and self.effect.share is None):
+            estimate = (f" (the lines' estimate: ~{self.effect.share:.0%})"
+                        if self.effect is not None and self.effect.share is not None else "")
+            return f"effect not measurable from this evidence{estimate}"
+        share = f"{self.confidence:.0%}"
+        if kind == "bound":
+            return f"explains up to {share} (an upper bound)"
+        if kind == "prior":
+            stated = (f": {self.effect.low:.0%}..{self.effect.high:.0%}" if self.effect and
+                      self.effect.low is not None and self.effect.high is not None else "")
+            return f"explains ~{share} (from a prior, not measured{stated})"
+        if kind == "estimate":
+            return f"explains ~{share} (an estimate from the log's lines)"
+        if kind == "latency":
+            return f"{share} of each request's decode time (latency, not throughput)"
+        return f"explains {share}"
 
 
 class KneeInfo(Frozen):

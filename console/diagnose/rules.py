@@ -13,14 +13,14 @@ and those after it) unless said otherwise.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from console.diagnose.effects import (
     Fit,
     batch_of,
+    batch_share_range,
     decode_step_s,
+    decode_wall_share,
     fit,
     gain_pct,
     median,
@@ -37,20 +37,44 @@ from console.diagnose.models import (
     StepEvidence,
     Suggestion,
 )
+from console.diagnose.presence import (
+    decode_lines,
+    pool_bound,
+    presence,
+    span,
+    waits_for_pool,
+)
 from console.diagnose.registry import RULES, Context, rule
+from console.diagnose.rule_parts import (
+    ab_level,
+    best_found,
+    decode_share_of,
+    eager_fraction,
+    effect_item,
+    effect_of,
+    fit_for,
+    fit_said,
+    metric_share,
+    ms_text,
+    pct_text,
+    predict,
+    wall_said,
+    window_text,
+)
 from console.sglang.flags import graph_max_bs_flag
 
-FULL_USAGE = 0.95  # token usage that counts as a full KV pool
 # With decode CUDA graphs off there is no graph step to compare with: the launch-bound share
 # of the batch-independent step time is taken as this (an estimate, said as one): Python
 # launches every kernel of every layer, the rest of the fixed time is weight streaming and the
 # scheduler (sglang#33483: eager steps 2-3x the graph ones at TP8).
 EAGER_FIXED_SHARE = 0.6
+EAGER_PRIOR_RANGE = (0.45, 0.75)  # the range that prior is stated with (an A/B lands inside)
 # An untuned Triton MoE config: SGLang PR #33208 measured tuned kernels 1.6-15x faster on RTX
 # PRO 6000 (flashinfer#3521: on H200, Triton ahead for bf16). 2x, near the low end, applied
 # to the batch-independent (weight-streaming) time, is what the default config is taken to
 # cost; only an A/B settles it.
 MOE_UNTUNED_SPEEDUP = 2.0
+MOE_SPEEDUP_RANGE = (1.6, 15.0)  # PR #33208's measured range: the prior's stated interval
 # All-reduce latency per call inside a CUDA graph (plateau-causes.md "Multi-GPU
 # communication"): one-shot custom all-reduce ~4 us; NCCL ring ~20 us at TP4 over PCIe, i.e.
 # ~3.4 us per hop of its 2(tp-1); with NCCL_P2P_DISABLE=1 through host memory, the reference
@@ -60,52 +84,6 @@ NCCL_HOP_S = 3.4e-6
 HOST_MEMORY_FACTOR = 22.0
 ALLREDUCE_PER_LAYER = 2
 DEFAULT_LAYERS = 61  # when the model's layer count is not known (DeepSeek-V3 class)
-
-
-def _clock(t: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(t))
-
-
-def _window(step: StepEvidence) -> str:
-    return f"step c={step.concurrency} ({_clock(step.started_at)}\u2013{_clock(step.finished_at)})"
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.0f}%"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
-
-
-def _eager_share(points: Sequence[DecodePoint]) -> float:
-    known = [p for p in points if p.cuda_graph is not None]
-    return sum(1 for p in known if not p.cuda_graph) / len(known) if known else 0.0
-
-
-def _metric_share(step: StepEvidence, name: str, test: Callable[[float], bool]) -> tuple[int, int]:
-    values = [m.values[name] for m in step.metrics if name in m.values]
-    return sum(1 for v in values if test(v)), len(values)
-
-
-def _predict(explained: float, concurrency: int, condition: str) -> tuple[float, str]:
-    gain = gain_pct(explained)
-    return gain, f"+{gain:.0f}% at c={concurrency} if {condition}"
-
-
-def _effect(step: StepEvidence, explained: float, text: str, **values: Any) -> EvidenceItem:
-    return EvidenceItem(source="effect", text=f"{_window(step)}: {text}; explains "
-                                              f"{_pct(explained)} of the step's throughput",
-                        values={"explained": round(explained, 3), **values})
-
-
-def _best(found: list[tuple[float, StepEvidence, Any]]) -> tuple[float, StepEvidence, Any] | None:
-    """The highest concurrency where the mechanism shows (the saturated level every cause is
-    measured at, so their shares compare: a fixed cost per step weighs less there than at a
-    lower level, and a plateau is about the top of the curve); among its repeats, the most."""
-    if not found:
-        return None
-    return max(found, key=lambda f: (f[1].concurrency, f[0]))
 
 
 # ------------------------------------------------------------------------------ graph
@@ -118,10 +96,14 @@ def graph_ceiling(ev: RunEvidence) -> int | None:
     return facts.cuda_graph_max_bs_decode
 
 
-def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines: bool = False
-                  ) -> tuple[float, dict[str, Any]] | None:
+def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines: bool = False,
+                  penalty: float | None = None) -> tuple[float, dict[str, Any]] | None:
     """Explained share of eager steps above the ceiling: (eager time - graph time at the
-    same batch) x the share of eager lines, over the step's mean decode time."""
+    same batch) x the share of eager lines, over the step's mean decode time. `penalty`: the
+    eager penalty measured where the graph fit needs no reach (_eager_penalty), the most the
+    step is charged: launch overhead does not grow with the batch, and far above the graph
+    levels the fit misses what else lengthens a step (a queue's prefills), which both kinds
+    of step pay."""
     eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
     if not eager or len(eager) < 0.25 * len(step.decode):
         return None
@@ -136,19 +118,49 @@ def _graph_excess(step: StepEvidence, ceiling: int, graph: Fit | None, by_lines:
         return None
     running = batch_of(eager)
     t_graph = min(t_eager, graph.at(running)) if graph is not None else t_eager / 2.0
+    if penalty is not None:
+        t_graph = max(t_graph, t_eager - penalty)
     mean = eager_share * t_eager + (1 - eager_share) * t_graph
-    explained = share(eager_share * max(0.0, t_eager - t_graph), mean)
-    return explained, {"running_median": running, "eager_share": round(eager_share, 3),
+    wall = decode_wall_share(step, mean, batch_of(step.decode))
+    explained = share(eager_share * max(0.0, t_eager - t_graph), mean) * wall
+    return explained, {"decode_wall_share": round(wall, 3),
+                       "running_median": running, "eager_share": round(eager_share, 3),
                        "lines": lines, "eager_step_ms": round(t_eager * 1000, 1),
                        "graph_step_ms": round(t_graph * 1000, 1),
                        "graph_fit": graph is not None, "concurrency": step.concurrency}
 
 
-def _fit_said(ctx: Context, kind: str) -> str:
-    if ctx.lines:
-        return (f"an estimate from the log alone: step time vs batch fitted on its {kind} "
-                "Decode lines, each #running-req / gen throughput")
-    return f"step time vs batch fitted on the {kind} levels"
+def _eager_penalty(ctx: Context, ceiling: int, graph: Fit | None) -> float | None:
+    """Eager step - graph step at the same batch, at the lowest mostly-eager level of a sweep
+    (the graph fit's shortest reach); None from a log's lines or without a graph fit."""
+    if ctx.lines or graph is None:
+        return None
+    for step in sorted(ctx.all, key=lambda s: (s.concurrency, s.index)):
+        eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
+        if not eager or 2 * len(eager) < len(step.decode):
+            continue
+        t_eager = decode_step_s(step)
+        if t_eager is not None:
+            return max(0.0, t_eager - graph.at(batch_of(eager)))
+    return None
+
+
+
+def _ceiling_presence(ctx: Context, ceiling: int) -> Any:
+    lines = decode_lines(ctx.all)
+    above = [(s, p) for s, p in lines if p.running > ceiling and p.cuda_graph is False]
+    return presence(above, len(lines), (
+        f"{len(above)} of {len(lines)} Decode lines run eager (graph: False) at "
+        f"#running-req {span(p.running for _, p in above)}, above the decode CUDA-graph "
+        f"ceiling {ceiling}"))
+
+
+def _graph_target(ctx: Context, step: StepEvidence, running: float) -> int:
+    """The ceiling to capture up to: the offered top level of a sweep; of a log alone, the
+    largest #running-req its lines print (a figure the log holds)."""
+    if step.offered_known:
+        return max(int(running), max(s.concurrency for s in ctx.all))
+    return max(p.running for s in ctx.all for p in s.decode)
 
 
 @rule("cuda-graph-ceiling",
@@ -157,25 +169,43 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
     ceiling = graph_ceiling(ev)
     if ceiling is None or ev.startup.decode_graph_disabled:
         return None
+    seen_lines = _ceiling_presence(ctx, ceiling)
     graph = ctx.graph_fit
+    penalty = _eager_penalty(ctx, ceiling, graph)
     found = [(r[0], step, r[1]) for step in ctx.late
-             if (r := _graph_excess(step, ceiling, graph, ctx.lines)) is not None]
-    best = _best(found)
+             if (r := _graph_excess(step, ceiling, graph, ctx.lines, penalty)) is not None]
+    best = best_found(found)
+    flag = graph_max_bs_flag(ev.startup.sglang_version).lstrip("-")
+    title = "decode batch above the CUDA-graph ceiling runs eagerly"
     if best is None:
-        return None
+        # A sweep's levels that never run eager long enough say it costs nothing; a log's
+        # lines that plainly do are named with the effect left to an A/B.
+        if not ctx.lines or seen_lines is None or seen_lines.sure != "plain":
+            return None
+        top = max(p.running for s in ctx.all for p in s.decode)
+        return Cause(id="cuda-graph-ceiling", title=title, confidence=0.0,
+                     evidence=[EvidenceItem(source="Decode lines", text=seen_lines.text,
+                                            values={"ceiling": ceiling})],
+                     presence=seen_lines,
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
+                         f"A: as logged; B: --{flag} {top}, at the same load")),
+                     suggest=Suggestion(flags={flag: top}, expect=(
+                         "batches up to the largest #running-req in the log run in graphs")))
     explained, step, seen = best
+    eager = [p for p in step.decode if p.running > ceiling and p.cuda_graph is False]
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: #running-req median {seen['running_median']:.0f} > "
-             f"cuda-graph-max-bs-decode {ceiling}; cuda graph False in "
-             f"{_pct(seen['eager_share'])} of {seen['lines']} lines",
+        text=f"{window_text(step)}: #running-req {span(p.running for p in eager)} > "
+             f"cuda-graph-max-bs-decode {ceiling}; graph: False in {len(eager)} of "
+             f"{seen['lines']} lines",
         values={**{k: seen[k] for k in ("running_median", "eager_share", "lines",
                                          "concurrency")}, "ceiling": ceiling}),
-        _effect(step, explained,
+        effect_item(step, explained,
                 f"eager step {seen['eager_step_ms']:.0f} ms vs {seen['graph_step_ms']:.0f} ms "
                 f"in a graph at the same batch ("
-                + (_fit_said(ctx, "graph") if seen["graph_fit"]
-                   else "no graph line to fit: assumed half") + ")",
+                + (fit_said(ctx, "graph") if seen["graph_fit"]
+                   else "no graph line to fit: assumed half, derived") + ")"
+                + wall_said(seen["decode_wall_share"]),
                 eager_step_ms=seen["eager_step_ms"], graph_step_ms=seen["graph_step_ms"])]
     if ev.startup.capture_bs:
         evidence.append(EvidenceItem(
@@ -183,77 +213,139 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
             text=f"decode CUDA graphs captured for bs {ev.startup.capture_bs[0]}.."
                  f"{max(ev.startup.capture_bs)} ({len(ev.startup.capture_bs)} sizes)",
             values={"capture_bs_max": max(ev.startup.capture_bs)}))
-    zeros, scrapes = _metric_share(step, "sglang:is_cuda_graph", lambda v: v < 0.5)
+    zeros, scrapes = metric_share(step, "sglang:is_cuda_graph", lambda v: v < 0.5)
     if scrapes:
         evidence.append(EvidenceItem(
             source="/metrics", text=f"sglang:is_cuda_graph 0 in {zeros} of {scrapes} scrapes",
             values={"zero": zeros, "scrapes": scrapes}))
-    target = max(int(seen["running_median"]), max(s.concurrency for s in ctx.all))
-    gain, said = _predict(explained, step.concurrency, f"batches up to {target} ran in graphs")
+    target = _graph_target(ctx, step, seen["running_median"])
+    gain, said = predict(explained, step, f"batches up to {target} ran in graphs")
+    kind = None if seen["graph_fit"] else "prior"
     return Cause(
-        id="cuda-graph-ceiling", title="decode batch above the CUDA-graph ceiling runs eagerly",
-        confidence=round(explained, 3), evidence=evidence,
+        id="cuda-graph-ceiling", title=title,
+        confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
+        effect=effect_of(ctx, explained, kind,
+                          ab=f"A: as run; B: --{flag} {target}, at the same load"),
         suggest=Suggestion(
-            flags={graph_max_bs_flag(ev.startup.sglang_version).lstrip("-"): target},
-            gain_pct=gain, at_concurrency=step.concurrency,
-            expect=f"{said}: the eager penalty goes and throughput keeps rising past the knee "
-                   "(sglang#33483, PR #21005)"))
+            flags={flag: target}, gain_pct=gain, at_concurrency=ab_level(step),
+            gain_kind="prediction" if kind is None else "prior",
+            expect=f"{said}: the eager penalty goes"
+                   + (" and throughput keeps rising past the knee" if step.offered_known else "")
+                   + " (sglang#33483, PR #21005)"))
+
+
+def _eager_seen(ev: RunEvidence, ctx: Context) -> tuple[Any, bool] | None:
+    """(presence, everywhere): decode lines eager at every batch size, or eager at the top of
+    the batch range although that size was captured (graphs not replayed)."""
+    ceiling = graph_ceiling(ev)
+    lines = decode_lines(ctx.all)
+    inside = [(s, p) for s, p in lines if ceiling is None or p.running <= ceiling]
+    eager = [(s, p) for s, p in inside if p.cuda_graph is False]
+    everywhere = len(inside) >= 2 and eager_fraction([p for _, p in inside]) >= 0.9
+    if ev.startup.decode_graph_disabled or everywhere:
+        text = (f"graph: False in {len(eager)} of {len(inside)} Decode lines, "
+                f"#running-req {span(p.running for _, p in inside)}")
+        return presence(eager, len(inside), text) or presence(
+            [(s, p) for s, p in lines], len(lines), "decode CUDA graphs disabled"), True
+    if not ev.startup.capture_bs or not inside:
+        return None
+    top = max(p.running for _, p in inside)
+    at_top = [(s, p) for s, p in inside if p.running >= 0.9 * top]
+    eager_top = [(s, p) for s, p in at_top if p.cuda_graph is False]
+    if len(eager_top) < 3 or 2 * len(eager_top) < len(at_top):
+        return None
+    text = (f"graph: False in {len(eager_top)} of {len(at_top)} Decode lines at "
+            f"#running-req {span(p.running for _, p in at_top)}, sizes captured (bs "
+            f"{span(ev.startup.capture_bs)}): the graphs are not replayed")
+    return presence(eager_top, len(at_top), text, minimum=3), False
 
 
 @rule("eager-decode",
       checked="Decode lines / flags: decode CUDA graphs in use")
 def eager_decode(ev: RunEvidence, ctx: Context) -> Cause | None:
-    points = [p for s in ctx.all for p in s.decode]
-    ceiling = graph_ceiling(ev)
-    inside = [p for p in points if ceiling is None or p.running <= ceiling]
-    eager_share = _eager_share(inside)
-    if not ev.startup.decode_graph_disabled and (len(inside) < 2 or eager_share < 0.9):
+    seen = _eager_seen(ev, ctx)
+    if seen is None:
         return None
+    seen_lines, everywhere = seen
     eager = ctx.fit(False)
     found: list[tuple[float, StepEvidence, Any]] = []
-    for step in ctx.late_decode:
+    for step in ctx.late_decode if everywhere else []:
         seconds = decode_step_s(step)
         if seconds is None or eager is None:
             continue
         # The batch-independent time cannot exceed the step itself (a fit on few, noisy
         # points can put its intercept above it).
         fixed = min(eager.intercept, seconds)
-        found.append((share(EAGER_FIXED_SHARE * fixed, seconds), step, (seconds, fixed)))
+        wall = decode_wall_share(step, seconds, batch_of(step.decode))
+        found.append((share(EAGER_FIXED_SHARE * fixed, seconds) * wall, step,
+                      (seconds, fixed, wall)))
     evidence = []
     if ev.startup.decode_graph_disabled:
         evidence.append(EvidenceItem(source="profile flags / server_info",
                                      text="decode CUDA graph disabled (--disable-cuda-graph or "
                                           "--cuda-graph-backend-decode disabled)",
                                      values={"disabled": True}))
-    if inside:
+    if seen_lines is not None:
         evidence.append(EvidenceItem(
-            source="Decode lines",
-            text=f"cuda graph False in {_pct(eager_share)} of {len(inside)} lines at every "
-                 "batch size", values={"eager_share": round(eager_share, 3),
-                                       "lines": len(inside)}))
-    best = _best(found)
+            source="Decode lines", text=seen_lines.text,
+            values={"eager_share": round(seen_lines.lines / max(1, seen_lines.of), 3),
+                    "lines": seen_lines.of}))
+    best = best_found(found)
     flags: dict[str, object] = {"cuda-graph-backend-decode": "full"}
     if "disable-cuda-graph" in ev.flags:
         flags["disable-cuda-graph"] = None
+    title = "decode runs without CUDA graphs"
+    ab = "A: as run; B: --cuda-graph-backend-decode full (graphs replayed), at the same load"
     if best is None or eager is None:
-        return Cause(id="eager-decode", title="decode runs without CUDA graphs",
-                     confidence=0.0, evidence=evidence, suggest=Suggestion(flags=flags))
-    explained, step, (seconds, fixed) = best
-    evidence.append(_effect(
-        step, explained, f"decode step {_ms(seconds)}, of which {_ms(fixed)} does "
-                         f"not grow with the batch; {EAGER_FIXED_SHARE:.0%} of that taken as "
-                         "launch-bound (no graph step to compare with"
-                         + ("; an estimate from the log's lines" if ctx.lines else "") + ")",
+        return Cause(id="eager-decode", title=title, confidence=0.0, evidence=evidence,
+                     presence=seen_lines, effect=effect_of(ctx, None, "unmeasurable", ab=ab),
+                     suggest=Suggestion(flags=flags))
+    explained, step, (seconds, fixed, wall) = best
+    evidence.append(effect_item(
+        step, explained, f"decode step {ms_text(seconds)}, of which {ms_text(fixed)} does "
+                         f"not grow with the batch (derived: a fit of step time on batch); "
+                         f"{EAGER_FIXED_SHARE:.0%} of that taken as launch-bound (a prior, "
+                         "derived: no graph step to compare with)" + wall_said(wall),
         step_ms=round(seconds * 1000, 1), fixed_ms=round(fixed * 1000, 1)))
-    gain, said = _predict(explained, step.concurrency, "every decode step replayed a graph")
-    return Cause(id="eager-decode", title="decode runs without CUDA graphs",
-                 confidence=round(explained, 3), evidence=evidence,
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
+    gain, said = predict(explained, step, "every decode step replayed a graph")
+    lo_share, hi_share = (share(k * fixed, seconds) * wall for k in EAGER_PRIOR_RANGE)
+    low, high = gain_pct(lo_share), gain_pct(hi_share)
+    return Cause(id="eager-decode", title=title,
+                 confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
+                 effect=effect_of(ctx, explained, "prior", ab=ab, low=round(lo_share, 3),
+                                   high=round(hi_share, 3)),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
+                                    gain_kind="prior", gain_low_pct=low, gain_high_pct=high,
                                     expect=f"{said}: lower per-step launch cost at every "
-                                           "concurrency"))
+                                           f"concurrency (a prior: +{low:.0f}..+{high:.0f}%)"))
 
 
 # ------------------------------------------------------------------------------ scheduler
+
+
+def _offered(ctx: Context, step: StepEvidence) -> str:
+    """The load a sweep offered, or the requests a log's lines hold."""
+    if step.offered_known:
+        return f"{step.concurrency} offered"
+    return "held (#running-req + #queue-req)"
+
+
+def _cap_lines(ctx: Context, cap: int) -> Any:
+    lines = decode_lines(ctx.all)
+    # A queue of a request or two at a closed-loop client's concurrency is arrival churn:
+    # the queue must be a tenth of the batch (as inferred_facts asks of an inferred cap), on
+    # a quarter of the lines or more.
+    at_cap = [(s, p) for s, p in lines if p.running >= 0.95 * cap
+              and p.queue >= max(2.0, 0.1 * cap) and not waits_for_pool(p, cap)]
+    if 4 * len(at_cap) < len(lines):
+        return None
+    usages = [p.token_usage for _, p in at_cap if p.token_usage is not None]
+    return presence(at_cap, len(lines), (
+        f"{len(at_cap)} of {len(lines)} Decode lines hold #running-req "
+        f"{span(p.running for _, p in at_cap)} at max_running_requests {cap} with #queue-req "
+        f"{span(p.queue for _, p in at_cap)} waiting"
+        + (f" and token usage {span(usages, '{:.2f}')} (room in the pool)" if usages else "")),
+        minimum=3)
 
 
 @rule("running-cap",
@@ -262,7 +354,6 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     cap = ev.startup.max_running_requests
     if not cap:
         return None
-    model = ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
         if step.concurrency <= cap or not step.decode:
@@ -271,21 +362,28 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
         queue = median(p.queue for p in step.decode)
         if running < 0.95 * cap or queue <= 0:
             continue
-        explained = throughput_share(running, step.concurrency, model)
-        found.append((explained, step, (running, queue)))
-    best = _best(found)
+        # A queue at a nearly full pool waits for KV tokens, not for the cap (kv-cache-full).
+        if 2 * sum(1 for p in step.decode if waits_for_pool(p, cap)) > len(step.decode):
+            continue
+        bound = _eager_throughput_bound(ctx, step, running)
+        low, explained, high = (0.0, bound, bound) if bound is not None else batch_share_range(
+            running, step.concurrency, fit_for(ctx, step.decode), decode_share_of(step, running))
+        found.append((explained, step, (running, queue, bound is not None, low, high)))
+    best = best_found(found)
+    seen_lines = _cap_lines(ctx, cap)
     if best is None:
         return None
-    explained, step, (running, queue) = best
+    explained, step, (running, queue, is_bound, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: #running-req median {running:.0f} = max_running_requests "
-             f"{cap} while #queue-req median {queue:.0f}",
+        text=f"{window_text(step)}: #running-req {span(p.running for p in step.decode)} at "
+             f"max_running_requests {cap} while #queue-req {span(p.queue for p in step.decode)}",
         values={"running_median": running, "cap": cap, "queue_median": queue,
                 "concurrency": step.concurrency}),
-        _effect(step, explained, f"{step.concurrency - running:.0f} of {step.concurrency} "
-                                 "requests queue; decoding all of them (step time vs batch "
-                                 "fitted on the Decode lines) would raise throughput")]
+        effect_item(step, explained, f"requests wait in the queue ({_offered(ctx, step)}); "
+                                 "decoding all of them (derived: step time vs batch fitted on "
+                                 "the Decode lines of the same graph kind) would raise "
+                                 "throughput")]
     reduced = ev.startup.running_cap_reduced_from
     flags: dict[str, object]
     if reduced:
@@ -298,42 +396,131 @@ def running_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
                                              + 0.05), 3)}
     else:
         flags = {"max-running-requests": max(s.concurrency for s in ctx.all)}
-    gain, said = _predict(explained, step.concurrency, "every offered request decoded")
+    condition = ("every offered request decoded" if step.offered_known else
+                 "every request the lines hold decoded (the value: the most a line holds, "
+                 "#running-req + #queue-req)")
+    gain, said = predict(explained, step, condition)
+    if is_bound:
+        evidence.append(EvidenceItem(
+            source="client", text="the batch runs eagerly here: throughput against batch "
+            "extrapolated in a straight line over the eager levels' measured tok/s, an upper "
+            "bound (throughput flattens as the batch grows)"))
     return Cause(id="running-cap", title="running requests held at the scheduler's cap",
-                 confidence=round(explained, 3), evidence=evidence,
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
-                                    expect=f"{said}: #running-req follows the offered "
-                                           f"concurrency past {cap}; #queue-req drains"))
+                 confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
+                 effect=effect_of(ctx, explained, "bound" if is_bound else None,
+                                   low=round(low, 3), high=round(high, 3), ab=(
+                     f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, "
+                     "at the same load")),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
+                                    gain_kind="bound" if is_bound else "prediction",
+                                    gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
+                                    expect=("up to " if is_bound else "")
+                                    + f"{said}: #running-req follows the offered "
+                                      f"concurrency past {cap}; #queue-req drains"))
+
+
+def _eager_throughput_bound(ctx: Context, step: StepEvidence, running: float) -> float | None:
+    """For a capped batch that runs eagerly (a graph ceiling below the cap): the share lost,
+    from the measured throughput of the eager levels against their batch, extrapolated in a
+    straight line to the offered load. An eager step's time fits badly on batch (a queue's
+    prefills lengthen the capped level's steps), and one line through graph and eager levels
+    hides the cap behind the ceiling; throughput flattens with the batch, so the straight
+    line is an upper bound. None for a log's lines, a graph step, or fewer than two eager
+    levels with a measured throughput."""
+    if ctx.lines or eager_fraction(step.decode) < 0.5:
+        return None
+    pairs = [(batch_of(s.decode), s.client.total_tok_s) for s in ctx.all
+             if s.decode and s.client is not None and s.client.total_tok_s
+             and eager_fraction(s.decode) >= 0.5]
+    if len({b for b, _ in pairs}) < 2:
+        return None
+    xs = [b for b, _ in pairs]
+    ys = [float(t or 0.0) for _, t in pairs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs)
+    now = my + slope * (running - mx)
+    offered = my + slope * (step.concurrency - mx)
+    if slope <= 0 or now <= 0 or offered <= now:
+        return 0.0
+    return min(0.99, 1.0 - now / offered)
+
+
+def _pool_lines(ctx: Context, cap: int | None) -> Any:
+    lines = decode_lines(ctx.all)
+    waiting = [(s, p) for s, p in lines if waits_for_pool(p, cap)]
+    usages = [p.token_usage or 0.0 for _, p in waiting]
+    retracts = sum(s.retract_lines for s in ctx.all)
+    why = ("no room in the pool for one more request of the running ones' size"
+           if all(pool_bound(p) for _, p in waiting) else
+           f"held below max_running_requests {cap}: the pool's reservation for the running "
+           "requests' remaining tokens holds admission")
+    text = (f"{len(waiting)} of {len(lines)} Decode lines at token usage "
+            f"{span(usages, '{:.2f}')} with #queue-req {span(p.queue for _, p in waiting)} "
+            f"waiting (#running-req {span(p.running for _, p in waiting)}: {why})")
+    if not waiting and retracts:
+        steps = [s for s in ctx.all if s.retract_lines]
+        return presence([(s, DecodePoint(0, 0)) for s in steps for _ in range(s.retract_lines)],
+                        retracts, f"{retracts} 'KV cache pool is full. Retract requests.' lines",
+                        minimum=1)
+    seen = presence(waiting, len(lines), text)
+    if seen is not None and retracts:
+        seen = seen.model_copy(update={
+            "sure": "plain", "text": seen.text + f"; {retracts} retraction lines"})
+    return seen
+
+
+def _kv_flags(ev: RunEvidence) -> dict[str, object]:
+    """An explicit --max-total-tokens caps the pool whatever its dtype: lifting it is the fix
+    (fp8 KV cannot act on it)."""
+    if "max-total-tokens" in ev.flags or ev.startup.max_total_tokens:
+        return {"max-total-tokens": None}
+    if "mem-fraction-static" in ev.flags or (ev.startup.kv_cache_dtype or "auto") not in (
+            "auto", "bf16", "bfloat16"):
+        return {"mem-fraction-static": round(min(0.95, (ev.startup.mem_fraction_static or 0.85)
+                                                 + 0.1), 3)}
+    return {"kv-cache-dtype": "fp8_e4m3"}
 
 
 @rule("kv-cache-full",
       checked="token usage, 'KV cache pool is full' lines")
 def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
-    model = ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
-        usages = [p.token_usage for p in step.decode if p.token_usage is not None]
-        peak = max(usages, default=0.0)
-        queue = median(p.queue for p in step.decode) if step.decode else 0.0
-        if not step.retract_lines and (peak < FULL_USAGE or queue <= 0):
+        waiting = [p for p in step.decode if waits_for_pool(p, ev.startup.max_running_requests)]
+        if not step.retract_lines and (not waiting or 2 * len(waiting) < len(step.decode)):
             continue
         running = batch_of(step.decode) if step.decode else 0.0
         cap = ev.startup.max_running_requests or step.concurrency
-        explained = throughput_share(running, min(step.concurrency, cap), model)
+        low, explained, high = batch_share_range(running, min(step.concurrency, cap),
+                                                 fit_for(ctx, step.decode),
+                                                 decode_share_of(step, running))
         # Each retracted request is prefilled again: its decoded tokens are recomputed.
         client = step.client
         if step.retracted_reqs and client is not None and client.completed:
             explained = min(0.99, explained + 0.5 * step.retracted_reqs / (
                 client.completed + step.retracted_reqs) * (1 - explained))
-        found.append((explained, step, (peak, running)))
-    best = _best(found)
+        usages = [p.token_usage for p in step.decode if p.token_usage is not None]
+        found.append((explained, step, (max(usages, default=0.0), running, low, high)))
+    best = best_found(found)
+    seen_lines = _pool_lines(ctx, ev.startup.max_running_requests)
+    flags = _kv_flags(ev)
+    title = "KV cache pool full: requests wait or are retracted"
+    ab = f"A: as run; B: {', '.join(f'--{k} {v}' for k, v in flags.items())}, same load"
     if best is None:
-        return None
-    explained, step, (peak, running) = best
+        if not ctx.lines or seen_lines is None or seen_lines.sure != "plain":
+            return None
+        return Cause(id="kv-cache-full", title=title, confidence=0.0,
+                     evidence=[EvidenceItem(source="Decode lines", text=seen_lines.text)],
+                     presence=seen_lines, effect=effect_of(ctx, None, "unmeasurable", ab=ab),
+                     suggest=Suggestion(flags=flags, expect="more KV tokens, no retractions"))
+    explained, step, (peak, running, low, high) = best
     evidence = [EvidenceItem(
         source="Decode lines",
-        text=f"{_window(step)}: token usage up to {peak:.2f}, #running-req median "
-             f"{running:.0f} of {step.concurrency} offered",
+        text=f"{window_text(step)}: token usage up to {peak:.2f}, #running-req "
+             f"{span(p.running for p in step.decode)}, #queue-req "
+             f"{span(p.queue for p in step.decode)}"
+             + (f" of {step.concurrency} offered" if step.offered_known else ""),
         values={"token_usage_max": peak, "running_median": running})]
     if step.retract_lines:
         evidence.insert(0, EvidenceItem(
@@ -341,25 +528,20 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
             text=f"{step.retract_lines} 'KV cache pool is full. Retract requests.' lines, "
                  f"{step.retracted_reqs} requests retracted",
             values={"retract_lines": step.retract_lines, "retracted_reqs": step.retracted_reqs}))
-    evidence.append(_effect(step, explained, "a full pool holds the running batch below the "
-                                             "offered load (and re-prefills retracted requests)"))
+    evidence.append(effect_item(step, explained, "a full pool holds the running batch below the "
+                                             "load (and re-prefills retracted requests)"))
     if ev.startup.max_total_num_tokens:
         evidence.append(EvidenceItem(source="startup log",
                                      text=f"max_total_num_tokens={ev.startup.max_total_num_tokens}",
                                      values={"max_total_num_tokens":
                                              ev.startup.max_total_num_tokens}))
-    if "max-total-tokens" in ev.flags:
-        flags: dict[str, object] = {"max-total-tokens": None}
-    elif "mem-fraction-static" in ev.flags or (ev.startup.kv_cache_dtype or "auto") not in (
-            "auto", "bf16", "bfloat16"):
-        flags = {"mem-fraction-static": round(min(0.95, (ev.startup.mem_fraction_static or 0.85)
-                                                  + 0.1), 3)}
-    else:
-        flags = {"kv-cache-dtype": "fp8_e4m3"}
-    gain, said = _predict(explained, step.concurrency, "the pool held every offered request")
-    return Cause(id="kv-cache-full", title="KV cache pool full: requests wait or are retracted",
-                 confidence=round(explained, 3), evidence=evidence,
-                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=step.concurrency,
+    gain, said = predict(explained, step, "the pool held every request")
+    return Cause(id="kv-cache-full", title=title,
+                 confidence=round(explained, 3), evidence=evidence, presence=seen_lines,
+                 effect=effect_of(ctx, explained, ab=ab, low=round(low, 3),
+                                   high=round(high, 3)),
+                 suggest=Suggestion(flags=flags, gain_pct=gain, at_concurrency=ab_level(step),
+                                    gain_low_pct=gain_pct(low), gain_high_pct=gain_pct(high),
                                     expect=f"{said}: more KV tokens, no retractions"))
 
 
@@ -391,7 +573,7 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
     chunk = ev.startup.chunked_prefill_size or 8192
     found = [(r[0], step, r[1]) for step in ctx.late
              if (r := _stall(step, chunk)) is not None]
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, seen = best
@@ -400,7 +582,8 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
         confidence=round(explained, 3),
         evidence=[
             EvidenceItem(source="Prefill lines",
-                         text=f"{_window(step)}: {seen['mixed_prefills']} prefill batches while "
+                         text=f"{window_text(step)}: {seen['mixed_prefills']} prefill batches "
+                              "while "
                               f"#running-req > 0 (median {seen['running_median']:.0f}), "
                               f"{seen['long_prefills']} of them >= half a chunk, "
                               f"#new-token median {seen['new_token_median']:.0f} "
@@ -412,16 +595,19 @@ def prefill_interference(ev: RunEvidence, ctx: Context) -> Cause | None:
                          text=f"ITL mean {seen['itl_mean_ms']:.0f} ms vs p50 "
                               f"{seen['itl_p50_ms']:.0f} ms (p99 "
                               f"{seen['itl_p99_ms'] or 0:.0f} ms): the running requests wait "
-                              f"{_pct(explained)} of their decode time for long prefills "
-                              "(the share of decode throughput per request they lose)",
+                              f"{pct_text(explained)} of their decode time for long prefills "
+                              "(per-request latency, not the server's throughput)",
                          values={k: seen[k] for k in ("itl_mean_ms", "itl_p50_ms",
                                                       "itl_p99_ms", "tpot_mean_ms")}),
         ],
-        suggest=_shorter_stalls(ev, chunk, explained, step.concurrency))
+        effect=effect_of(ctx, explained, "latency", ab=(
+            "A: as run; B: the suggested chunking, at the same load: compare ITL mean and "
+            "total tok/s")),
+        suggest=_shorter_stalls(ev, chunk, explained, step))
 
 
 def _shorter_stalls(ev: RunEvidence, chunk: int, explained: float,
-                    concurrency: int) -> Suggestion:
+                    step: StepEvidence) -> Suggestion:
     """SGLang runs prefill first and continues a chunked prompt in the next round, so the
     running batch decodes between chunks only with --enable-mixed-chunk (scheduler.py
     `get_next_batch_to_run`, `mix_with_running`); then the chunk size bounds the stall."""
@@ -429,9 +615,18 @@ def _shorter_stalls(ev: RunEvidence, chunk: int, explained: float,
     flags: dict[str, Any] = {"chunked-prefill-size": max(512, chunk // 4)}
     if not mixed:
         flags = {"enable-mixed-chunk": True, **flags}
-    gain, said = _predict(explained, concurrency, "the running batch decoded inside each chunk")
-    return Suggestion(flags=flags, gain_pct=gain, at_concurrency=concurrency,
-                      expect=f"{said}: ITL mean and p99 down (TTFT rises a little)")
+    # A latency prediction: the running requests stop waiting for long prefills, but the
+    # prefill compute stays, so total throughput need not rise (at long prompts it is the
+    # prefill that bounds it: the A/B measured it fall).
+    # The stalls left are a smaller chunk's: the predicted fall is the stall share times the
+    # part of the chunk the change removes.
+    smaller = flags["chunked-prefill-size"]
+    itl = -round(explained * (1.0 - smaller / chunk) * 100.0, 1) if chunk > smaller else -round(
+        explained * 100.0, 1)
+    return Suggestion(flags=flags, at_concurrency=ab_level(step), itl_change_pct=itl,
+                      expect=f"ITL mean {itl:.0f}% if the running batch decoded inside each "
+                             "chunk (a latency prediction, not a throughput one: total tok/s "
+                             "may fall where prefill compute bounds it; TTFT rises a little)")
 
 
 # ------------------------------------------------------------------------------ hardware
@@ -502,24 +697,31 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
     if "disable-custom-all-reduce" in suggest.flags:
         evidence.append(EvidenceItem(source="profile flags", text="--disable-custom-all-reduce",
                                      values={"disable_custom_all_reduce": True}))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
-                     confidence=0.0, evidence=evidence, suggest=suggest)
+                     confidence=0.0, evidence=evidence, suggest=suggest,
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
+                         "A: as run; B: the suggested all-reduce path, at the same load")))
     explained, step, (seconds, excess) = best
-    evidence.append(_effect(
+    evidence.append(effect_item(
         step, explained, f"{calls} all-reduces per step at {_allreduce_s(tp, now) * 1e6:.0f} us "
                          f"({now}) vs {_allreduce_s(tp, against) * 1e6:.0f} us ({against}): "
-                         f"{_ms(excess)} of a {_ms(seconds)} decode step (bounded by the "
-                         f"{_ms(model.intercept if model else 0.0)} that does not grow with "
-                         "the batch)", allreduce_ms=round(excess * 1000, 2),
-        step_ms=round(seconds * 1000, 1)))
-    gain, said = _predict(explained, step.concurrency, f"the all-reduce ran {against}")
+                         f"{ms_text(excess)} of a {ms_text(seconds)} decode step (bounded by the "
+                         f"{ms_text(model.intercept if model else 0.0)} that does not grow with "
+                         "the batch); the per-call latencies are priors (one-shot "
+                         f"{ONE_SHOT_S * 1e6:g} us, NCCL {NCCL_HOP_S * 1e6:g} us per hop, "
+                         f"x{HOST_MEMORY_FACTOR:g} through host memory), not measured here",
+        allreduce_ms=round(excess * 1000, 2), step_ms=round(seconds * 1000, 1)))
+    gain, said = predict(explained, step, f"the all-reduce ran {against}")
     return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
                  confidence=round(explained, 3), evidence=evidence,
+                 effect=effect_of(ctx, explained, "prior", ab=(
+                     "A: as run; B: the suggested all-reduce path, at the same load (or an "
+                     "all-reduce probe: nccl-tests all_reduce_perf at 8 KB)")),
                  suggest=suggest.model_copy(update={
-                     "gain_pct": gain, "at_concurrency": step.concurrency,
-                     "expect": f"{said}: {suggest.expect}"}))
+                     "gain_pct": gain, "at_concurrency": ab_level(step), "gain_kind": "prior",
+                     "expect": f"{said} (a prior): {suggest.expect}"}))
 
 
 def _allreduce_title(path: str, ev: RunEvidence) -> str:
@@ -553,7 +755,7 @@ def _clock_effect(ctx: Context, reason: str) -> tuple[float, StepEvidence, Any] 
         slowed_share = len(slowed) / len(busy)
         found.append((share(slowed_share * (1.0 - clock), 1.0), step, (slowed, slowed_share,
                                                                       clock)))
-    return _best(found)
+    return best_found(found)
 
 
 @rule("power-cap",
@@ -567,23 +769,26 @@ def power_cap(ev: RunEvidence, ctx: Context) -> Cause | None:
     limit = median(g.power_limit_w or 0.0 for g in capped)
     mhz = median(g.sm_clock_mhz or 0.0 for g in capped)
     top = median(g.sm_clock_max_mhz or 0.0 for g in capped)
-    gain, said = _predict(explained, step.concurrency, "SM clocks stayed at their maximum")
+    gain, said = predict(explained, step, "SM clocks stayed at their maximum")
     return Cause(
         id="power-cap", title="GPUs held at their power limit; SM clocks fall",
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="GPU telemetry",
-            text=f"{_window(step)}: sw power cap in {_pct(capped_share)} of busy samples; "
+            text=f"{window_text(step)}: sw power cap in {pct_text(capped_share)} of busy samples; "
                  f"power {power:.0f} W of {limit:.0f} W limit; SM clock {mhz:.0f} of "
                  f"{top:.0f} MHz",
             values={"capped_share": round(capped_share, 3), "power_w": power,
                     "power_limit_w": limit, "sm_clock_mhz": mhz, "sm_clock_max_mhz": top}),
-            _effect(step, explained, f"clock at {_pct(clock)} of its maximum in the capped "
+            effect_item(step, explained, f"clock at {pct_text(clock)} of its maximum in the capped "
                                      "samples (upper bound: weight streaming does not slow)",
                     clock_ratio=round(clock, 3))],
+        effect=effect_of(ctx, explained, "bound", low=0.0, high=round(explained, 3),
+                          ab="A: as run; B: the board's default power limit, same load"),
         suggest=Suggestion(host="raise the board power limit (nvidia-smi -pl) or check cooling",
-                           gain_pct=gain, at_concurrency=step.concurrency,
-                           expect=f"{said}: compute terms faster"))
+                           gain_pct=gain, at_concurrency=ab_level(step), gain_kind="bound",
+                           gain_low_pct=0.0, gain_high_pct=gain,
+                           expect=f"up to {said} (an upper bound): compute terms faster"))
 
 
 @rule("thermal",
@@ -594,20 +799,25 @@ def thermal(ev: RunEvidence, ctx: Context) -> Cause | None:
         return None
     explained, step, (hot, hot_share, clock) = best
     temp = max(g.temp_c or 0.0 for g in hot)
-    gain, said = _predict(explained, step.concurrency, "the GPUs ran cool enough")
+    gain, said = predict(explained, step, "the GPUs ran cool enough")
     return Cause(id="thermal", title="GPUs slow down for temperature",
                  confidence=round(explained, 3),
                  evidence=[EvidenceItem(
                      source="GPU telemetry",
-                     text=f"{_window(step)}: thermal slowdown in {_pct(hot_share)} of busy "
+                     text=f"{window_text(step)}: thermal slowdown in {pct_text(hot_share)} of busy "
                           f"samples; up to {temp:.0f} C",
                      values={"thermal_share": round(hot_share, 3), "temp_max": temp}),
-                     _effect(step, explained, f"clock at {_pct(clock)} of its maximum while "
-                                              "slowed (upper bound)",
+                     effect_item(step, explained, f"clock at {pct_text(clock)} of its maximum "
+                                                  "while slowed (upper bound)",
                              clock_ratio=round(clock, 3))],
+                 effect=effect_of(ctx, explained, "bound", low=0.0,
+                                   high=round(explained, 3),
+                                   ab="A: as run; B: cooler intake air, same load"),
                  suggest=Suggestion(host="check airflow and fan curves; lower the power limit",
-                                    gain_pct=gain, at_concurrency=step.concurrency,
-                                    expect=f"{said}: clocks stay at their maximum under load"))
+                                    gain_pct=gain, at_concurrency=ab_level(step), gain_kind="bound",
+                                    gain_low_pct=0.0, gain_high_pct=gain,
+                                    expect=f"up to {said} (an upper bound): clocks stay at "
+                                           "their maximum under load"))
 
 
 @rule("moe-untuned",
@@ -629,25 +839,38 @@ def moe_untuned(ev: RunEvidence, ctx: Context) -> Cause | None:
         if seconds is not None and model is not None:
             excess = model.intercept * (1.0 - 1.0 / MOE_UNTUNED_SPEEDUP)
             found.append((share(excess, seconds), step, (seconds, excess)))
-    best = _best(found)
+    best = best_found(found)
     suggest = Suggestion(flags={"moe-runner-backend": "cutlass"},
                          expect="tuned MoE GEMMs: less time per step at every concurrency (or "
                                 "tune configs with SGLang's benchmark/kernels/fused_moe_triton)")
     if best is None or model is None:
         return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel "
-                     "config", confidence=0.0, evidence=evidence, suggest=suggest)
+                     "config", confidence=0.0, evidence=evidence, suggest=suggest,
+                     effect=effect_of(ctx, None, "unmeasurable", ab=(
+                         "A: as run; B: --moe-runner-backend cutlass, same load")))
     explained, step, (seconds, excess) = best
-    evidence.append(_effect(
-        step, explained, f"{_ms(model.intercept)} of the {_ms(seconds)} decode step does not "
-                         f"grow with the batch (expert weight streaming); a tuned kernel at "
-                         f">= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves {_ms(excess)}",
+    evidence.append(effect_item(
+        step, explained, f"{ms_text(model.intercept)} of the {ms_text(seconds)} decode step "
+                         "does not grow with the batch (expert weight streaming); a tuned "
+                         f"kernel at >= {MOE_UNTUNED_SPEEDUP}x (sglang PR #33208) saves "
+                         f"{ms_text(excess)}",
         step_ms=round(seconds * 1000, 1), excess_ms=round(excess * 1000, 1)))
-    gain, said = _predict(explained, step.concurrency, "the MoE GEMMs ran a tuned kernel")
+    gain, said = predict(explained, step, "the MoE GEMMs ran a tuned kernel")
+    lo_share, hi_share = (share(model.intercept * (1.0 - 1.0 / x), seconds)
+                          for x in MOE_SPEEDUP_RANGE)
+    low, high = gain_pct(lo_share), gain_pct(hi_share)
     return Cause(id="moe-untuned", title="Triton MoE runs its default (untuned) kernel config",
                  confidence=round(explained, 3), evidence=evidence,
+                 effect=effect_of(ctx, explained, "prior", low=round(lo_share, 3),
+                                   high=round(hi_share, 3), ab=(
+                     "A: as run; B: --moe-runner-backend cutlass (or tuned Triton configs), "
+                     "same load")),
                  suggest=suggest.model_copy(update={
-                     "gain_pct": gain, "at_concurrency": step.concurrency,
-                     "expect": f"{said}: {suggest.expect}"}))
+                     "gain_pct": gain, "at_concurrency": ab_level(step), "gain_kind": "prior",
+                     "gain_low_pct": low, "gain_high_pct": high,
+                     "expect": f"{said} (a prior: +{low:.0f}..+{high:.0f}% for tuned kernels "
+                               f"{MOE_SPEEDUP_RANGE[0]:g}-{MOE_SPEEDUP_RANGE[1]:g}x faster): "
+                               f"{suggest.expect}"}))
 
 
 # ------------------------------------------------------------------------------ client
@@ -675,27 +898,27 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
             # The client's ITL is late here too: step times from the server's lines.
             model = fit(ctx.all, graph=None, client=False)
             found.append((throughput_share(held, c.target, model), step, (c, held)))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, (c, held) = best
     workers = int(ev.flags.get("_workers", 0) or 0)
-    gain, said = _predict(explained, step.concurrency, "the client held every stream")
+    gain, said = predict(explained, step, "the client held every stream")
     return Cause(
         id="client-bound", title="the load generator cannot hold the concurrency",
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="client",
-            text=f"{_window(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
+            text=f"{window_text(step)}: busiest worker CPU {(c.client_cpu_max or 0) * 100:.0f}%, "
                  f"achieved concurrency {c.measured_concurrency:.1f} of {c.target}, the "
                  f"server decoding {held:.0f}"
                  + (f" ({c.client_warning})" if c.client_warning else ""),
             values={"client_cpu_max": c.client_cpu_max, "target": c.target,
                     "measured_concurrency": round(c.measured_concurrency, 2),
                     "server_running": held}),
-            _effect(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
+            effect_item(step, explained, f"{held:.0f} of {c.target} streams reach the server")],
         suggest=Suggestion(sweep={"workers": max(2, workers * 2) if workers else 4},
-                           gain_pct=gain, at_concurrency=step.concurrency,
+                           gain_pct=gain, at_concurrency=ab_level(step),
                            expect=f"{said}: achieved concurrency reaches the target"))
 
 
@@ -727,7 +950,7 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
         if c.steady_reached is True or (waves >= 2 and c.steady_reached is None):
             continue
         found.append((_ramp_drain(c), step, (c, waves)))
-    best = _best(found)
+    best = best_found(found)
     if best is None:
         return None
     explained, step, (c, waves) = best
@@ -739,9 +962,9 @@ def too_few_prompts(ev: RunEvidence, ctx: Context) -> Cause | None:
         confidence=round(explained, 3),
         evidence=[EvidenceItem(
             source="client",
-            text=f"{_window(step)}: {c.num_prompts} prompts at concurrency {c.target} "
+            text=f"{window_text(step)}: {c.num_prompts} prompts at concurrency {c.target} "
                  f"({waves:.2f} waves, {steady}); achieved concurrency {achieved:.1f}; "
-                 f"ramp-up and drain {_pct(explained)} of the step",
+                 f"ramp-up and drain {pct_text(explained)} of the step",
             values={"num_prompts": c.num_prompts, "target": c.target, "waves": round(waves, 3),
                     "measured_concurrency": round(achieved, 2),
                     "steady_reached": c.steady_reached, "ramp_drain": round(explained, 3)})],

@@ -66,7 +66,9 @@ def _run(view: RunView) -> list[str]:
         lines.append("why: no clear cause" + ("" if view.evidence is not None
                                               else " (no evidence stored: client only)"))
     for rank, cause in enumerate(causes[:3], 1):
-        lines.append(f"{rank}. **{inert(cause.id)}** ({cause.confidence:.0%}): "
+        share = (f"{cause.confidence:.0%}" if cause.effect_kind == "measured"
+                 else cause.effect_label)
+        lines.append(f"{rank}. **{inert(cause.id)}** ({share}): "
                      f"{inert(cause.title)}")
         lines += [f"   - {inert(e.source)}: {inert(e.text)}" for e in cause.evidence[:3]]
         fix = suggestion_text(cause)

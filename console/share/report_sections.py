@@ -112,7 +112,9 @@ def _cause(cause: Cause) -> str:
     fix = suggestion_text(cause)
     fix_html = f"<p>try: <code>{escape(fix)}</code></p>" if fix else ""
     return (f'<div class="cause" data-cause="{escape(cause.id)}"><p><b>{escape(cause.id)}</b> '
-            f"explains {cause.confidence:.0%} of the step's throughput: {escape(cause.title)}"
+            + (f"explains {cause.confidence:.0%} of the step's throughput"
+               if cause.effect_kind == "measured" else escape(cause.effect_label))
+            + f": {escape(cause.title)}"
             f"</p><ul>{items}</ul>{fix_html}</div>")
 
 

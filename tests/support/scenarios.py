@@ -71,3 +71,18 @@ SCENARIOS = [
              why="one load-generator worker re-tokenizing and validating every chunk: ~2 ms "
                  "of CPU a chunk"),
 ]
+
+
+# Held out from the rules' tuning (issue 37): two causes stacked, and a change that acts on
+# latency, not throughput. tests/test_diagnose_stacked.py runs an A/B per suggestion.
+HELD_OUT = [
+    Scenario("ceiling-and-cap", "cuda-graph-ceiling",
+             {"cuda-graph-max-bs-decode": 40, "max-running-requests": 160},
+             why="graphs captured to 40 to save memory, and a cap of 160 from another host: "
+                 "at c=256, 160 run eagerly and 96 wait"),
+    Scenario("long-prompts-short-answers", "prefill-interference",
+             {"chunked-prefill-size": 16384},
+             spec={"input_len": 6000, "output_len": 64, "concurrency": [4, 8, 16, 32]},
+             why="6000-token documents, 64-token answers, big chunks: prefill compute bounds "
+                 "throughput, the stalls cost each request's latency"),
+]
