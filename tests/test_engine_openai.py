@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from statistics import median
 
 import httpx
 import pytest
@@ -20,10 +23,11 @@ from console.bench.models import StepMetrics, StepResult
 from console.bench.openai_probe import fit_client, refused_extension
 from console.bench.workload import Workload
 from console.config_models import ServerProfile
-from console.diagnose.diagnose import diagnose, diagnosis_lines
+from console.diagnose.diagnose import diagnose, diagnose_stored, diagnosis_lines
 from console.diagnose.models import RunEvidence
 from console.engines import engine_named
 from console.server.flags_click import parse_click_help
+from console.store.db import RunStore
 from tests.support.cli_hosts import plateau_argv
 from tests.support.server_fixtures import free_port
 
@@ -110,7 +114,7 @@ def test_a_url_sweep_completes_every_step_on_a_strict_server(
         strict_server: tuple[str, Path], tmp_path: Path) -> None:
     url, log = strict_server
     proc = subprocess.run(
-        plateau_argv("sweep", "--url", url, "--concurrency", "1,4,8", "--num-prompts", "12",
+        plateau_argv("sweep", "--url", url, "--concurrency", "1,4,16", "--num-prompts", "32",
                      "--input-len", "48", "--output-len", "24", "--json",
                      "--db", str(tmp_path / "h.db")),
         capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
@@ -118,7 +122,7 @@ def test_a_url_sweep_completes_every_step_on_a_strict_server(
     out = json.loads(proc.stdout)
     steps = out["steps"]
     assert [s["status"] for s in steps] == ["ok", "ok", "ok"]
-    assert all(s["metrics"]["completed"] == 12 for s in steps)
+    assert all(s["metrics"]["completed"] == 32 for s in steps)
     notes = steps[0]["metrics"]["client_notes"]
     assert any("ignore_eos" in n for n in notes) and any("no cache flush" in n for n in notes)
     # output lengths vary (a quarter of prompts stop at EOS) and are counted from usage
@@ -126,8 +130,13 @@ def test_a_url_sweep_completes_every_step_on_a_strict_server(
     text = log.read_text()
     assert text.count('" 422') == 1  # the one probe: no measured request sent ignore_eos
     assert "flush_cache" not in text
-    with __import__("sqlite3").connect(tmp_path / "h.db") as db:
+    with sqlite3.connect(tmp_path / "h.db") as db:
         assert db.execute("SELECT server_engine FROM runs").fetchone()[0] == "openai"
+    # The server decodes at most 4 at once: from 4 to 16 streams the client sees it, and no
+    # log grammar is needed (client evidence only)
+    named = {c["id"]: c for c in out["diagnosis"]["causes"]}
+    assert "admission-queue" in named, out["diagnosis"]
+    assert "c=4 -> c=16" in named["admission-queue"]["evidence"][0]["text"]
 
 
 def _failed(index: int, error: str) -> StepResult:
@@ -174,3 +183,27 @@ def test_an_ab_through_the_openai_engine_restarts_real_servers(tmp_path: Path) -
     point = out["verdict"]["points"][0]
     # 8x the batch at 16 streams: several times the throughput, far outside any noise
     assert point["delta_pct"] > 100 and point["word"] == "better"
+
+
+def test_the_real_h200_run_is_diagnosed_from_gpu_and_client_evidence(tmp_path: Path) -> None:
+    """The stored sweep of the real transformers serve on the H200 (docs/real-engine.md): no
+    log grammar, so the GPU and the client speak; the figures quoted are the run's own."""
+    db = tmp_path / "h200.db"  # opened read-write (a store migrates): a copy
+    shutil.copy(Path(__file__).parent / "data" / "engines" / "transformers-serve" / "h200-rig"
+                / "history.db", db)
+    with RunStore(db) as store:
+        run = store.get_run(1)
+        evidence = store.load_evidence(1)
+        found = diagnose_stored(store, 1, run.steps)
+    assert evidence is not None and run.summary.meta.server_engine == "transformers-serve"
+    top = found.causes[0]
+    assert top.id == "gpu-waits-on-host" and top.effect_kind == "bound"
+    by_level = {s.concurrency: s for s in evidence.steps}
+    low, high = by_level[min(by_level)], by_level[max(by_level)]
+    assert low.client is not None and high.client is not None
+    text = " ".join(e.text for e in top.evidence)
+    assert f"{low.client.itl_p50_ms:.1f} ms at c={low.concurrency}" in text
+    assert f"{high.client.itl_p50_ms:.1f} ms at c={high.concurrency}" in text
+    utils = sorted(g.util for g in high.gpu if g.util is not None)
+    assert f"at c={high.concurrency} a kernel ran in {median(utils) / 100:.0%}" in text
+    assert top.suggest.flags == {"cb-use-cuda-graph": True}  # the A/B measured +185% for it

@@ -18,7 +18,15 @@ from __future__ import annotations
 from itertools import pairwise
 from statistics import median
 
-from console.diagnose.models import Cause, EvidenceItem, RunEvidence, StepEvidence, Suggestion
+from console.diagnose.models import (
+    Cause,
+    Effect,
+    EvidenceItem,
+    Presence,
+    RunEvidence,
+    StepEvidence,
+    Suggestion,
+)
 from console.diagnose.registry import Context, rule
 
 HOST_BOUND_UTIL = 0.6  # a GPU busy under 60% of the time at the top level is not the limit
@@ -68,6 +76,11 @@ def gpu_waits_on_host(ev: RunEvidence, ctx: Context) -> Cause | None:
     return Cause(
         id="gpu-waits-on-host", title="decode steps are spent on the host, not the GPU",
         confidence=round(off_gpu, 3),
+        presence=Presence(lines=len(levels), of=len(levels), sure="plain", text=(
+            f"ITL p50 {itl_top / itl_low:.1f}x from c={low.concurrency} to "
+            f"c={top.concurrency}, the GPU busy {util:.0%} at the top")),
+        effect=Effect(kind="bound", share=round(off_gpu, 3),
+                      ab="A/B CUDA graphs or torch.compile for the decode step"),
         evidence=[
             EvidenceItem(source="client", text=(
                 f"ITL p50 {itl_low:.1f} ms at c={low.concurrency} -> {itl_top:.1f} ms at "
@@ -122,6 +135,11 @@ def _queue_cause(below: StepEvidence, above: StepEvidence, gain: float, ttft: fl
     return Cause(
         id="admission-queue", title="requests wait to be admitted: a cap on running requests",
         confidence=round(held, 3),
+        presence=Presence(lines=2, of=2, sure="plain", text=(
+            f"c={below.concurrency} -> c={above.concurrency}: TTFT {ttft:.1f}x, ITL "
+            f"{itl:.2f}x, throughput {gain:+.1%}")),
+        effect=Effect(kind="bound", share=round(held, 3),
+                      ab=f"A/B a higher running-request cap at c={above.concurrency}"),
         evidence=[
             EvidenceItem(source="client", text=(
                 f"c={below.concurrency} -> c={above.concurrency}: total tok/s "
