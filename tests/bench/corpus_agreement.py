@@ -78,8 +78,11 @@ def _leads_with_crash(diag: dict[str, Any]) -> bool:
 
 
 def _logscan_crash(log: Path) -> str:
-    """What logscan names as fatal: its error-severity events, else its last exception line."""
+    """What logscan names as fatal: its crash finding (console/logs/crash_finding.py), else its
+    error-severity events, else its last exception line."""
     report = scan_path(str(log))
+    if report.crash is not None:
+        return f"{report.crash.kind} at line {report.crash.line}"
     errors = [n.id for n in report.notable if n.severity == "error"]
     if errors:
         return ", ".join(dict.fromkeys(errors))
