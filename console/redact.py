@@ -14,9 +14,10 @@ from typing import Any
 
 REDACTED = "<redacted>"
 # Whole words only: `--hf-token` is a secret, `--tokenizer-path` is not (redacting it made
-# the shown command differ from what ran).
+# the shown command differ from what ran), and neither is a count of tokens
+# (`--max-total-tokens`, transformers serve's `--cb-max-batch-tokens`).
 _SECRET_FLAG = re.compile(
-    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secret|password)s?(?:-|$)", re.IGNORECASE
+    r"^--(?:admin-)?api-key$|(?:^--|-)(?:token|secrets?|passwords?)(?:-|$)", re.IGNORECASE
 )
 _SECRET_KEY = re.compile(
     r"(?:^|_)(?:api_key|password|passwd|passphrase|secret|token|watermark_key(?:_b)?)$",

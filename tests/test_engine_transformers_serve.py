@@ -55,6 +55,16 @@ def engine_config(tmp_path: Path, tiny_model: Path) -> Iterator[tuple[Path, dict
         f'model_path = {json.dumps(str(tiny_model))}\nport = {free_port()}\n'
         'flags = { continuous-batching = true, device = "cpu", dtype = "float32", '
         'log-level = "info", no-cb-use-cuda-graph = true }\n'
+        # The same server with other real flags, and one its --help refuses (a choice it lacks)
+        '[profiles.small-batch]\nengine = "transformers-serve"\n'
+        f'launch = [{json.dumps(str(bin_dir / "transformers"))}, "serve"]\n'
+        f'model_path = {json.dumps(str(tiny_model))}\nport = {free_port()}\n'
+        'flags = { continuous-batching = true, device = "cpu", dtype = "float32", '
+        'log-level = "info", attn-implementation = "sdpa", cb-max-batch-tokens = 128 }\n'
+        '[profiles.bad-choice]\nengine = "transformers-serve"\n'
+        f'launch = [{json.dumps(str(bin_dir / "transformers"))}, "serve"]\n'
+        f'model_path = {json.dumps(str(tiny_model))}\nport = 1\n'
+        'flags = { continuous-batching = true, reasoning = "sometimes" }\n'
         '[sweeps.tiny]\nconcurrency = [1, 4]\ninput_len = 32\noutput_len = 8\n'
         'prompts_per_concurrency = 2\nendpoint = "completions"\n')
     env = {**os.environ, "PLATEAU_CONFIG": str(config), "HF_HUB_OFFLINE": "1",
@@ -92,6 +102,25 @@ def test_a_real_transformers_serve_starts_sweeps_and_stops(
     assert abs(step["input_tokens"] / step["completed"] - 32) <= 3.2
     with sqlite3.connect(env["PLATEAU_DB"]) as db:
         assert db.execute("SELECT server_engine FROM runs").fetchone()[0] == "transformers-serve"
+    # The console on it: the header names the engine, the log panel follows its log
+    screen = tmp_path / "screen.txt"
+    shot = _plateau(env, "snapshot", "cpu", "--until", "ready", "--size", "140x40",
+                    "--out", str(screen))
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    text = screen.read_text()
+    assert "transformers-serve 5." in text.splitlines()[0]
+    assert "POST /v1/completions" in text  # the sweep's requests, in the server's own log
+    # A restart into other real flags; a flag value its --help refuses stops nothing
+    refused = _plateau(env, "server", "restart", "cpu", "--profile", "bad-choice")
+    assert refused.returncode != 0 and "reasoning" in refused.stdout + refused.stderr
+    assert _plateau(env, "server", "status", "cpu").returncode == 0  # cb still runs
+    moved = _plateau(env, "server", "restart", "cpu", "--profile", "small-batch",
+                     "--startup-timeout", "600")
+    assert moved.returncode == 0, moved.stdout[-2000:] + moved.stderr[-2000:]
+    assert "--attn-implementation sdpa" in moved.stdout, moved.stdout[-2000:]
+    assert "--cb-max-batch-tokens 128" in moved.stdout, moved.stdout
+    status = _plateau(env, "server", "status", "cpu")
+    assert "small-batch" in status.stdout and "transformers-serve 5." in status.stdout
     stop = _plateau(env, "server", "stop", "cpu")
     assert stop.returncode == 0, stop.stderr[-2000:]
     logs = list((tmp_path / "run" / "logs").glob("*.log"))

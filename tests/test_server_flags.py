@@ -204,3 +204,14 @@ def test_secrets_are_redacted_in_commands() -> None:
     shown = display_command(argv, {"NCCL_P2P_DISABLE": "1", "HF_TOKEN": "hf_x"})
     assert shown.startswith("env NCCL_P2P_DISABLE=1 'HF_TOKEN=<redacted>' sglang serve")
     assert "hf_x" not in shown and "s3cret" not in shown
+
+
+def test_a_count_of_tokens_is_not_a_secret() -> None:
+    """`--max-total-tokens 4096` and transformers serve's `--cb-max-batch-tokens 128` are sizes:
+    redacting them made the shown and stored command differ from what ran; a token still is
+    one (`--hf-token`, `--token`, `--secrets-file`)."""
+    argv = ["x", "--max-total-tokens", "4096", "--cb-max-batch-tokens", "128",
+            "--hf-token", "hf_x", "--token=t", "--client-secrets", "s"]
+    shown = redact_argv(argv)
+    assert shown[1:5] == ["--max-total-tokens", "4096", "--cb-max-batch-tokens", "128"]
+    assert "hf_x" not in shown and "--token=<redacted>" in shown and "s" not in shown[-1:]

@@ -28,6 +28,7 @@ class HeaderInfo:
     host_count: int = 1
     connection: str = "connecting"
     version: str | None = None
+    engine: str = "sglang"  # the server's engine, as the console names it (console/engines/)
     profile: str | None = None
     server_state: str = "unknown"
     uptime_s: float | None = None
@@ -99,7 +100,7 @@ class PlateauHeader(Static):
             style = _CONNECTION_STYLE.get(info.connection, "$foreground-muted")
             parts.append(Content.from_markup(f"[{style}]$c[/]", c=info.connection.upper()))
         if info.version != "":  # "": left out to fit (fitted)
-            parts.append(Content.from_markup("sglang $v", v=info.version or "?"))
+            parts.append(Content.from_markup("$e $v", e=info.engine, v=info.version or "?"))
         if info.profile:
             parts.append(Content.from_markup('profile "$p"', p=info.profile))
         if info.effective:

@@ -42,6 +42,7 @@ from console.app.theming import (
 )
 from console.app.view_actions import ViewActions
 from console.config import LoadedConfig
+from console.engines import engine_of_profile
 from console.gc_policy import pace_gc, resume_gc
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, current_profile, utc_now
@@ -150,13 +151,16 @@ class PlateauApp(
     # -- what every screen shows -------------------------------------------------------------
 
     def header_info(self, state: HostState) -> HeaderInfo:
+        profile = current_profile(state, self.sessions[state.host].host)
+        launch = self.config.profiles.get(profile) if profile else None
         return HeaderInfo(
             host=state.host,
             host_index=self.host_names.index(state.host),
             host_count=len(self.host_names),
             connection=state.connection,
             version=state.server_version,
-            profile=current_profile(state, self.sessions[state.host].host),
+            engine=engine_of_profile(launch).title,
+            profile=profile,
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state, self.ab_plans.get(state.host)),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from console.app.availability import Availability
 from console.app.messages import RestartRequested
 from console.config_models import ServerProfile
+from console.engines import engine_of_profile
 from console.session import adapters
 from console.session.protocol import Session
 from console.session.state import current_profile
@@ -64,7 +65,8 @@ class FlagsFlow(Availability):
             return
         command = display_command(result.profile)
         validated = f"validated against {session.host.name}'s --help" + (
-            f" (sglang {schema.version})" if schema.version else "")
+            f" ({engine_of_profile(result.profile).title} {schema.version})"
+            if schema.version else "")
         lines = [f"Restart the server on {session.host.name} with these flags?", "", command,
                  "", *(change_lines(result) or ["no flag changes against the running server"]),
                  *result.warnings, validated]

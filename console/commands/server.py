@@ -15,6 +15,7 @@ import sys
 from console.commands import argtypes
 from console.config import load_config
 from console.config_models import PlateauConfig
+from console.engines import engine_of_profile
 from console.errors import UsageError
 from console.host.factory import transport_for
 from console.jobs import server as server_jobs
@@ -88,7 +89,7 @@ class EventPrinter:
             print(sanitize_lines(line), flush=True)  # reasons may quote the host's output
 
 
-def format_status(status: ServerStatus) -> str:
+def format_status(status: ServerStatus, config: PlateauConfig | None = None) -> str:
     record = status.record
     if not status.running:
         last = f" (last: {record.profile}, {record.state})" if record else ""
@@ -102,7 +103,7 @@ def format_status(status: ServerStatus) -> str:
             f"  pid      {record.pid} (pgid {record.pgid})",
             f"  port     {record.host}:{record.port}",
             f"  uptime   {uptime}",
-            f"  version  sglang {status.version or 'unknown'}",
+            f"  version  {_engine_title(config, record.profile)} {status.version or 'unknown'}",
             f"  log      {record.log_path or 'unknown'}",
         ]
     ))
@@ -132,6 +133,12 @@ async def _adopt(life: ServerLifecycle, config: PlateauConfig, args: argparse.Na
     return 0
 
 
+def _engine_title(config: PlateauConfig | None, profile: str) -> str:
+    """How the console names the engine of the profile the server was started with."""
+    launch = config.profiles.get(profile) if config is not None else None
+    return engine_of_profile(launch).title
+
+
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
@@ -158,7 +165,7 @@ async def run(args: argparse.Namespace) -> int:
         printer = EventPrinter(args.verbose)
         if args.action == "status":
             status = await life.status()
-            print(format_status(status))
+            print(format_status(status, config))
             return 0 if status.running else EXIT_NOT_RUNNING
         if args.action == "adopt":
             return await _adopt(life, config, args)
