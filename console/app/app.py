@@ -31,8 +31,8 @@ from console.app.gpu_actions import GpuProcessActions
 from console.app.intents import HostIntents
 from console.app.modes import MODES, SCREENS
 from console.app.palette import PaletteProvider
+from console.app.progress import progress_line
 from console.app.pumps import SessionPumps
-from console.app.screens.dashboard import progress_line
 from console.app.theming import (
     DEFAULT_THEME,
     THEME_DIR,

@@ -25,7 +25,7 @@ from console.session.state import Clock, EventRecord, HostState
 from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
-    from console.app.screens.dashboard import ABPlan
+    from console.app.progress import ABPlan
     from console.app.tune_control import TuneControl
     from console.server.refusal import HostFacts
 
