@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from console.app.tune_control import HostSweeps
 from console.config_models import HostConfig
 from console.jobs.ab_models import ABRequest
+from console.session.tune_control import HostSweeps
 from console.store.db import RunStore
 from tests.support.app_fixtures import wait_until
 

@@ -33,7 +33,7 @@ from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState
 
 if TYPE_CHECKING:
-    from console.app.tune_control import TuneControl
+    from console.session.tune_control import TuneControl
 
 
 class ConsoleBase(App[int]):

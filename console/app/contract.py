@@ -26,8 +26,8 @@ from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
     from console.app.progress import ABPlan
-    from console.app.tune_control import TuneControl
     from console.server.refusal import HostFacts
+    from console.session.tune_control import TuneControl
 
 
 class ConsoleApp(Protocol):
