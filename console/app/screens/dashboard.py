@@ -18,13 +18,13 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
 
 from console.app import panels
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.app.progress import progress_line, sweep_line
+from console.app.screens.fresh import FreshScreen
 from console.session.state import HostState
 from widgets.header import PlateauHeader
 from widgets.sweep_chart import SweepChart
@@ -160,7 +160,7 @@ LOG_KEYS = {
 _KEY_OF_LOG_ACTION = {action: key for key, action in LOG_KEYS.items()}
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(FreshScreen):
     shows_every_host: ClassVar[bool] = False
     BINDINGS = [
         Binding(key, f"log_key('{action}')", show=False, id=f"dashboard-log-{action}")
