@@ -11,10 +11,8 @@ from typing import Any
 import platformdirs
 from pydantic import ValidationError
 
-from console.config_errors import describe_validation_error, key_line, key_lines
 from console.config_models import PlateauConfig
 from console.errors import ConfigError
-from console.hostsources.merge import expand_hosts
 from console.hostsources.origin import HostOrigin, HostSourceError
 from console.text import sanitize
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
@@ -45,6 +43,8 @@ class LoadedConfig:
 
     @cached_property
     def _key_lines(self) -> dict[tuple[str | int, ...], int]:
+        from console.config_errors import key_lines
+
         return key_lines(self.text)
 
     def source_of(self, key_path: tuple[str | int, ...]) -> str:
@@ -62,6 +62,8 @@ class LoadedConfig:
                 return found
         if self.path is None:
             return "default"
+        from console.config_errors import key_line
+
         line = key_line(self._key_lines, key_path)
         return f"{self.path}:{line}" if line is not None else "default"
 
@@ -92,6 +94,10 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
 
 
 def load_config_file(path: Path) -> LoadedConfig:
+    # Host sources (inventories, ~/.ssh/config, groups): read with a config file only, so
+    # the console's start-up without one does not import them.
+    from console.hostsources.merge import expand_hosts
+
     try:
         text = read_toml_text(path, what="config file")
     except TomlFileError as exc:
@@ -114,6 +120,8 @@ def parse_config_text(text: str, path: Path) -> PlateauConfig:
     except RecursionError:
         raise ConfigError(f"{path}: values nested too deeply") from None
     except ValidationError as exc:
+        from console.config_errors import describe_validation_error
+
         raise ConfigError(describe_validation_error(exc, text, path, PlateauConfig)) from None
 
 

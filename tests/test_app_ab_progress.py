@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.app.screens.dashboard import ABPlan, progress_line
+from console.app.progress import ABPlan, progress_line
 from console.app.screens.modals import ABPicker
 from console.session.events import ABUpdate, SweepPointDone, SweepProgress
 from console.session.state import HostState

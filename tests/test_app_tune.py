@@ -13,18 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey  # not re-exported; the footer yields these
 
 from console.app.app import PlateauApp
+from console.app.messages import HostIntent, TuneRequested, TuneStopRequested
 from console.app.screens.dashboard import DashboardScreen
 from console.app.screenshot import export_text
-from console.app.tune_control import TuneControl
 from console.config import LoadedConfig
 from console.jobs.tune import load_state
 from console.jobs.tune_models import Change, Rung, TuneProgress, TuneState
 from console.server.lease import host_lease
 from console.session.replay import ReplaySession
+from console.session.tune_control import TuneControl
 from console.store.db import RunStore
 from tests.support.app_fixtures import app_config, demo_events, fixed_clock, make_app
 from tests.support.virtual_bench import VirtualBench, run_virtual
@@ -139,9 +141,10 @@ def test_t_then_enter_tunes_the_demo_and_shows_the_ladder(hermetic: Path) -> Non
 @pytest.mark.timeout(300)
 def test_x_stops_at_the_next_safe_point_with_the_good_profile_running(hermetic: Path) -> None:
     app, benches = _virtual_app(hermetic)
+    messages: list[Message] = []
 
     async def go() -> str:
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
             await pilot.pause()
             await pilot.press("T", "enter")
             control = app.tunes["demo"]
@@ -157,6 +160,11 @@ def test_x_stops_at_the_next_safe_point_with_the_good_profile_running(hermetic: 
             return export_text(app)
 
     text = run_virtual(go())
+    # Enter and x went up as intents to the app's handlers (console/app/intents.py); the hook
+    # sees a message at each widget it bubbles through
+    intents = list(dict.fromkeys(m for m in messages if isinstance(m, HostIntent)))
+    assert [type(m) for m in intents] == [TuneRequested, TuneStopRequested]
+    assert isinstance(intents[0], TuneRequested) and intents[0].request.profile == "cutlass-moe"
     control = app.tunes["demo"]
     state = control.state
     assert state is not None and control.error == ""
@@ -297,8 +305,8 @@ async def test_the_footer_shows_the_views_own_keys_first(hermetic: Path,
 async def test_o_cycles_the_objective_the_next_tune_raises(hermetic: Path) -> None:
     """Without an SLO in the preset goodput is not offered; with one it is, and Enter's
     request carries the objective and the preset's SLO."""
-    from console.app.tune_control import tune_objectives, tune_request
     from console.config_models import SloSpec
+    from console.session.tune_control import tune_objectives, tune_request
 
     app = make_app(screen="tune")
     async with app.run_test(size=(120, 40)) as pilot:

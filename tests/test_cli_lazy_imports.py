@@ -85,6 +85,12 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "console.server.discovery",
     # recording, replay, snapshots
     "console.session.recording", "console.session.replay", "console.app.screenshot",
+    # the stats aggregator and its batch, /metrics and DP readers (the first log line's), the
+    # help panel (`?`), host sources and config error reporting (a config file's, an error's)
+    "console.logs.server_stats", "console.logs.metrics", "console.sglang.dp",
+    "widgets.help_panel", "console.hostsources.merge", "console.config_errors",
+    # the Tune view's job
+    "console.session.tune_control",
 )
 
 

@@ -12,7 +12,9 @@ import sys
 from typing import Any
 
 import pytest
+from textual.message import Message
 
+from console.app.messages import GpuSignalRequested, HostIntent
 from console.app.screens.gpu_processes import ProcessPicker
 from console.app.screens.modals import ConfirmScreen
 from console.gpu.models import GpuHeader, GpuProcess, GpuSample
@@ -99,8 +101,9 @@ async def test_k_lists_processes_confirms_and_signals_own(
 ) -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     app = app_factory()
+    messages: list[Message] = []
     try:
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
             await pilot.pause()
             session = app.active_session
             session.transport = local_transport  # the host's connection, as HostSession has
@@ -125,6 +128,10 @@ async def test_k_lists_processes_confirms_and_signals_own(
                     break
                 await pilot.pause(0.05)
             assert any(f"SIGTERM to pid {child.pid}" in e.message for e in app.app_events)
+            # the confirmed signal went up as the one intent the app's handler sends
+            (intent,) = [m for m in messages if isinstance(m, HostIntent)]
+            assert isinstance(intent, GpuSignalRequested)
+            assert (intent.host, intent.row.process.pid) == (session.host.name, child.pid)
     finally:
         if child.poll() is None:
             child.kill()

@@ -105,7 +105,7 @@ def test_logscan_does_not_sum_cuda_graph_capture_over_ranks() -> None:
 async def test_strip_says_idle_instead_of_an_old_rate() -> None:
     from textual.app import App, ComposeResult
 
-    from console.logs.server_stats import ServerStats
+    from console.logs.stats_snapshot import ServerStats
     from widgets.server_strip import ServerStrip
 
     class StripApp(App[None]):

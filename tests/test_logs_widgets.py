@@ -9,7 +9,8 @@ from typing import Any
 from textual.pilot import Pilot
 
 from console.logs.assembler import parse_lines
-from console.logs.server_stats import ServerStats, StatsAggregator
+from console.logs.server_stats import StatsAggregator
+from console.logs.stats_snapshot import ServerStats
 from tests.support.logs_fixtures import HOSTILE_LINES, SAMPLE_LOG, LogTestApp, sample_events
 from tests.support.snapshot import SnapCompare
 from widgets.log_lines import LogLines

@@ -8,7 +8,7 @@ import re
 import pytest
 from textual.app import App, ComposeResult
 
-from console.logs.server_stats import ServerStats
+from console.logs.stats_snapshot import ServerStats
 from widgets.server_strip import ServerStrip
 
 STATS = ServerStats(

@@ -1,7 +1,8 @@
-"""A console sweep (and A/B) observes the host through the session's own observers: while it
-measures, the host runs exactly one GPU agent and one log follower (counted on the host, over
-a real sshd), and the run's stored evidence is what those observers delivered (the log's startup
-and batch lines, the agent's samples and topology, the session's /metrics scrapes)."""
+"""A console sweep (and A/B, and restart) observes the host through the session's own
+observers: while it measures, the host runs exactly one GPU agent and one log follower (counted
+on the host, over a real sshd), and the run's stored evidence is what those observers delivered
+(the log's startup and batch lines, the agent's samples and topology, the session's /metrics
+scrapes); a restart's startup steps are read from the session's follower."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from console.app.tune_control import HostSweeps
 from console.config_models import HostConfig
 from console.jobs.ab_models import ABRequest
+from console.session.events import ServerUpdate, SessionEvent
+from console.session.tune_control import HostSweeps
 from console.store.db import RunStore
 from tests.support.app_fixtures import wait_until
 
@@ -85,6 +87,38 @@ async def test_a_console_sweep_runs_one_agent_and_one_follower(
     steps = evidence.steps
     assert len(steps) == 3 and all(s.decode_rows and s.gpu for s in steps)
     assert sum(len(s.metrics) for s in steps) > 0
+
+
+async def test_a_console_restart_reads_the_sessions_follower(
+    live_console: Any, sshd: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart's startup phases come from the session's own log follower (it follows
+    current.log onto the new launch's file): the host runs one follower throughout, and the
+    startup steps the lifecycle read from those lines are reported as the server's state."""
+    live = _over_ssh(live_console, sshd, "one-observer-restart")
+    app, session, state = live.app, live.session, live.session.state
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _launched(pilot, live)
+        details: list[str] = []
+        emit = session.emit
+
+        def recording(event: SessionEvent) -> None:  # what the restart reports, in order
+            if isinstance(event, ServerUpdate):
+                details.append(event.detail)
+            emit(event)
+
+        monkeypatch.setattr(session, "emit", recording)
+        await session.restart("triton-moe")
+        followers: set[int] = set()
+        while session.restart_running:
+            followers.add((await asyncio.to_thread(_host_programs, live.root))[1])
+            await pilot.pause(0.05)
+        assert state.server_state == "ready" and state.profile == "triton-moe", details
+        assert followers == {1}, followers
+        # the lifecycle saw the new log's startup lines: its steps after the launch, in order
+        steps = [d.split(":")[0] for d in details if ":" in d]
+        assert steps[:2] == ["server args", "load weights"] and "CUDA graphs" in steps, details
+        assert session.startup_tap.open_feeds == 0  # the launch's feed was closed
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.widgets import Sparkline, Static
 
 from console.hostnum import drawable_series, format_number
-from console.logs.server_stats import ServerStats
+from console.logs.stats_snapshot import ServerStats
 
 _ROWS = (
     ("gen", "gen_history"),

@@ -10,7 +10,7 @@ from textual import on
 
 from console.app.availability import Availability
 from console.app.messages import ABRequested, SuggestionABRequested
-from console.app.screens.dashboard import ABPlan
+from console.app.progress import ABPlan
 from console.session.protocol import Session
 from console.session.state import current_profile
 

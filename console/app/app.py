@@ -31,8 +31,9 @@ from console.app.gpu_actions import GpuProcessActions
 from console.app.intents import HostIntents
 from console.app.modes import MODES, SCREENS
 from console.app.palette import PaletteProvider
+from console.app.progress import progress_line
 from console.app.pumps import SessionPumps
-from console.app.screens.dashboard import progress_line
+from console.app.stylesheet import ReparsedInPlace
 from console.app.theming import (
     DEFAULT_THEME,
     THEME_DIR,
@@ -80,6 +81,7 @@ class PlateauApp(
                          store_path=store_path, start_screen=start_screen,
                          tick_seconds=tick_seconds, profiles_dir=profiles_dir)
         pace_gc()  # the console watches hosts for hours: see console/gc_policy.py
+        self.stylesheet = ReparsedInPlace(variables=self.get_css_variables())
         for note in startup_notes:
             self.app_note("profiles", note, "warning")
         self._setup_themes(theme or self.config.theme, theme_dirs)

@@ -23,7 +23,8 @@ from textual.screen import Screen
 from console.app.contract import HostView
 from console.app.messages import HostIntent
 from console.app.modes import SCREENS
-from console.app.screens.dashboard import ABPlan, DashboardScreen
+from console.app.progress import ABPlan
+from console.app.screens.dashboard import DashboardScreen
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig, ServerProfile
 from console.session.profile_set import ProfileSet
@@ -32,7 +33,7 @@ from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState
 
 if TYPE_CHECKING:
-    from console.app.tune_control import TuneControl
+    from console.session.tune_control import TuneControl
 
 
 class ConsoleBase(App[int]):

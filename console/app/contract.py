@@ -25,9 +25,9 @@ from console.session.state import Clock, EventRecord, HostState
 from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
-    from console.app.screens.dashboard import ABPlan
-    from console.app.tune_control import TuneControl
+    from console.app.progress import ABPlan
     from console.server.refusal import HostFacts
+    from console.session.tune_control import TuneControl
 
 
 class ConsoleApp(Protocol):

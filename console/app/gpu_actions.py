@@ -1,6 +1,7 @@
 """The host's GPU processes (`K`): list them, and send SIGTERM to one of the operator's own
-after a confirmation, over the host's own connection. Another user's are listed but not
-choosable; a simulated host (the demo) refuses outright."""
+after a confirmation (posted as GpuSignalRequested; console/app/intents.py sends it over the
+host's own connection). Another user's are listed but not choosable; a simulated host (the
+demo) refuses outright."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from console.app.availability import Availability
 from console.app.bindings import BY_ID
-from console.errors import PlateauError
-from console.session.protocol import Session
+from console.app.messages import GpuSignalRequested
 
 if TYPE_CHECKING:
     from console.gpu.processes import GpuProcessRow
@@ -41,9 +41,7 @@ class GpuProcessActions(Availability):
 
         def confirmed(row: GpuProcessRow, ok: bool | None) -> None:
             if ok:
-                self.run_worker(self._signal_gpu_process(session, row), group="commands",
-                                exit_on_error=False,
-                                description=f"signal pid {row.process.pid} on {session.host.name}")
+                self.post_message(GpuSignalRequested(session.host.name, row))
 
         def picked(row: GpuProcessRow | None) -> None:
             if row is None or row.refusal is not None:
@@ -53,18 +51,3 @@ class GpuProcessActions(Availability):
             self.push_screen(ConfirmScreen(question), lambda ok: confirmed(row, ok))
 
         self.push_screen(ProcessPicker(session.host.name, rows), picked)
-
-    async def _signal_gpu_process(self, session: Session, row: GpuProcessRow) -> None:
-        from console.gpu.processes import send_signal
-
-        # The host's own connection (HostSession.transport): the signal goes as the operator.
-        transport = session.transport
-        if transport is None:
-            self.app_note("gpu", f"{session.host.name}: not connected; nothing sent", "warning")
-            return
-        try:
-            outcome = await send_signal(transport, row)
-        except PlateauError as exc:
-            self.app_note("gpu", str(exc), "error")
-            return
-        self.app_note("gpu", outcome, "warning")  # "warning": shown, and kept in the log

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from console.app.availability import Availability
 from console.app.contract import HostView
-from console.app.messages import ActiveHostChanged
 
 
 class HostSwitching(Availability):
@@ -47,4 +46,3 @@ class HostSwitching(Availability):
         if isinstance(screen, HostView):
             screen.render_host(self.active_state, None)
         self.refresh_bindings()
-        self.post_message(ActiveHostChanged(name))

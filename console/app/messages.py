@@ -11,7 +11,9 @@ from textual.message import Message
 if TYPE_CHECKING:
     from console.app.suggest_ab import CauseAB
     from console.diagnose.models import Cause
+    from console.gpu.processes import GpuProcessRow
     from console.jobs.ab_models import ABRequest
+    from console.jobs.tune_models import TuneRequest
 
 
 class HostChanged(Message):
@@ -28,12 +30,6 @@ class HostChanged(Message):
             and message.host == self.host
             and message.aspects == self.aspects
         )
-
-
-class ActiveHostChanged(Message):
-    def __init__(self, host: str) -> None:
-        super().__init__()
-        self.host = host
 
 
 # -- intents: what the operator asked for, going up to the app, which hands each to the host's
@@ -72,6 +68,26 @@ class ABRequested(HostIntent):
 
 class CancelRequested(HostIntent):
     """Cancel the host's running sweep or A/B."""
+
+
+class TuneRequested(HostIntent):
+    """The Tune view's Enter: tune as `request` (a console.jobs.tune_models.TuneRequest) says."""
+
+    def __init__(self, host: str, request: TuneRequest) -> None:
+        super().__init__(host)
+        self.request = request
+
+
+class TuneStopRequested(HostIntent):
+    """The Tune view's `x`: stop the host's tune at its next safe point."""
+
+
+class GpuSignalRequested(HostIntent):
+    """`K`, confirmed: send SIGTERM to the operator's own GPU process `row` on the host."""
+
+    def __init__(self, host: str, row: GpuProcessRow) -> None:
+        super().__init__(host)
+        self.row = row
 
 
 class HostKeyDecided(HostIntent):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from console.config_models import UiConfig
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
-from console.logs.server_stats import ServerStats
+from console.logs.stats_snapshot import ServerStats
 from widgets.gpu_panel import GpuPanel
 from widgets.log_view import LogView
 from widgets.server_strip import ServerStrip

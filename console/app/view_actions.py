@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.app.base import ConsoleBase
 from console.app.bindings import ACTIONS
 from console.app.bindings import effective_keys as keys_after_keymap
 from console.app.modes import SCREENS
-from widgets.help_panel import HelpRow, Thresholds
 from widgets.log_view import LogView
+
+if TYPE_CHECKING:  # the help panel is imported when `?` first opens it
+    from widgets.help_panel import HelpRow
 
 
 class ViewActions(ConsoleBase):
@@ -81,6 +83,7 @@ class ViewActions(ConsoleBase):
 
     def action_help(self) -> None:
         from console.app.screens.modals import HelpScreen
+        from widgets.help_panel import HelpRow, Thresholds
 
         keys = self.effective_keys()
         rows = [HelpRow(spec.id, keys[spec.id], spec.help) for spec in ACTIONS]
@@ -97,4 +100,6 @@ class ViewActions(ConsoleBase):
 
 def widget_help_rows(bindings: Sequence[Any]) -> list[HelpRow]:
     """A widget's own keys for `?` (its id, or its action when it has none)."""
+    from widgets.help_panel import HelpRow
+
     return [HelpRow(b.id or b.action, b.key, b.tooltip or b.description) for b in bindings]

@@ -25,7 +25,7 @@ from console.fleet.models import (
     SweepSummary,
 )
 from console.gpu.models import GpuReading, GpuSample
-from console.logs.server_stats import ServerStats
+from console.logs.stats_snapshot import ServerStats
 from console.session.state import HostState
 
 KV_FULL_USAGE = 0.95

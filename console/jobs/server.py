@@ -18,6 +18,7 @@ from console.server.discovery import FlagDiscovery
 from console.server.events import EventSink, ignore_events
 from console.server.lifecycle import LifecycleOptions, ServerLifecycle
 from console.server.records import LaunchRecord
+from console.server.startup_log import StartupLog
 
 GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used MiB per GPU, so a restart can wait for memory to come back after the stop."""
@@ -30,9 +31,11 @@ def lifecycle_for(
     discovery: FlagDiscovery | None = None,
     gpu_probe: GpuMemoryProbe | None = None,
     options: LifecycleOptions | None = None,
+    startup_log: StartupLog | None = None,
 ) -> ServerLifecycle:
     return ServerLifecycle(
-        transport, host, discovery=discovery, gpu_probe=gpu_probe, options=options
+        transport, host, discovery=discovery, gpu_probe=gpu_probe, options=options,
+        startup_log=startup_log,
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from console.hostnum import as_float, drawable
@@ -13,41 +12,10 @@ from console.logs.batch_stats import BatchStats, DecodeValues, batch_stats, deco
 from console.logs.decode_rate import DecodeRateGate
 from console.logs.metrics import MetricsSnapshot
 from console.logs.models import LogEvent
+from console.logs.stats_snapshot import ServerStats
 from console.sglang.batch import BATCH_PREFIXES
 from console.sglang.dp import NodeBatches, NodeSample
 from console.sglang.prefix import dp_rank
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStats:
-    """What the server strip renders: latest values plus short histories (oldest first)."""
-
-    source: Literal["none", "log", "metrics"] = "none"
-    gen_throughput: float | None = None
-    input_throughput: float | None = None
-    running_reqs: float | None = None
-    queue_reqs: float | None = None
-    token_usage: float | None = None
-    num_tokens: int | None = None
-    cuda_graph: bool | None = None
-    accept_len: float | None = None
-    gen_history: tuple[float, ...] = ()
-    running_history: tuple[float, ...] = ()
-    queue_history: tuple[float, ...] = ()
-    usage_history: tuple[float, ...] = ()
-    cuda_graph_history: tuple[bool, ...] = ()
-    retractions: int = 0
-    """KV-pool-full retractions seen in the log since the aggregator started."""
-    last_timestamp: str | None = None
-    gen_idle: bool = False
-    """No generation for IDLE_AFTER_S (or /metrics says nothing runs): `gen_throughput` is
-    None and `gen_last` is the last rate seen, for "idle · last N tok/s"."""
-    gen_last: float | None = None
-    dp_ranks: int | None = None
-    """With DP ranks: how many the node figures above sum (console/sglang/dp.py)."""
-    version: int = 0
-    """Increments on every change, so a widget can skip identical updates."""
-
 
 _RETRACT_IDS = frozenset({"kv-pool-full-retract", "decode-oom-retract-legacy"})
 IDLE_AFTER_S = 10.0

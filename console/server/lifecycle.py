@@ -31,7 +31,6 @@ from console.engines import engine_of_profile
 from console.errors import PlateauError, TransportError, UsageError
 from console.host import scripts
 from console.host.transport import DetachedProcess, Transport
-from console.logs.follower import LogFollower
 from console.server.config_merge import config_path, merge_key, with_config
 from console.server.discovery import FlagDiscovery, package_version, python_for
 from console.server.events import (
@@ -51,6 +50,7 @@ from console.server.hostscript import run_host_script
 from console.server.lease import host_lease
 from console.server.records import LaunchRecord, display_command, redact_argv
 from console.server.startup import diagnose, step_fraction, step_of
+from console.server.startup_log import OwnFollower, StartupFeed, StartupLog
 from console.server.translate import translate_profile
 from console.server.validate import ValidationReport, check_safety, validate_profile
 from console.text import sanitize
@@ -70,7 +70,6 @@ GpuMemoryProbe = Callable[[], Awaitable[Sequence[float]]]
 """Used memory per GPU in MiB (from telemetry); lets `verify stopped` wait for baseline."""
 
 API_KEY_CARRIER = "PLATEAU_SERVER_API_KEY"
-_ALL_LINES = 1 << 40  # the startup follower reads the new log from its first byte
 # After HTTP says ready, how long to wait for the follower to deliver the ready line (it is a
 # host process of its own, which a loaded host starts slowly); normally it is already there.
 _CATCH_UP_S = 15.0
@@ -156,6 +155,7 @@ class ServerLifecycle:
         gpu_probe: GpuMemoryProbe | None = None,
         options: LifecycleOptions | None = None,
         local_env: Mapping[str, str] | None = None,
+        startup_log: StartupLog | None = None,
     ) -> None:
         self.transport = transport
         self.host = host
@@ -163,6 +163,9 @@ class ServerLifecycle:
         self.gpu_probe = gpu_probe
         self.options = options or LifecycleOptions()
         self._local_env = local_env
+        # Where a launch's startup lines come from: the console's session hands its own
+        # follower's (one follower per host), the CLI starts one of its own.
+        self.startup_log = startup_log or OwnFollower(transport, host.python)
 
     # ------------------------------------------------------------------ small helpers
 
@@ -648,6 +651,8 @@ class ServerLifecycle:
         argv = self.launch_argv(profile, key is not None and secrets is None, launch_id,
                                 server_argv)
         process: DetachedProcess | None = None
+        feed = self.startup_log.follow(log_path)  # before the server writes its first line
+        following = False
         try:
             if key is None or secrets is not None:
                 process = await self.transport.start_detached(
@@ -673,7 +678,8 @@ class ServerLifecycle:
             )
             await self._write_record(record)
             run.finish(Phase.LAUNCH, f"pid {process.pid}, log {log_path}")
-            version = await self._follow_startup(run, process, profile, log_path, key)
+            following = True
+            version = await self._follow_startup(run, process, profile, feed, log_path, key)
             record = record.model_copy(update={"state": "ready", "sglang_version": version})
             await self._write_record(record)
             return record
@@ -687,6 +693,8 @@ class ServerLifecycle:
                 run.fail(Phase.LAUNCH, str(exc))
             raise
         finally:
+            if not following:  # never iterated: closing it waits on nothing
+                await feed.close()
             if secrets is not None:  # read once, at startup: gone before anyone asks
                 with contextlib.suppress(PlateauError, OSError):
                     await asyncio.shield(self._script("remove", {"path": secrets}))
@@ -763,9 +771,12 @@ class ServerLifecycle:
         run: _Run,
         process: DetachedProcess,
         profile: ServerProfile,
+        feed: StartupFeed,
         log_path: str,
         key: str | None,
     ) -> str | None:
+        """Until the server answers (or its log says it is ready): the startup steps from
+        `feed`'s lines, the failure's diagnosis from the log's tail. Closes `feed`."""
         run.start(Phase.STARTUP)
         opts = self.options
         lines: deque[str] = deque(maxlen=2000)
@@ -793,12 +804,10 @@ class ServerLifecycle:
                 state["ready_line"] = True
 
         async def follow() -> None:
-            # The console's follower: after an SSH drop it resumes at the exact byte offset
-            # (no line lost or repeated); a lost connection is said once, not per poll.
-            follower = LogFollower(self.transport, log_path, start_lines=_ALL_LINES,
-                                   python=self.host.python, batch_interval=0.05)
+            # A lost connection is said once, not per poll (the follower resumes at the
+            # exact byte offset: no line lost or repeated).
             try:
-                async for batch in follower:
+                async for batch in feed:
                     for notice in batch.notices:
                         if notice.kind == "lost":
                             said.once("follow", f"log follower lost the connection "
@@ -810,7 +819,7 @@ class ServerLifecycle:
                         for raw in event.lines:
                             take(raw)
             finally:
-                await follower.close()
+                await feed.close()
 
         follower = asyncio.create_task(follow())
         deadline = time.monotonic() + opts.startup_timeout_s
@@ -853,6 +862,9 @@ class ServerLifecycle:
             await asyncio.wait({follower}, timeout=_FOLLOWER_STOP_S)
             if follower.done() and not follower.cancelled():
                 follower.exception()  # retrieved: a follower's failure is not the restart's
+            if follower.cancelled():  # perhaps before it began: its feed closed all the same
+                await asyncio.wait({asyncio.ensure_future(feed.close())},
+                                   timeout=_FOLLOWER_STOP_S)
 
     async def _server_version(self, client: httpx.AsyncClient,
                               profile: ServerProfile) -> str | None:

@@ -43,7 +43,7 @@ class HostFacts:
     sweep_running: bool = False
     ab_running: bool = False
     tune_running: bool = False
-    """The console's Tune view runs a tune on the host (console.app.tune_control)."""
+    """The console's Tune view runs a tune on the host (console.session.tune_control)."""
     restart_running: bool = False
     """A restart of this session's own is under way (its phases may not have arrived yet)."""
     holder: str | None = None

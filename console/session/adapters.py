@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from console.server.flags import FlagSchema
     from console.server.lifecycle import ServerLifecycle
     from console.server.records import LaunchRecord
+    from console.server.startup_log import StartupLog
 
 Emit = Callable[[SessionEvent], None]
 
@@ -142,10 +143,14 @@ def lifecycle(
     host: HostConfig,
     gpu_probe: GpuMemoryProbe | None = None,
     discovery: FlagDiscovery | None = None,
+    startup_log: StartupLog | None = None,
 ) -> ServerLifecycle:
+    """The host's lifecycle; `startup_log`: where its launches' startup lines come from (the
+    session's follower), else a follower of its own per launch."""
     from console.jobs import server as server_jobs
 
-    return server_jobs.lifecycle_for(transport, host, gpu_probe=gpu_probe, discovery=discovery)
+    return server_jobs.lifecycle_for(transport, host, gpu_probe=gpu_probe, discovery=discovery,
+                                     startup_log=startup_log)
 
 
 NO_ANSWER = "not answering HTTP: the last health check got no answer"
@@ -230,20 +235,21 @@ def lifecycle_sink(host: str, emit: Emit, profile: str | None = None) -> lev.Eve
 async def restart_server(
     transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
     gpu_probe: GpuMemoryProbe | None = None, discovery: FlagDiscovery | None = None,
+    startup_log: StartupLog | None = None,
 ) -> None:
     from console.jobs import server as server_jobs
 
-    life = lifecycle(transport, host, gpu_probe, discovery)
+    life = lifecycle(transport, host, gpu_probe, discovery, startup_log)
     await server_jobs.restart(life, config, profile, lifecycle_sink(host.name, emit, profile))
 
 
 async def start_server(
     transport: Transport, host: HostConfig, config: PlateauConfig, profile: str, emit: Emit,
-    discovery: FlagDiscovery | None = None,
+    discovery: FlagDiscovery | None = None, startup_log: StartupLog | None = None,
 ) -> None:
     from console.jobs import server as server_jobs
 
-    life = lifecycle(transport, host, discovery=discovery)
+    life = lifecycle(transport, host, discovery=discovery, startup_log=startup_log)
     await server_jobs.start(life, config, profile, lifecycle_sink(host.name, emit, profile))
 
 
@@ -380,6 +386,7 @@ async def run_ab(
     gpu_probe: GpuMemoryProbe | None = None,
     discovery: FlagDiscovery | None = None,
     evidence: EvidenceFor | None = None,
+    startup_log: StartupLog | None = None,
 ) -> ABResult:
     """console.jobs.ab: the request's repeats of A and B (interleaved or not) -> an ABResult
     with its verdict, each side stored as one run and the pair with its verdict; each pass's
@@ -392,7 +399,7 @@ async def run_ab(
     for name in (a, b):
         if name not in config.profiles:
             raise ValueError(f"unknown profile {name!r}")
-    life = lifecycle(transport, host, gpu_probe, discovery)
+    life = lifecycle(transport, host, gpu_probe, discovery, startup_log)
     spec = request.spec(config.sweep(preset))
     launching = [a]  # the profile being restarted into, so the header names it when ready
 

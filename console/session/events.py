@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
-from console.logs.server_stats import ServerStats as StatsSnapshot
+from console.logs.stats_snapshot import ServerStats as StatsSnapshot
 
 if TYPE_CHECKING:  # a sweep's and an A/B's results: the run models come with the first job
     from console.bench.models import StepResult

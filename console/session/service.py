@@ -40,6 +40,7 @@ from console.session.events import (
 from console.session.evidence_taps import EvidenceTaps
 from console.session.feed import Change, EventFeed
 from console.session.profile_set import ProfileSet
+from console.session.startup_tap import StartupTap
 from console.session.state import Clock, HostState, current_profile, utc_now
 
 if TYPE_CHECKING:  # the HTTP client, lifecycle and jobs come after the first frame
@@ -114,6 +115,8 @@ class HostSession(EventFeed):
         self._gpu_warned: set[str] = set()
         self._crashes_said: set[str] = set()
         self.taps = EvidenceTaps()  # a console sweep's evidence: tees of the loops below
+        # A launch's startup lines (restart, A/B, tune): from the log loop's follower below.
+        self.startup_tap = StartupTap()
         self._closed = False
         self._loops: list[asyncio.Task[None]] = []
         self._dropped: list[Transport] = []  # transports given up on (host key refused)
@@ -178,7 +181,8 @@ class HostSession(EventFeed):
         try:
             await self._pass_server_gate()
             await adapters.start_server(
-                transport, self.host, self.config, profile, self.emit, self.discovery
+                transport, self.host, self.config, profile, self.emit, self.discovery,
+                self.startup_tap,
             )
         except Exception as exc:
             if self.state.server_state != "failed":
@@ -385,6 +389,7 @@ class HostSession(EventFeed):
                 self._problem("log", f"log {notice.kind}{detail}", level)
             if batch.events:
                 self.taps.log(batch.events)
+                self.startup_tap.feed(batch)
                 self.emit(LogBatch(self.host.name, tuple(batch.events)))
                 aggregator.add_events(batch.events)
                 self._log_crashes(batch.events)
@@ -568,7 +573,7 @@ class HostSession(EventFeed):
             await self._pass_server_gate()
             await adapters.restart_server(
                 transport, self.host, self.config, profile, self.emit, self._gpu_memory,
-                self.discovery,
+                self.discovery, self.startup_tap,
             )
         except Exception as exc:
             # LifecycleFailed was already reported by the sink; this keeps other errors visible.
@@ -682,7 +687,7 @@ class HostSession(EventFeed):
             raise PlateauError(f"{self.host.name} is not connected")
         transport = self.transport
         life = adapters.lifecycle(transport, self.host, gpu_probe=self._gpu_memory,
-                                  discovery=self.discovery)
+                                  discovery=self.discovery, startup_log=self.startup_tap)
         # Its sweeps observe the host through this session's agent, follower and scrape (one
         # set of observers per host), as the console's sweeps and A/Bs do.
         return HostBench(life, store,
@@ -702,7 +707,7 @@ class HostSession(EventFeed):
             result = await adapters.run_ab(
                 transport, self.host, self.config, request, self.emit, progress,
                 self.store_path, self._gpu_memory, self.discovery,
-                evidence=partial(self._side_evidence, transport),
+                evidence=partial(self._side_evidence, transport), startup_log=self.startup_tap,
             )
         except asyncio.CancelledError:
             if self.state.sweep.running:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from console.config_models import HostConfig
 from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
-from console.logs.server_stats import ServerStats as StatsSnapshot
+from console.logs.stats_snapshot import ServerStats as StatsSnapshot
 from console.session.events import (
     ABUpdate,
     ConnectionChanged,

@@ -26,6 +26,8 @@ app's first refresh. Less load-sensitive than the terminal figure, and read at t
 counts what the app did meanwhile).
 
     .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless] [--cpu]
+        [--cpu-runs N] [--no-terminal]  (the CPU figure alone, e.g. on a loaded box where
+        the terminal's wall times spread too far to compare)
         [--compare-baseline REV]  (also `plateau demo` as of git REV, interleaved)
 """
 
@@ -288,10 +290,28 @@ def cpu_figures(args: argparse.Namespace, home: Path,
     rows: dict[str, list[float]] = {name: [] for name in apps}
     for code, cwd in apps.values():
         cpu_run(code, cwd, home)
-    for _ in range(args.runs):
+    for _ in range(args.cpu_runs or args.runs):
         for name, (code, cwd) in apps.items():
             rows[name].append(cpu_run(code, cwd, home))
     return rows
+
+
+def print_cpu(cpu_rows: dict[str, list[float]]) -> None:
+    bare = statistics.median(cpu_rows["bare Textual app"])
+    runs = len(cpu_rows["bare Textual app"])
+    print(f"CPU, headless: interpreter start to the first frame with the layout; median of "
+          f"{runs}, interleaved; load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    for name, values in cpu_rows.items():
+        cpu = statistics.median(values)
+        print(f"  {name:<24} {cpu * 1000:6.0f} ms ({min(values) * 1000:.0f}-"
+              f"{max(values) * 1000:.0f})  x{cpu / bare:.2f} peer")
+
+
+def cpu_only(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as home_name:
+        home = Path(home_name)
+        tree = extract(args.compare_baseline, home) if args.compare_baseline else None
+        print_cpu(cpu_figures(args, home, tree))
 
 
 def main() -> None:
@@ -301,9 +321,17 @@ def main() -> None:
                         help="also the headless figure (interpreter start to auto-pilot)")
     parser.add_argument("--cpu", action="store_true",
                         help="also the CPU to the first frame with the layout (headless)")
+    parser.add_argument("--cpu-runs", type=int, default=0,
+                        help="runs of the CPU figure (default: --runs)")
+    parser.add_argument("--no-terminal", action="store_true",
+                        help="the CPU figure only (implies --cpu)")
     parser.add_argument("--compare-baseline", metavar="REV",
                         help="also `plateau demo` as of git REV, interleaved in the same run")
     args = parser.parse_args()
+    args.cpu = args.cpu or args.no_terminal
+    if args.no_terminal:
+        cpu_only(args)
+        return
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed (apt-get install -y tmux)")
     rows: dict[str, list[dict[str, float]]] = {}
@@ -344,13 +372,7 @@ def main() -> None:
             print(f"  {'':<24} {moment:<11} {_median(runs, moment) * 1000:6.0f} ms "
                   f"{_spread(runs, moment)}")
     if cpu_rows:
-        bare = statistics.median(cpu_rows["bare Textual app"])
-        print(f"CPU, headless: interpreter start to the first frame with the layout; median of "
-              f"{args.runs}, interleaved")
-        for name, values in cpu_rows.items():
-            cpu = statistics.median(values)
-            print(f"  {name:<24} {cpu * 1000:6.0f} ms ({min(values) * 1000:.0f}-"
-                  f"{max(values) * 1000:.0f})  x{cpu / bare:.2f} peer")
+        print_cpu(cpu_rows)
     if args.headless:
         pairs = [(headless_run(HEADLESS_DEMO), headless_run(HEADLESS_BARE))
                  for _ in range(args.runs)]

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
 
 from console.app import panels
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
-from console.session.state import CANCELLED, HostState
+from console.app.progress import progress_line, sweep_line
+from console.app.screens.fresh import FreshScreen
+from console.session.state import HostState
 from widgets.header import PlateauHeader
 from widgets.sweep_chart import SweepChart
 
@@ -160,7 +160,7 @@ LOG_KEYS = {
 _KEY_OF_LOG_ACTION = {action: key for key, action in LOG_KEYS.items()}
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(FreshScreen):
     shows_every_host: ClassVar[bool] = False
     BINDINGS = [
         Binding(key, f"log_key('{action}')", show=False, id=f"dashboard-log-{action}")
@@ -425,20 +425,6 @@ class DashboardScreen(Screen[None]):
         return view
 
 
-def sweep_line(state: HostState) -> str:
-    sweep = state.sweep
-    if sweep.running:
-        conc = f" c={sweep.concurrency}" if sweep.concurrency is not None else ""
-        return f"sweep running: step {sweep.step}/{sweep.total}{conc}"
-    if sweep.run_id is not None and sweep.last_ok is False:
-        if sweep.detail == CANCELLED:  # the operator's x, not a failure (issue 26.11)
-            return f"sweep {sweep.run_id} cancelled"
-        return f"sweep {sweep.run_id} failed: {sweep.detail}"
-    if sweep.run_id is not None:
-        return f"sweep {sweep.run_id}: {len(sweep.points)} step(s)"
-    return ""
-
-
 def series_label(state: HostState) -> str:
     """The single sweep series' legend: "live" while it runs, the run once it ended (a
     finished sweep's chart said "A: live"; issue 26.11)."""
@@ -446,49 +432,6 @@ def series_label(state: HostState) -> str:
     if state.sweep.running or not run_id:
         return "live"
     return run_id if run_id.startswith("run") else f"run {run_id}"
-
-
-@dataclass(frozen=True)
-class ABPlan:
-    """What the A/B dialog said before it started: for its progress and time left."""
-
-    estimate_s: float
-    total_steps: int
-    started: datetime
-
-
-def ab_eta(state: HostState, plan: ABPlan | None) -> str:
-    """`7/18 steps, ~3 min left`: from the steps measured so far once there is one (the
-    dialog's estimate before that), so the time left follows what the host really takes."""
-    ab = state.ab
-    if plan is None or ab is None or not ab.running or plan.total_steps <= 0:
-        return ""
-    done = min(len(ab.steps_a) + len(ab.steps_b), plan.total_steps)
-    elapsed = max(0.0, (state.clock() - plan.started).total_seconds())
-    left = (elapsed / done * (plan.total_steps - done) if done
-            else max(0.0, plan.estimate_s - elapsed))
-    return f"{done}/{plan.total_steps} steps, ~{_duration(left)} left"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def progress_line(state: HostState, plan: ABPlan | None = None) -> str:
-    """What the host is busy with (header): the A/B stage (with its progress and time left)
-    and/or the sweep step."""
-    parts = []
-    ab = state.ab
-    if ab is not None and ab.running:
-        eta = ab_eta(state, plan)
-        parts.append(f"A/B {ab.name_a} vs {ab.name_b}: {ab.stage}" + (f" · {eta}" if eta else ""))
-    if state.sweep.running:
-        parts.append(sweep_line(state))
-    return " · ".join(parts)
 
 
 def chart_runs(state: HostState) -> list[tuple[str, list[Any]]] | None:

@@ -17,11 +17,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
+from console.app.screens.fresh import FreshScreen
 from console.fleet.models import HostSummary
 from console.fleet.summary import LastRun, summarize
 from console.session.state import HostState
@@ -39,7 +39,7 @@ AGE_STEP_S = 5
 HISTORY_S = 10.0
 
 
-class FleetScreen(Screen[None]):
+class FleetScreen(FreshScreen):
     """A HostView (console.app.contract) of every host at once."""
 
     shows_every_host: ClassVar[bool] = True

@@ -1,8 +1,9 @@
 """The Tune view (`T`): `plateau tune` in the console, one job with the CLI
-(console.jobs.tune via console.app.tune_control). Enter tunes the host's profile; the ladder
+(console.jobs.tune via console.session.tune_control). Enter tunes the host's profile; the ladder
 grows live (step, cause, change, the verdict's delta and interval at the knee, outcome,
 cumulative gain, restarts and minutes used) under the current phase; `x` stops at the next safe
-point with the last good profile left running.
+point with the last good profile left running. Enter and `x` go up as the intents
+TuneRequested and TuneStopRequested (console/app/intents.py handles them).
 
 Refused, with the reason, as the A/B is (PlateauApp.unavailable_reason "tune"): while a sweep,
 A/B or another tune runs, the server is starting or stopping, the host is not connected, or
@@ -18,26 +19,19 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from console.app.contract import console_app
+from console.app.messages import TuneRequested, TuneStopRequested
 from console.app.screens.views import HostScreen
-from console.app.tune_control import (
-    HostSweeps,
+from console.jobs.tune_models import TuneState
+from console.jobs.tune_objective import objective
+from console.session.state import HostState, current_profile
+from console.session.tune_control import (
     TuneControl,
-    session_bench,
+    control_of,
     tune_objectives,
     tune_preset,
     tune_request,
 )
-from console.jobs.tune_models import TuneState
-from console.jobs.tune_objective import objective
-from console.session.state import HostState, current_profile
 from widgets.table_fill import fill_table
-
-
-def control_of(tunes: dict[str, TuneControl], host: str) -> TuneControl:
-    found = tunes.get(host)
-    if found is None:
-        found = tunes[host] = TuneControl(host)
-    return found
 
 
 def status_lines(control: TuneControl, profile: str | None, preset: str) -> list[str]:
@@ -195,26 +189,8 @@ class TuneScreen(HostScreen):
             self.notify(f"Tune: no known profile runs on {session.host.name}",
                         severity="warning", markup=False)
             return
-        from console.jobs.tune import new_state
-        from console.store.db import RunStore
-
-        control = self.control()
-        store = RunStore(app.store_path)
-        try:
-            bench = (app.tune_bench_for or session_bench)(session, store)
-        except Exception as exc:  # not connected, a replay: said, nothing started
-            store.close()
-            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.notify(f"Tune: {said}", severity="warning", markup=False)
-            return
-        request = tune_request(app.config, session.host.name, profile, control.objective)
-        control.begin(new_state(request, app.config.profiles[profile]))
-        self.app.run_worker(
-            control.run(bench, store, app.profiles_dir,
-                        on_saved=lambda name, p: app.add_profile(name, p, persist=False),
-                        sweeps=HostSweeps(session)),
-            group="tune", exit_on_error=False,
-            description=f"tune {profile} on {session.host.name}")
+        request = tune_request(app.config, session.host.name, profile, self.control().objective)
+        self.post_message(TuneRequested(session.host.name, request))
 
     def action_cycle_objective(self) -> None:
         """`o`: what the next tune raises (goodput offered when the preset has an SLO)."""
@@ -227,8 +203,7 @@ class TuneScreen(HostScreen):
         self.notify(f"Tune objective: {objective(chosen).label}", markup=False)
 
     def action_stop_tune(self) -> None:
-        if not self.control().stop():
-            self.notify("Stop tune: no tune is running", severity="warning", markup=False)
+        self.post_message(TuneStopRequested(console_app(self).active_host))
 
 
 __all__ = ["TuneScreen", "control_of", "detail_lines", "ladder_table", "status_lines"]

@@ -11,13 +11,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.coordinate import Coordinate
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from console.app import views_data
 from console.app.contract import console_app
 from console.app.footer import PlateauFooter
 from console.app.messages import RunMarkToggled, SuggestionABRequested
+from console.app.screens.fresh import FreshScreen
 from console.app.screens.run import RunScreen, events_during
 from console.bench.compare import Comparison
 from console.bench.verdict import Verdict
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from console.diagnose.log_diagnosis import LogDiagnosis
 
 
-class HostScreen(Screen[None]):
+class HostScreen(FreshScreen):
     """A screen with the host header on top and the footer below."""
 
     TITLE_TEXT = ""

@@ -1,21 +1,23 @@
-"""The console's side of `plateau tune` (issue 28): one tune per host, run by the same job as
-the CLI's (console.jobs.tune.run_tune) with its progress callback and stop event.
+"""The console's side of `plateau tune` (issue 28): one tune per host, run on the host's
+session by the same job as the CLI's (console.jobs.tune.run_tune) with its progress callback
+and stop event. Below the app, as a session's sweeps and A/Bs are: the app's intent handlers
+(console/app/intents.py: TuneRequested, TuneStopRequested) call `begin_tune` and `stop`.
 
 `TuneControl` holds what the Tune view shows (the job's live state, its phase, how it ended)
-and tells its listeners when that changes; the app runs `run()` in a worker. The job holds the
-host's lease (the bench's, as the CLI's does), so a sweep, restart or A/B of this process is
-refused while it runs; `stop()` asks it to end at its next safe point, the last good profile
-left running. A tune that kept a change saves it as `profiles.d/<profile>-tuned.toml`, as
-the CLI does.
+and tells its listeners when that changes; `begin_tune` opens the store and the host's bench
+and returns the job for the app to run in a worker. The job holds the host's lease (the
+bench's, as the CLI's does), so a sweep, restart or A/B of this process is refused while it
+runs; `stop()` asks it to end at its next safe point, the last good profile left running. A
+tune that kept a change saves it as `profiles.d/<profile>-tuned.toml`, as the CLI does.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from console.config_models import PlateauConfig, ServerProfile
 from console.errors import PlateauError
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from console.store.db import RunStore
 
 Listener = Callable[[], None]
+BenchFor = Callable[["Session", "RunStore"], "TuneBench"]
+"""(session, store) -> the tune's bench: the session's own (`session_bench`), or a test's."""
 TUNE_PRESET_ORDER = ("quick", "default")  # the demo's fast preset first, as the A/B picker
 
 
@@ -178,11 +182,42 @@ def session_bench(session: Session, store: RunStore) -> TuneBench:
     return session.tune_bench(store)
 
 
+def control_of(tunes: dict[str, TuneControl], host: str) -> TuneControl:
+    """`host`'s tune in `tunes`, a new idle one the first time."""
+    found = tunes.get(host)
+    if found is None:
+        found = tunes[host] = TuneControl(host)
+    return found
+
+
+def begin_tune(control: TuneControl, session: Session, request: TuneRequest,
+               profile: ServerProfile, *, store_path: Path | None, profiles_dir: Path | None,
+               bench_for: BenchFor | None = None,
+               on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None,
+               ) -> Coroutine[Any, Any, None]:
+    """Start a tune of `request` (its profile `profile`) on `session`'s host: the run store and
+    the host's bench are opened now, and the job (`control.run`, its sweeps reported as the
+    host's) is returned for the caller to run. Raises what opening the bench raised (not
+    connected, a replay) with nothing begun."""
+    from console.jobs.tune import new_state
+    from console.store.db import RunStore
+
+    store = RunStore(store_path)
+    try:
+        bench = (bench_for or session_bench)(session, store)
+    except BaseException:
+        store.close()
+        raise
+    control.begin(new_state(request, profile))
+    return control.run(bench, store, profiles_dir, on_saved=on_saved,
+                       sweeps=HostSweeps(session))
+
+
 def _state_json(state: TuneState, tune_id: int | None) -> dict[str, object]:
     from console.jobs.tune_models import state_json
 
     return state_json(state, tune_id)
 
 
-__all__ = ["HostSweeps", "TuneControl", "session_bench", "tune_objectives", "tune_preset",
-           "tune_request"]
+__all__ = ["BenchFor", "HostSweeps", "TuneControl", "begin_tune", "control_of", "session_bench",
+           "tune_objectives", "tune_preset", "tune_request"]
