@@ -17,7 +17,9 @@ README = Path(__file__).parent.parent / "README.md"
 
 def test_every_registered_cause_is_run_checked_and_documented() -> None:
     assert tuple(RULES) == CAUSE_IDS
-    assert len(CAUSE_IDS) == 11
+    # SGLang's eleven, then the two that need no log grammar (console/diagnose/engine_rules.py)
+    assert len(CAUSE_IDS) == 13
+    assert CAUSE_IDS[-2:] == ("gpu-waits-on-host", "admission-queue")
     step = StepResult(index=0, concurrency=1, status="ok")
     diagnosis = diagnose([step], RunEvidence(sources=["client"]))
     assert diagnosis.checked == [RULES[c].checked for c in CAUSE_IDS]

@@ -94,6 +94,12 @@ def detect(records: Sequence[RequestRecord], concurrency: int,
     if last_slow < 0:
         return Found(Warmup(detected=False, signs=signs, steady_tpot_ms=converged,
                             tolerance=tolerance), None)
+    if last_slow >= half and not _compiled(signs) and len(paces) < 2 * concurrency:
+        # Under two waves the late requests run while the step drains (fewer in flight, a
+        # faster pace): a slower first wave is the load, not a warm-up, unless the log says
+        # the server compiled (1.5 waves at c=8 was called all warm-up, its steady lost).
+        return Found(Warmup(detected=False, signs=signs, steady_tpot_ms=converged,
+                            tolerance=tolerance), None)
     if last_slow >= half:  # still slow at the step's middle: the whole step is warm-up
         return _all_warmup(records, signs, _median(paces), tolerance)
     first = min(r.start_ns for r in records)

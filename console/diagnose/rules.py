@@ -894,7 +894,10 @@ def client_bound(ev: RunEvidence, ctx: Context) -> Cause | None:
         if busy and enough:
             held = c.measured_concurrency
             if step.decode:
-                held = min(held, batch_of(step.decode))
+                # What the server holds is running + queued: requests it queues behind a cap
+                # or a full pool reached it, so the client held them (a loaded client's
+                # event-loop lag alone once read a running cap of 4 at c=8 as client-bound).
+                held = min(held, median(p.running + p.queue for p in step.decode))
             # The client's ITL is late here too: step times from the server's lines.
             model = fit(ctx.all, graph=None, client=False)
             found.append((throughput_share(held, c.target, model), step, (c, held)))
