@@ -85,6 +85,9 @@ class ConsoleBase(App[int]):
         self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
+        # (host, source) -> the retried failure last shown as a toast: said once, not at every
+        # retry (a failing GPU agent stacked a toast a second over half the screen).
+        self._retry_said: dict[tuple[str, str], str] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
 
     # -- config and profiles ---------------------------------------------------------------------
