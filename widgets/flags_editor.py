@@ -383,10 +383,11 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         profile = self._profile
         if name in self.existing and _same_launch(self.existing[name], profile, self.schema):
             profile = self.existing[name]  # that profile, its own description and all
-        elif changes:
-            profile = profile.model_copy(update={"description": _described(
-                self.base_name, diff_flags(effective_flags(self.base, self.schema),
-                                           effective_flags(profile, self.schema)))})
+        elif changes and (edits := diff_flags(effective_flags(self.base, self.schema),
+                                              effective_flags(profile, self.schema))):
+            # (none against the base: an edit reopened after a failed save keeps its own)
+            profile = profile.model_copy(update={"description": _described(self.base_name,
+                                                                            edits)})
         self.dismiss(FlagsEditorResult(name, profile, changes, warnings, action))
 
 
