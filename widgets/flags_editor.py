@@ -7,7 +7,11 @@ two the operator chose; the app asks its one confirmation (restart, or overwriti
 
 Few keys: the first field has the focus; up/down move between fields; on a choice, a letter
 picks the next choice starting with it and left/right step through them (enter opens the
-list). Switching the MoE runner and restarting is `f`, `t`, `ctrl+r`, `y`.
+list). Switching the MoE runner and restarting is `f`, `t`, `ctrl+r`, `y`; ctrl+n goes to the
+profile's name (below some 25 fields: Tab would take as many presses).
+
+The save's own name rule (`name_problem`, given by the app) is checked here, before the
+editor closes: a name the save refuses is said under the fields and the edit stays.
 """
 
 from __future__ import annotations
@@ -159,6 +163,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+r", "restart", "Restart with these flags", priority=True),
         Binding("ctrl+s", "save", "Save as profile", priority=True),
+        Binding("ctrl+n", "name", "Profile name", priority=True),
     ]
 
     def __init__(
@@ -171,6 +176,10 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         existing_names: frozenset[str] = frozenset(),
         restart_blocked: str | None = None,
         existing: Mapping[str, ServerProfile] | None = None,
+        name_problem: Callable[[str], str | None] | None = None,
+        name_stem: str | None = None,
+        name: str | None = None,
+        note: str = "",
     ) -> None:
         super().__init__()
         self.base_name = base_name
@@ -182,7 +191,13 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         # The other profiles: flags that are one of them name it (issue 26.10: a restart
         # with triton's flags was called "cutlass-moe-2" while triton-moe existed).
         self.existing = dict(existing or {})
+        # What the save refuses in a name, and the base's name as one it accepts (a Why A/B's
+        # "cutlass-moe+cuda-graph-ceiling" has a "+"): suggestions are always saveable.
+        self.name_problem = name_problem or (lambda _name: None)
+        self.name_stem = name_stem or base_name
         self._suggested = ""
+        self._initial_name = name
+        self.note = note  # why the editor is open again (a save that failed)
         self.restart_blocked = restart_blocked
         self._profile: ServerProfile | None = profile
         self._report: ValidationReport | None = None
@@ -223,9 +238,9 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
             yield Static(id="diff")
             yield Static(id="messages")
             with Horizontal(classes="row"):
-                yield Label("save as")
+                yield Label("save as (ctrl+n)")
                 self._suggested = self._suggest_name()
-                yield Input(value=self._suggested, id="profile-name")
+                yield Input(value=self._initial_name or self._suggested, id="profile-name")
             with Horizontal(id="buttons"):
                 # Labels that fit side by side in an 80-column terminal (issue 26.4).
                 yield Button("Cancel (esc)", id="cancel")
@@ -241,10 +256,10 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
             if same:
                 return same[0]
         for n in range(2, 100):
-            candidate = f"{self.base_name}-{n}"
-            if candidate not in self.existing_names:
+            candidate = f"{self.name_stem}-{n}"
+            if candidate not in self.existing_names and self.name_problem(candidate) is None:
                 return candidate
-        return f"{self.base_name}-new"
+        return f"{self.name_stem}-new"
 
     def on_resize(self) -> None:
         self._fit()
@@ -292,7 +307,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
                                                                               self.schema)
         after = effective_flags(profile, self.schema) if profile else before
         self.query_one("#diff", Static).update(render_diff(diff_flags(before, after)))
-        messages = list(errors)
+        messages = [self.note, *errors] if self.note else list(errors)
         name_input = self.query_one("#profile-name", Input)
         if profile is not None and name_input.value.strip() == self._suggested:
             # The name follows the change until the operator types one of their own.
@@ -303,19 +318,25 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         name = name_input.value.strip()
         if not name:
             messages.append("give the new profile a name")
+        elif (problem := self.name_problem(name)) is not None:
+            messages.append(f"cannot save: {problem} (ctrl+n: the name)")
         elif name in self.existing_names:
             messages.append(f"saving replaces the profile {name!r} (you will be asked)")
         if report is not None:
             messages += [str(i) for i in report.issues]
         self.query_one("#messages", Static).update(Text(sanitize("\n".join(messages))))
-        blocked = bool(self._blocking(name))
-        self.query_one("#save", Button).disabled = blocked
+        blocked = bool(self._blocking(name, "restart"))
+        self.query_one("#save", Button).disabled = bool(self._blocking(name, "save"))
         self.query_one("#restart", Button).disabled = blocked or self.restart_blocked is not None
 
-    def _blocking(self, name: str) -> list[str]:
+    def _blocking(self, name: str, action: Literal["restart", "save"]) -> list[str]:
         problems = list(self._errors)
         if not name:
             problems.append("name")
+        elif action == "save" and (problem := self.name_problem(name)) is not None:
+            # A restart keeps the profile for this run only, under any name (a Why A/B's
+            # "base+cause" runs so); a saved one must be a file name the save accepts.
+            problems.append(problem)
         if self._report is not None and not self._report.ok:
             problems.append("invalid")
         return problems
@@ -338,6 +359,9 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
     def action_save(self) -> None:
         self._finish("save")
 
+    def action_name(self) -> None:
+        self.query_one("#profile-name", Input).focus()
+
     def action_restart(self) -> None:
         if self.restart_blocked is not None:
             self.notify(f"Restart: {self.restart_blocked}", severity="warning", markup=False)
@@ -347,7 +371,7 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
     def _finish(self, action: Literal["restart", "save"]) -> None:
         self._refresh()
         name = self.query_one("#profile-name", Input).value.strip()
-        problems = self._blocking(name)
+        problems = self._blocking(name, action)
         if problems or self._profile is None:
             self.notify("fix the flags first: " + ", ".join(problems or ["invalid"]),
                         severity="warning", markup=False)
@@ -359,10 +383,11 @@ class FlagsEditor(ModalScreen[FlagsEditorResult | None]):
         profile = self._profile
         if name in self.existing and _same_launch(self.existing[name], profile, self.schema):
             profile = self.existing[name]  # that profile, its own description and all
-        elif changes:
-            profile = profile.model_copy(update={"description": _described(
-                self.base_name, diff_flags(effective_flags(self.base, self.schema),
-                                           effective_flags(profile, self.schema)))})
+        elif changes and (edits := diff_flags(effective_flags(self.base, self.schema),
+                                              effective_flags(profile, self.schema))):
+            # (none against the base: an edit reopened after a failed save keeps its own)
+            profile = profile.model_copy(update={"description": _described(self.base_name,
+                                                                            edits)})
         self.dismiss(FlagsEditorResult(name, profile, changes, warnings, action))
 
 

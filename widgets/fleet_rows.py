@@ -28,6 +28,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 ALERT_WORDS = {
     "host-unreachable": "unreachable", "server-down": "down", "eager-decode": "eager",
     "kv-pool-full": "kv-full", "gpu-throttled": "throttle", "gpu-xid": "xid",
+    "gpu-agent": "gpu-agent",
 }
 _LEVEL_STYLE = {"error": "bold red", "warning": "yellow"}
 NA = "-"

@@ -41,6 +41,9 @@ class FleetTable(ScrollView, can_focus=True):
     class Scrolled(Message):
         """Other rows are on screen now (the pace of their hosts' sampling follows)."""
 
+    class ColumnsScrolled(Message):
+        """Other columns are on screen now (the screen says which are not)."""
+
     class RowHighlighted(Message):
         """The cursor is on another host's row."""
 
@@ -134,6 +137,25 @@ class FleetTable(ScrollView, can_focus=True):
         if not self._order or self.cursor_row >= len(self._order):
             return None
         return self._order[self.cursor_row]
+
+    def hidden_columns(self) -> tuple[list[str], list[str]]:
+        """The columns' labels cut off on the left and on the right of the table's view: the
+        screen says which (at 120 columns the conclusions, sglang to top cause, are off to
+        the right, issue 41.8)."""
+        width = self.scrollable_content_region.width
+        if not width or not self._widths:
+            return [], []
+        x = int(self.scroll_offset.x)
+        left: list[str] = []
+        right: list[str] = []
+        start = 0
+        for (_key, label), cell in zip(COLUMNS, self._widths, strict=True):
+            if start < x:
+                left.append(label)
+            elif start + cell + 1 > x + width:  # its cell not whole on screen
+                right.append(label)
+            start += cell + 2
+        return left, right
 
     def rows_in_view(self) -> list[str]:
         """The hosts whose rows are on screen now (the table's scroll window)."""
@@ -258,6 +280,11 @@ class FleetTable(ScrollView, can_focus=True):
             self.action_select_cursor()
         else:
             self._move(row)
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.ColumnsScrolled())
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

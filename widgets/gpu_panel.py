@@ -23,6 +23,7 @@ from textual.widgets import Static
 
 from console.gpu import format as fmt
 from console.gpu.models import NA, GpuHeader, GpuReading, GpuSample
+from console.text import sanitize
 from widgets.gpu_render import (
     THRESHOLDS,
     bar,
@@ -454,6 +455,7 @@ class GpuPanel(Widget, can_focus=True):
         )
         self._composed = False
         self._max_rows: int | None = None
+        self.failure: str | None = None  # why the GPU agent failed (it is retried)
 
     def compose(self) -> ComposeResult:
         yield Static("GPUs: waiting for the agent…", id="gpu-summary", markup=False)
@@ -469,6 +471,12 @@ class GpuPanel(Widget, can_focus=True):
         return self.sample is not None and fmt.has_nvlink_rates(self.sample)
 
     # -- data in ---------------------------------------------------------------------------
+
+    def show_failure(self, failure: str | None) -> None:
+        """Say why the agent failed, in the summary line, until samples come again."""
+        if failure != self.failure:
+            self.failure = failure
+            self._refresh_summary()
 
     def update_header(self, header: GpuHeader) -> None:
         self.header = header
@@ -554,7 +562,12 @@ class GpuPanel(Widget, can_focus=True):
         parts.append(f"history: {self.history_metric} [m]")
         if s is not None and s.cost_ms is not None:
             parts.append(f"{s.cost_ms:.1f} ms/sample")
-        return Content((" | " if self.ascii_only else " · ").join(parts) if parts else "GPUs")
+        line = Content((" | " if self.ascii_only else " · ").join(parts) if parts else "GPUs")
+        if self.failure is None:
+            return line
+        said = Content.styled(f"GPU agent failed: {sanitize(self.failure)} (retrying)",
+                              "$error")
+        return said if s is None and h is None else Content.assemble(said, " · ", line)
 
     def _refresh_summary(self) -> None:
         if self._composed:

@@ -30,6 +30,7 @@ class HeaderInfo:
     version: str | None = None
     engine: str = "sglang"  # the server's engine, as the console names it (console/engines/)
     profile: str | None = None
+    profile_edited: bool = False  # this run's profile of that name runs other flags than saved
     server_state: str = "unknown"
     uptime_s: float | None = None
     sweep: str = ""
@@ -102,7 +103,8 @@ class PlateauHeader(Static):
         if info.version != "":  # "": left out to fit (fitted)
             parts.append(Content.from_markup("$e $v", e=info.engine, v=info.version or "?"))
         if info.profile:
-            parts.append(Content.from_markup('profile "$p"', p=info.profile))
+            edited = " [$warning](edited)[/]" if info.profile_edited else ""
+            parts.append(Content.from_markup(f'profile "$p"{edited}', p=info.profile))
         if info.effective:
             parts.append(Content.from_markup("[$warning]$e[/]", e=info.effective))
         style = _STATE_STYLE.get(info.server_state, "$foreground-muted")

@@ -163,6 +163,7 @@ class PlateauApp(
             version=state.server_version,
             engine=engine_of_profile(launch).title,
             profile=profile,
+            profile_edited=profile is not None and self.profile_edited(profile),
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state, self.ab_plans.get(state.host)),

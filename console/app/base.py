@@ -61,6 +61,8 @@ class ConsoleBase(App[int]):
         self._loaded_view: LoadedConfig | None = None
         # One profile set for this run, shared with every session (the flags editor adds).
         self.profiles = ProfileSet(loaded.config.profiles)
+        # The profiles as saved (the config file, profiles.d, saves since): what "edited" means.
+        self._saved_profiles: dict[str, ServerProfile] = dict(loaded.config.profiles)
         self.clock = clock
         self.store_path = store_path
         self.tick_seconds = tick_seconds
@@ -83,6 +85,9 @@ class ConsoleBase(App[int]):
         self.tune_bench_for: Any = None  # (session, store) -> TuneBench; None: the session's
         self.app_events: deque[EventRecord] = deque(maxlen=500)
         self._notified: dict[str, int] = {}
+        # (host, source) -> the retried failure last shown as a toast: said once, not at every
+        # retry (a failing GPU agent stacked a toast a second over half the screen).
+        self._retry_said: dict[tuple[str, str], str] = {}
         self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
 
     # -- config and profiles ---------------------------------------------------------------------
@@ -106,22 +111,40 @@ class ConsoleBase(App[int]):
         """Add a profile to the run's profile set (every session's); with `persist`, also write
         `<config dir>/profiles.d/<name>.toml` (never secrets)."""
         if persist:
-            from console.session.profiles import ProfileSaveError, save_profile
-
-            try:
-                path, skipped = save_profile(self.profiles_dir, name, self._saveable(profile))
-            except ProfileSaveError as exc:
-                self.app_note("flags", f"profile {name} not saved: {exc}", "error")
-                return False
-            self.app_note("flags", f"profile {name} saved to {path}")
-            self.notify(f"profile {name} saved to {path}", markup=False, timeout=4)
-            if skipped:
-                self.app_note("flags", f"profile {name}: env {', '.join(skipped)} not written "
-                              "(looks secret; set it in the config file)", "warning")
-        else:
-            self.app_note("flags", f"profile {name} kept for this run (not saved)")
-        self.profiles.add(name, profile)  # every session holds this set
+            return self.save_profile(name, profile) is None
+        self.app_note("flags", f"profile {name} kept for this run (not saved)")
+        self._add_to_run(name, profile, saved=False)
         return True
+
+    def save_profile(self, name: str, profile: ServerProfile) -> str | None:
+        """Write `profiles.d/<name>.toml` and add the profile to the run; returns why the
+        save failed (said in the event log too), else None."""
+        from console.session.profiles import ProfileSaveError, save_profile
+
+        try:
+            path, skipped = save_profile(self.profiles_dir, name, self._saveable(profile))
+        except ProfileSaveError as exc:
+            self.app_note("flags", f"profile {name} not saved: {exc}", "error")
+            return str(exc)
+        self.app_note("flags", f"profile {name} saved to {path}")
+        self.notify(f"profile {name} saved to {path}", markup=False, timeout=4)
+        if skipped:
+            self.app_note("flags", f"profile {name}: env {', '.join(skipped)} not written "
+                          "(looks secret; set it in the config file)", "warning")
+        self._add_to_run(name, profile, saved=True)
+        return None
+
+    def _add_to_run(self, name: str, profile: ServerProfile, *, saved: bool) -> None:
+        if saved:
+            self._saved_profiles[name] = profile
+        self.profiles.add(name, profile)  # every session holds this set
+
+    def profile_edited(self, name: str) -> bool:
+        """This run's profile `name` runs other flags than the saved profile of that name (a
+        restart kept for this run under the old name): the header says "(edited)" rather than
+        the old name alone (issue 41.7)."""
+        saved = self._saved_profiles.get(name)
+        return saved is not None and self.config.profiles.get(name, saved) != saved
 
     def _saveable(self, profile: ServerProfile) -> ServerProfile:
         """What the operator chose, without what belongs to this run of the demo: its

@@ -47,19 +47,28 @@ class FlagsFlow(Availability):
                           f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                           "error")
             return
-        editor = FlagsEditor(
-            name, self.config.profiles[name], schema,
-            running_flags=adapters.running_flags(record, schema),
-            existing_names=frozenset(self.config.profiles),
-            existing=dict(self.config.profiles),
-            restart_blocked=self.unavailable_reason("restart"),
-        )
-        result = await self.push_screen_wait(editor)
-        if result is None:
-            return
-        if result.action == "save":
-            await self._save_edited(result)
-            return
+        from console.session.profiles import name_problem, name_stem
+
+        profile, chosen, note = self.config.profiles[name], None, ""
+        while True:
+            editor = FlagsEditor(
+                name, profile, schema,
+                running_flags=adapters.running_flags(record, schema),
+                existing_names=frozenset(self.config.profiles),
+                existing=dict(self.config.profiles),
+                restart_blocked=self.unavailable_reason("restart"),
+                name_problem=name_problem, name_stem=name_stem(name), name=chosen, note=note,
+            )
+            result = await self.push_screen_wait(editor)
+            if result is None:
+                return
+            if result.action != "save":
+                break
+            failed = await self._save_edited(result)
+            if failed is None:
+                return
+            # The save failed (an unwritable profiles.d): the edit comes back with the reason.
+            profile, chosen, note = result.profile, result.name, f"not saved: {failed}"
         # Restart with these flags: one confirmation that shows what will run.
         if self._refuse("restart"):
             return
@@ -76,8 +85,9 @@ class FlagsFlow(Availability):
         if self.add_profile(result.name, result.profile, persist=False):
             self.post_message(RestartRequested(session.host.name, result.name))
 
-    async def _save_edited(self, result: FlagsEditorResult) -> None:
-        """Save as profile; replacing an existing one asks first."""
+    async def _save_edited(self, result: FlagsEditorResult) -> str | None:
+        """Save as profile; replacing an existing one asks first. Returns why the save
+        failed, else None (saved, or the operator kept the old profile)."""
         from console.app.screens.modals import ConfirmScreen
 
         if result.name in self.config.profiles:
@@ -86,8 +96,8 @@ class FlagsFlow(Availability):
             question = f"A profile called {result.name} exists ({where}). Replace it?"
             if not await self.push_screen_wait(ConfirmScreen(question)):
                 self.app_note("flags", f"profile {result.name} kept as it was")
-                return
-        self.add_profile(result.name, result.profile, persist=True)
+                return None
+        return self.save_profile(result.name, result.profile)
 
 
 def display_command(profile: ServerProfile) -> str:

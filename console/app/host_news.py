@@ -11,7 +11,7 @@ from console.app.base import severity
 from console.app.contract import HostView
 from console.app.host_keys import HostKeyPrompts
 from console.app.messages import HostChanged
-from console.session.state import HostState
+from console.session.state import EventRecord, HostState, retry_reason
 
 
 class HostNews(HostKeyPrompts):
@@ -55,7 +55,7 @@ class HostNews(HostKeyPrompts):
         for record in list(state.events)[-new:]:
             if record.source == "host-key" and record.level == "warning":
                 continue  # an unknown key: the question on screen says it
-            if record.level in ("warning", "error"):
+            if record.level in ("warning", "error") and self._news(record):
                 self.notify(
                     record.message,
                     title=f"{record.host}: {record.source}",
@@ -63,6 +63,19 @@ class HostNews(HostKeyPrompts):
                     markup=False,
                     timeout=8 if record.level == "error" else 5,
                 )
+
+    def _news(self, record: EventRecord) -> bool:
+        """Whether the record is news: a supervised loop retrying the same failure (only its
+        backoff changes) is said once, until that source says something else."""
+        key = (record.host, record.source)
+        reason = retry_reason(record.message)
+        if reason == record.message:  # not a retry: the source moved on
+            self._retry_said.pop(key, None)
+            return True
+        if self._retry_said.get(key) == reason:
+            return False
+        self._retry_said[key] = reason
+        return True
 
     def _tick(self) -> None:
         try:

@@ -31,14 +31,17 @@ def gpu_widget(ui: UiConfig, id: str = "gpu-view") -> GpuPanel:
 
 
 def show_gpus(
-    widget: GpuPanel, header: GpuHeader | None, samples: Sequence[GpuSample]
+    widget: GpuPanel, header: GpuHeader | None, samples: Sequence[GpuSample],
+    failure: str | None = None,
 ) -> None:
     """Feed the GPU panel the header (None: not yet known) and the samples it has not seen,
-    oldest first, so its history has every point even when several arrived between draws."""
+    oldest first, so its history has every point even when several arrived between draws;
+    `failure`: why the agent failed (None: it has not, or samples come again)."""
     if not widget.is_mounted:
         # GpuPanel mounts its rows only once mounted (is_mounted is still False in on_mount).
-        widget.app.call_after_refresh(show_gpus, widget, header, samples)
+        widget.app.call_after_refresh(show_gpus, widget, header, samples, failure)
         return
+    widget.show_failure(failure)
     if header is not None and widget.header is not header:
         widget.update_header(header)
     for sample in samples:

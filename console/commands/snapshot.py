@@ -2,6 +2,7 @@
 
     plateau snapshot --demo --seed 1 --until ready --size 160x48 --out dash.svg
     plateau snapshot gpu-box-1 --after 5 --screen events --out events.txt
+    plateau snapshot --after 5 --screen fleet --size 120x40 --out fleet.txt  (every host)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from console.commands import argtypes
 from console.config import load_config
 from console.errors import UsageError
 
-SCREENS = ("dashboard", "history", "compare", "topology", "events", "config")
+SCREENS = ("dashboard", "fleet", "history", "compare", "topology", "events", "config")
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 AlertId = Literal[
     "host-unreachable", "server-down", "eager-decode", "kv-pool-full", "gpu-throttled",
-    "gpu-xid",
+    "gpu-xid", "gpu-agent",
 ]
 AlertLevel = Literal["warning", "error"]
 

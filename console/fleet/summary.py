@@ -181,6 +181,9 @@ def _alerts(state: HostState, reachable: bool, gpus: GpuSummary | None,
         out += _load_alerts(load)  # an idle or stopped server's last figures are history
     if gpus is not None:
         out += _gpu_alerts(gpus)
+    if state.gpu_error is not None:  # said once here, not "waiting for the agent…" forever
+        out.append(Alert(id="gpu-agent", level="error",
+                         message=f"GPU agent failed: {state.gpu_error} (retrying)"))
     return out
 
 

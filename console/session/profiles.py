@@ -37,12 +37,25 @@ def profiles_dir(loaded: LoadedConfig) -> Path:
     return base / PROFILES_DIR
 
 
+def name_problem(name: str) -> str | None:
+    """Why the save refuses `name` (it is a file name), or None."""
+    if _NAME.match(name):
+        return None
+    return f"profile name {name!r}: use letters, digits, '.', '_' and '-' (max 64)"
+
+
 def check_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ProfileSaveError(
-            f"profile name {name!r}: use letters, digits, '.', '_' and '-' (max 64)"
-        )
+    problem = name_problem(name)
+    if problem is not None:
+        raise ProfileSaveError(problem)
     return name
+
+
+def name_stem(name: str) -> str:
+    """`name` as the start of a saveable name, room left for a `-NN` suffix: a Why A/B's
+    run-only "cutlass-moe+cuda-graph-ceiling" gives "cutlass-moe-cuda-graph-ceiling"."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", name).lstrip("._-")[:60].rstrip("-")
+    return stem or "profile"
 
 
 def secret_env_names(profile: ServerProfile) -> list[str]:

@@ -6,6 +6,7 @@ aspect has a change counter, so a renderer can skip work when nothing it shows h
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,6 +136,9 @@ class HostState:
     gpu_total: int = 0
     gpus_at: datetime | None = None
     gpu_header: GpuHeader | None = None
+    gpu_error: str | None = None
+    """Why the GPU agent failed (its supervisor retries), until a sample comes again: the GPU
+    panel and the fleet row say it once rather than "waiting for the agent…" (issue 41.8)."""
     log: deque[LogEvent] = field(default_factory=lambda: deque(maxlen=LOG_RING))
     log_total: int = 0
     server_stats: StatsSnapshot | None = None
@@ -171,6 +175,7 @@ class HostState:
         """Fold one event in; returns the aspects that changed."""
         match event:
             case GpuUpdate():
+                self.gpu_error = None
                 self.gpu_sample = event.sample
                 self.gpu_samples.append(event.sample)
                 self.gpu_total += 1
@@ -234,6 +239,7 @@ class HostState:
             case HostKeyUnknown() | HostKeyChanged():
                 return self._host_key(event)
             case Problem():
+                failed = _gpu_failure(event)
                 self.events.append(
                     EventRecord(
                         event.at or self.clock(), self.host, event.source, event.level,
@@ -241,7 +247,11 @@ class HostState:
                     )
                 )
                 self.bump("events")
-                return ("events",)
+                if failed is None or failed == self.gpu_error:
+                    return ("events",)
+                self.gpu_error = failed
+                self.bump("gpus")
+                return ("events", "gpus")
         return ()
 
     def _read_startup(self, batch: LogBatch) -> None:
@@ -342,3 +352,19 @@ class HostState:
                 and (event.profile is None or event.profile == self.profile)
                 and (event.since is None or event.since == self.server_since)
                 and event.detail == self.server_detail)
+
+
+_RETRY = re.compile(r"; (retrying|restarting) in \d+s$")
+
+
+def retry_reason(message: str) -> str:
+    """A supervised loop's failure without its changing backoff ("gpu failed: X; retrying in
+    4s" -> "gpu failed: X"): the same failure, said again, reads the same."""
+    return _RETRY.sub("", message)
+
+
+def _gpu_failure(event: Problem) -> str | None:
+    """Why the GPU agent failed, from the supervisor's Problem ("gpu failed: X; retrying…")."""
+    if event.source != "gpu" or event.level != "error" or not _RETRY.search(event.message):
+        return None
+    return retry_reason(event.message).removeprefix("gpu failed: ")

@@ -314,7 +314,8 @@ class DashboardScreen(FreshScreen):
             if full or {"gpus", "topology"} & set(aspects):  # type: ignore[arg-type]
                 missed = min(state.gpu_total - self._gpu_seen, len(state.gpu_samples))
                 unseen = list(state.gpu_samples)[len(state.gpu_samples) - missed :]
-                panels.show_gpus(self._views["gpus"], state.gpu_header, unseen)
+                panels.show_gpus(self._views["gpus"], state.gpu_header, unseen,
+                                 state.gpu_error)
                 self._gpu_seen = state.gpu_total
             if full or "stats" in aspects:  # type: ignore[operator]
                 panels.show_stats(self._views["server"], state.server_stats)

@@ -45,6 +45,9 @@ class FleetScreen(FreshScreen):
     shows_every_host: ClassVar[bool] = True
     """Every host's news reaches render_host (PlateauApp), not only the active host's."""
     footer_own_keys_first = True
+    DEFAULT_CSS = """
+    FleetScreen #fleet-columns { height: auto; color: $foreground-muted; padding: 0 1; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "sort", "Sort", id="fleet-sort"),
         Binding("O", "reverse", "Reverse sort", show=False, id="fleet-reverse"),
@@ -65,6 +68,7 @@ class FleetScreen(FreshScreen):
         yield Static("", id="fleet-title", classes="screen-title")
         yield Input(placeholder="filter: host, state, profile, version, alert, cause",
                     id="fleet-filter")
+        yield Static("", id="fleet-columns")
         yield FleetTable(ascii_only=app.config.ui.ascii, id="fleet-table")
         yield Static("", id="fleet-detail")
         yield PlateauFooter()
@@ -163,6 +167,23 @@ class FleetScreen(FreshScreen):
             parts.append(f"filter: {table.query_text}")
         self.query_one("#fleet-title", Static).update(
             Content.styled(" · ".join(parts), "bold $accent"))
+        self._show_columns(table)
+
+    def _show_columns(self, table: FleetTable) -> None:
+        """The columns off screen, by name, on their own line: the conclusions (sglang to top
+        cause) are last and were hidden at 120 columns with no sign they exist (issue 41.8)."""
+        left, right = table.hidden_columns()
+        said = ([f"← {', '.join(left)}"] if left else []) + (
+            [f"→ {', '.join(right)}"] if right else [])
+        line = self.query_one("#fleet-columns", Static)
+        line.display = bool(said)
+        line.update(Content("columns off screen (←/→ scroll): " + " · ".join(said)))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_columns, self.query_one(FleetTable))
+
+    def on_fleet_table_columns_scrolled(self, _event: FleetTable.ColumnsScrolled) -> None:
+        self._show_columns(self.query_one(FleetTable))
 
     def _show_detail(self, table: FleetTable) -> None:
         host = table.selected_host()
