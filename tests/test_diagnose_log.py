@@ -20,7 +20,7 @@ from console.diagnose.log_diagnosis import (
     log_diagnosis_lines,
     open_log,
 )
-from console.diagnose.models import Cause
+from console.diagnose.models import Cause, StepEvidence
 from console.sglang.prefix import parse_prefix
 
 REAL = Path(__file__).parent / "data" / "logs" / "real"
@@ -262,11 +262,24 @@ DISAGREE = {
     # #queue-req 0: nothing waits for the cap while it decodes (the 24-26 queued are in
     # Prefill lines at #running-req 2, the ramp-up). A cap nothing waits for costs nothing.
     "ascend-qwen3-235b-w8a8-dp16-ep16-eagle3": "every Decode line: #queue-req 0",
-    # (corpus branch) a PD decode node whose wait is in #prealloc-req (1-2 on 22 of 33
-    # lines), a field the Decode row does not hold yet (console/sglang's grammar): with
-    # #queue-req 0 on every line nothing is seen waiting. Reopens when the row holds it.
-    "ascend-dsv32-pd-decode-64k-pool-bound-prealloc-wait": "every Decode line: #queue-req 0",
 }
+
+
+def test_a_pd_decode_nodes_wait_for_kv_is_the_pool() -> None:
+    """#queue-req is 0 on every line of this PD decode node; its waiting requests are in
+    #prealloc-req (waiting for decode KV), while 1-3 run below max_running_requests 4 at
+    token usage 0.87-0.91: the pool, said with the lines' own fields, and kept in the stored
+    evidence."""
+    result = _diagnose("ascend-dsv32-pd-decode-64k-pool-bound-prealloc-wait")
+    first = result.diagnosis.causes[0]
+    assert first.id == "kv-cache-full" and first.presence is not None
+    assert first.presence.text.startswith("22 of 33 Decode lines at token usage 0.87..0.90 "
+                                          "with #queue-req 0, #prealloc-req 1..2 waiting")
+    assert "#prealloc-req" in first.evidence[0].text
+    steps = result.split.evidence
+    assert [StepEvidence.model_validate_json(s.model_dump_json()).decode for s in steps] \
+        == [s.decode for s in steps]
+    assert sum(p.prealloc for s in steps for p in s.decode) == 24  # 20 x 1 + 2 x 2
 
 
 @pytest.mark.parametrize("slug", CATALOGUED)

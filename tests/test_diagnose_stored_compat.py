@@ -9,13 +9,13 @@ from pathlib import Path
 
 from console.bench.models import StepMetrics, StepResult
 from console.diagnose.diagnose import diagnose
-from console.diagnose.models import RunEvidence, StartupFacts, StepEvidence
+from console.diagnose.models import DecodeRow, RunEvidence, StartupFacts, StepEvidence
 from console.store.db import RUN_FACTS_IDX, RunStore
 from console.store.models import RunMeta
 
 
 def _step(index: int, concurrency: int, running: int, queue: int, rate: float) -> StepEvidence:
-    rows: list[tuple[int, int, float | None, bool | None, float | None]] = [
+    rows: list[DecodeRow] = [
         (running, queue, 0.3, True, rate + i) for i in range(6)]
     return StepEvidence(index=index, concurrency=concurrency, started_at=1.7e9 + 60 * index,
                         finished_at=1.7e9 + 60 * index + 50, decode_rows=rows)

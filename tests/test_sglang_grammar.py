@@ -76,6 +76,24 @@ def test_decode_without_graph_field_is_unknown_not_off() -> None:
     assert stats.cuda_graph is None and stats.running_reqs == 1 and stats.gen_throughput == 3.5
 
 
+def test_pd_decode_lines_hold_their_prealloc_and_transfer_queues() -> None:
+    """A PD decode node's waiting room: #prealloc-req (waiting for decode KV) and
+    #transfer-req, apart from #queue-req; a prefill node's older `#prealloc-req` (its
+    bootstrap queue) is not read as decode waiting."""
+    line = _line("ascend-dsv32-pd-decode-64k-pool-bound-prealloc-wait", "#transfer-req: 2")
+    stats = parse_batch(parse_prefix(line).message)
+    assert stats is not None and stats.kind == "decode"
+    assert (stats.running_reqs, stats.queue_reqs, stats.prealloc_reqs, stats.transfer_reqs,
+            stats.token_usage) == (1, 0, 1, 2, 0.87)
+    plain = parse_batch(parse_prefix(_line("mineru3470-rtx5090-eager-decode-v0.4.10",
+                                           "Decode batch")).message)
+    assert plain is not None and (plain.prealloc_reqs, plain.transfer_reqs) == (None, None)
+    prefill = parse_batch(parse_prefix(_line("ascend-r1-w8a8-pd-prefill-dp2-ep16-eagle",
+                                             "#prealloc-req: 10")).message)
+    assert prefill is not None and prefill.kind == "prefill"
+    assert prefill.prealloc_reqs is None and prefill.fields["#prealloc-req"] == "10"
+
+
 def test_batch_variants_of_every_release() -> None:
     trailing = parse_batch(parse_prefix(_line("mineru3470-rtx5090-eager-decode-v0.4.10",
                                               "Decode batch")).message)

@@ -116,7 +116,7 @@ def _batch_row(line: str, node: NodeBatches,
     decode, row, timestamp, ranks = parsed
     dp = dp_rank(ranks) if decode and ranks else ""
     if dp:
-        running, queue, usage, graph_on, rate = row
+        running, queue, usage, graph_on, rate = row[:5]
         _node_row(node.add(timestamp, dp, running, queue, rate, usage, graph_on), node_rows)
     return decode, row
 
@@ -126,8 +126,9 @@ BatchLine = tuple[bool, tuple[Any, ...], str | None, str]
 
 def batch_line(line: str) -> BatchLine | None:
     """(is decode, row, timestamp, rank parts) of a batch line; None for any other line.
-    Decode rows are (running, queue, token usage, cuda graph, gen throughput); prefill rows
-    (new seqs, new tokens, running, queue, token usage), as StepEvidence stores them."""
+    Decode rows are (running, queue, token usage, cuda graph, gen throughput[, #prealloc-req
+    on a PD decode node]); prefill rows (new seqs, new tokens, running, queue, token usage),
+    as StepEvidence stores them."""
     prefix = parse_prefix(line)
     message = prefix.message
     found = DECODE_FAST.match(message)
@@ -149,6 +150,8 @@ def batch_line(line: str) -> BatchLine | None:
                 prefix.ranks)
     row = (stats.running_reqs, stats.queue_reqs or 0, stats.token_usage, stats.cuda_graph,
            stats.gen_throughput)
+    if stats.prealloc_reqs is not None:  # a PD decode node: its pool's waiting room
+        row = (*row, stats.prealloc_reqs)
     return True, row, prefix.timestamp, prefix.ranks
 
 

@@ -374,7 +374,7 @@ def _group(read: LogRead, keys: Sequence[int | None],
         if stamp:
             stamps[key].append(stamp)
         if dp and is_decode:
-            running, queue, usage, graph, rate = row
+            running, queue, usage, graph, rate = row[:5]
             _add(node_rows[key], nodes[key].add(stamp, dp, running, queue, rate, usage, graph))
     retract: dict[int, list[int]] = {k: [0, 0] for k in steps}
     warnings: dict[int, list[str]] = {k: [] for k in steps}

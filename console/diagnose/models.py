@@ -25,6 +25,13 @@ class DecodePoint(NamedTuple):
     token_usage: float | None = None
     cuda_graph: bool | None = None
     gen_throughput: float | None = None
+    prealloc: int = 0
+    """`#prealloc-req` (PD decode nodes): waiting for decode KV, outside `queue`."""
+
+
+DecodeRow = (tuple[int, int, float | None, bool | None, float | None]
+             | tuple[int, int, float | None, bool | None, float | None, int])
+"""A DecodePoint as stored; the sixth field (#prealloc-req) only on PD decode nodes' lines."""
 
 
 class PrefillPoint(NamedTuple):
@@ -89,7 +96,7 @@ class StepEvidence(Frozen):
     started_at: float
     finished_at: float
     # One row per batch line, stored as plain lists (tens of thousands per step stay cheap).
-    decode_rows: list[tuple[int, int, float | None, bool | None, float | None]] = []
+    decode_rows: list[DecodeRow] = []
     prefill_rows: list[tuple[int, int, int, int, float | None]] = []
     # With 2+ DP ranks: decode_rows hold each rank's lines (caps and graph ceilings are per
     # rank); these hold the node, the ranks summed per timestamp (console/sglang/dp.py).

@@ -28,21 +28,48 @@ def pool_bound(p: DecodePoint) -> bool:
     return usage >= HIGH_USAGE or (1.0 - usage) < usage / p.running
 
 
+def waiting(p: DecodePoint) -> int:
+    """The line's requests waiting for the batch: `#queue-req`, and on a PD decode node
+    `#prealloc-req`, those sent over from prefill that wait for decode KV (SGLang's
+    disaggregation/decode.py `DecodePreallocQueue.pop_preallocated` lets one go only when
+    the pool's allocatable tokens fit it; `#queue-req` there counts only arrived KV)."""
+    return p.queue + p.prealloc
+
+
+def waiting_text(points: Iterable[DecodePoint]) -> str:
+    """`#queue-req lo..hi` as printed, and `#prealloc-req lo..hi` where those lines have
+    requests waiting for decode KV (a PD decode node)."""
+    data = list(points)
+    text = f"#queue-req {span(p.queue for p in data)}"
+    if any(p.prealloc for p in data):
+        text += f", #prealloc-req {span(p.prealloc for p in data)}"
+    return text
+
+
+def held_on_node(step: StepEvidence) -> int:
+    """The requests a step holds: its level, or more where a PD decode node's lines show
+    running + waiting above it (#prealloc-req is outside the #running-req + #queue-req a
+    log's lines are grouped by)."""
+    return max([step.concurrency, *(p.running + waiting(p) for p in step.decode if p.prealloc)])
+
+
 def waits_for_pool(p: DecodePoint, cap: int | None) -> bool:
-    """A queued line held by the KV pool: pool-bound and below the scheduler's cap. At the
-    cap the cap decides (SGLang admits nothing past max_running_requests whatever the pool
-    holds; on a PD decode node the waiting requests' KV already counts in the usage)."""
-    if p.queue <= 0 or (cap and p.running >= cap):
+    """A line with waiting requests held by the KV pool: pool-bound and below the
+    scheduler's cap. At the cap the cap decides (SGLang admits nothing past
+    max_running_requests whatever the pool holds; on a PD decode node the queued requests'
+    KV already counts in the usage)."""
+    if waiting(p) <= 0 or (cap and p.running >= cap):
         return False
     return pool_bound(p) or held_below_cap(p, cap)
 
 
 def held_below_cap(p: DecodePoint, cap: int | None) -> bool:
-    """A queue of a tenth of the batch or more while the batch sits below a known cap: the
-    pool's reservation for the running requests' remaining tokens (SGLang admits a request
-    only when its prompt and its share of the running ones' future tokens fit), even where
-    the usage, the tokens held now, still has room."""
-    return bool(cap) and p.running < 0.95 * (cap or 0) and p.queue >= max(2.0, 0.1 * p.running)
+    """Waiting requests, a tenth of the batch or more, while the batch sits below a known
+    cap: the pool's reservation for the running requests' remaining tokens (SGLang admits a
+    request only when its prompt and its share of the running ones' future tokens fit), even
+    where the usage, the tokens held now, still has room."""
+    return bool(cap) and p.running < 0.95 * (cap or 0) and \
+        waiting(p) >= max(2.0, 0.1 * p.running)
 
 
 def span(values: Iterable[float], fmt: str = "{:g}") -> str:

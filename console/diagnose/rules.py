@@ -39,9 +39,11 @@ from console.diagnose.models import (
 )
 from console.diagnose.presence import (
     decode_lines,
+    held_on_node,
     pool_bound,
     presence,
     span,
+    waiting_text,
     waits_for_pool,
 )
 from console.diagnose.registry import RULES, Context, rule
@@ -456,7 +458,7 @@ def _pool_lines(ctx: Context, cap: int | None) -> Any:
            f"held below max_running_requests {cap}: the pool's reservation for the running "
            "requests' remaining tokens holds admission")
     text = (f"{len(waiting)} of {len(lines)} Decode lines at token usage "
-            f"{span(usages, '{:.2f}')} with #queue-req {span(p.queue for _, p in waiting)} "
+            f"{span(usages, '{:.2f}')} with {waiting_text(p for _, p in waiting)} "
             f"waiting (#running-req {span(p.running for _, p in waiting)}: {why})")
     if not waiting and retracts:
         steps = [s for s in ctx.all if s.retract_lines]
@@ -491,8 +493,9 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
         if not step.retract_lines and (not waiting or 2 * len(waiting) < len(step.decode)):
             continue
         running = batch_of(step.decode) if step.decode else 0.0
-        cap = ev.startup.max_running_requests or step.concurrency
-        low, explained, high = batch_share_range(running, min(step.concurrency, cap),
+        held = held_on_node(step)
+        cap = ev.startup.max_running_requests or held
+        low, explained, high = batch_share_range(running, min(held, cap),
                                                  fit_for(ctx, step.decode),
                                                  decode_share_of(step, running))
         # Each retracted request is prefilled again: its decoded tokens are recomputed.
@@ -518,8 +521,7 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     evidence = [EvidenceItem(
         source="Decode lines",
         text=f"{window_text(step)}: token usage up to {peak:.2f}, #running-req "
-             f"{span(p.running for p in step.decode)}, #queue-req "
-             f"{span(p.queue for p in step.decode)}"
+             f"{span(p.running for p in step.decode)}, {waiting_text(step.decode)}"
              + (f" of {step.concurrency} offered" if step.offered_known else ""),
         values={"token_usage_max": peak, "running_median": running})]
     if step.retract_lines:

@@ -92,6 +92,12 @@ class BatchStats:
     accept_len: float | None = None
     accept_rate: float | None = None
     retracted_reqs: int | None = None
+    prealloc_reqs: int | None = None
+    """`#prealloc-req` (a PD decode node): requests sent over from prefill that wait for
+    decode KV to be allocated, SGLang's DecodePreallocQueue (disaggregation/decode.py). They
+    are not in `#queue-req`, which counts only requests whose KV has arrived."""
+    transfer_reqs: int | None = None
+    """`#transfer-req` (a PD decode node): requests whose KV is allocated and in transfer."""
     fields: dict[str, str] = field(default_factory=dict)
     """Every `key: value` pair as printed, for fields not promoted above."""
 
@@ -125,7 +131,7 @@ def parse_batch(
             "decode", timestamp, ranks, None if it is None else int(it), int(run), int(queue),
             float(use), int(tok), None, None, None, None, graph == "True", float(gen), None,
             None if alen is None else float(alen), None if arate is None else float(arate),
-            None, fields,
+            None, None, None, fields,
         )
     found = PREFILL_FAST.match(message)
     if found is not None:
@@ -137,7 +143,7 @@ def parse_batch(
         return _new_stats(
             "prefill", timestamp, ranks, None if it is None else int(it), int(run), int(queue),
             float(use), None, int(seqs), int(new), int(cached), int(pending), graph == "True",
-            None, float(inp), None, None, None, fields,
+            None, float(inp), None, None, None, None, None, fields,
         )
     return parse_batch_general(message, timestamp=timestamp, ranks=ranks)
 
@@ -210,6 +216,8 @@ def parse_batch_general(
         accept_len=_float(pairs.get("accept len")),
         accept_rate=_float(pairs.get("accept rate")),
         retracted_reqs=_int(pairs.get("#retracted-req")),
+        prealloc_reqs=_int(pairs.get("#prealloc-req")) if head.group(1) == "Decode" else None,
+        transfer_reqs=_int(pairs.get("#transfer-req")) if head.group(1) == "Decode" else None,
         fields=pairs,
     )
 

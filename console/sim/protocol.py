@@ -13,7 +13,8 @@ import uuid
 from typing import Any
 
 from console.sim.engine import Req
-from console.sim.tokens import json_pieces, pieces, text_ids
+from console.sim.text_tokens import text_ids
+from console.sim.tokens import json_pieces, pieces
 
 DEFAULT_MAX_NEW_TOKENS = 128  # SGLang's SamplingParams default
 DONE = b"data: [DONE]\n\n"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import zlib
 from functools import cache
 
 _ONSETS = ("", "b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "w")
@@ -61,23 +60,3 @@ class TokenSource:
 
     def token(self, ordinal: int, index: int) -> int:
         return self.table[(ordinal * 131 + index * 7 + ordinal // TABLE_SIZE) % TABLE_SIZE]
-
-
-@cache
-def _word_ids() -> dict[str, int]:
-    return {word: index for index, word in enumerate(vocab())}
-
-
-def text_ids(text: str) -> list[int]:
-    """One id a whitespace word, as the WordLevel tokenizer over our vocabulary does; a word
-    outside it gets a stable id of its own above the vocabulary (the prefix cache compares
-    ids, so equal text must give equal ids). Empty text is one <unk>."""
-    known = _word_ids()
-    get = known.get
-    ids = [get(word) or VOCAB_SIZE + zlib.crc32(word.encode()) for word in text.split()]
-    return ids or [0]
-
-
-def count_prompt_tokens(text: str) -> int:
-    """Whitespace word count: what the WordLevel tokenizer would produce for our vocabulary."""
-    return max(1, len(text.split()))

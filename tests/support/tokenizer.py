@@ -6,6 +6,12 @@ console.sim.tokens.vocab(), whitespace pre-tokenizer) plus `tokenizer_config.jso
 Because the simulator streams whole words from the same vocabulary, bench_serving's
 "retokenized" count equals the server's completion tokens.
 
+`build_bpe_tokenizer(directory) -> Path` writes a byte-level BPE as real models ship (the
+`tokenizers` trainer, 8000 tokens, trained on Python's own documentation in
+`pydoc_data.topics`, so nothing is downloaded and the same Python gives the same vocabulary):
+a client tokenizer that is not the simulator's, whose decoded random ids run several tokens
+into one word.
+
 Run as a script: `python tests/support/tokenizer.py DIR`.
 """
 
@@ -48,6 +54,28 @@ def build_tokenizer(directory: str | Path) -> Path:
     }
     (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     (path / "special_tokens_map.json").write_text(json.dumps(SPECIAL, indent=2))
+    return path
+
+
+def build_bpe_tokenizer(directory: str | Path, vocab_size: int = 8000) -> Path:
+    """Train (deterministically) and save a byte-level BPE tokenizer in `directory`."""
+    from pydoc_data.topics import topics
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<s>", "</s>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(sorted(topics.values()), trainer=trainer)
+    tok.save(str(path / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 131072,
+              "clean_up_tokenization_spaces": False, "bos_token": "<s>", "eos_token": "</s>"}
+    (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     return path
 
 
