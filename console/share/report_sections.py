@@ -119,7 +119,8 @@ def _cause(cause: Cause) -> str:
 
 
 def _quoted(view: RunView) -> str:
-    """The log lines the diagnosis rests on, verbatim (escaped)."""
+    """The startup log line the run keeps verbatim (stored evidence is otherwise parsed
+    numbers, not lines), escaped; a failed step's last lines are quoted under its tables."""
     lines = []
     if view.evidence is not None and view.evidence.startup.moe_untuned_warning:
         lines.append(view.evidence.startup.moe_untuned_warning)
