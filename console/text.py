@@ -14,9 +14,11 @@ _ESCAPES = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
 # Also lone surrogates (from surrogateescape decoding: they crash terminal output) and the
-# bidi/line-separator format characters that can reorder or break what the operator sees.
+# bidi/line-separator format characters that can reorder or break what the operator sees
+# (the embeddings, overrides and isolates, and the marks LRM, RLM and ALM).
 _CONTROLS = re.compile(
-    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    r"\u200e\u200f\u061c]"
 )
 
 
@@ -43,7 +45,8 @@ _LONG_LINE = 1 << 16
 def _control_table() -> dict[int, str]:
     """Every character _CONTROLS matches -> its placeholder (the same as _control_picture)."""
     codes = [*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000),
-             0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+             0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+             0x200E, 0x200F, 0x061C]
     return {code: _picture(code) for code in codes}
 
 

@@ -35,6 +35,9 @@ if TYPE_CHECKING:  # asyncssh is imported only when an ssh config is configured
 
 _WILDCARDS = ("*", "?", "!")
 _MAX_INCLUDE_DEPTH = 16  # OpenSSH's own READCONF_MAX_DEPTH
+# Files read through Include in all: without a cycle, each level including the next twice still
+# reads 2**16 files within OpenSSH's depth (and asyncssh reads them again for every alias).
+_MAX_INCLUDED_FILES = 256
 _MAX_JUMP_DEPTH = 8
 
 
@@ -55,7 +58,7 @@ def ssh_hosts(path: Path, include: list[str], exclude: list[str]) -> list[SshHos
     from console.hostsources.ssh_options import ssh_options
 
     places: dict[str, list[tuple[Path, int]]] = {}
-    for alias, where, line in _aliases(path, 0):
+    for alias, where, line in _IncludeWalk().aliases(path, (path.resolve(),)):
         selected = any(fnmatchcase(alias, p) for p in include)
         if selected and not any(fnmatchcase(alias, p) for p in exclude):
             places.setdefault(alias, []).append((where, line))
@@ -69,24 +72,48 @@ def ssh_hosts(path: Path, include: list[str], exclude: list[str]) -> list[SshHos
     return found
 
 
-def _aliases(path: Path, depth: int) -> Iterator[tuple[str, Path, int]]:
-    """(alias, file, line) of every literal Host alias, following Include like ssh does."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise HostSourceError(f"{path}: cannot read ssh config ({exc.strerror})") from None
-    for number, raw in enumerate(lines, start=1):
-        words = _words(raw, path, number)
-        if not words:
-            continue
-        keyword = words[0].lower()
-        if keyword == "host":
-            for alias in words[1:]:
-                if not any(c in alias for c in _WILDCARDS):
-                    yield alias, path, number
-        elif keyword == "include" and depth < _MAX_INCLUDE_DEPTH:
-            for included in _included(words[1:]):
-                yield from _aliases(included, depth + 1)
+class _IncludeWalk:
+    """Every literal Host alias of a config and the files it includes, refusing an Include that
+    reaches a file already being read (asyncssh would recurse into a RecursionError; ssh says
+    "Too many recursive configuration includes"), deeper than OpenSSH's depth, or past
+    _MAX_INCLUDED_FILES files in all. This walk runs before asyncssh reads the file, and follows
+    every Include asyncssh can follow, so asyncssh never meets a cycle."""
+
+    def __init__(self) -> None:
+        self.included = 0
+
+    def aliases(self, path: Path, chain: tuple[Path, ...]) -> Iterator[tuple[str, Path, int]]:
+        """(alias, file, line) of every literal Host alias; `chain` is the resolved files
+        being read, outermost first, `path`'s own last."""
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            raise HostSourceError(f"{path}: cannot read ssh config ({exc.strerror})") from None
+        for number, raw in enumerate(lines, start=1):
+            words = _words(raw, path, number)
+            if not words:
+                continue
+            keyword = words[0].lower()
+            if keyword == "host":
+                for alias in words[1:]:
+                    if not any(c in alias for c in _WILDCARDS):
+                        yield alias, path, number
+            elif keyword == "include":
+                for included in _included(words[1:]):
+                    self._check(included, chain, f"{path}:{number}")
+                    yield from self.aliases(included, (*chain, included.resolve()))
+
+    def _check(self, included: Path, chain: tuple[Path, ...], where: str) -> None:
+        if included.resolve() in chain:
+            cycle = " -> ".join(str(p) for p in (*chain, included.resolve()))
+            raise HostSourceError(f"{where}: Include cycle: {cycle}")
+        if len(chain) > _MAX_INCLUDE_DEPTH:
+            raise HostSourceError(f"{where}: Include nested deeper than {_MAX_INCLUDE_DEPTH} "
+                                  "files (OpenSSH's limit)")
+        self.included += 1
+        if self.included > _MAX_INCLUDED_FILES:
+            raise HostSourceError(f"{where}: Include reads more than {_MAX_INCLUDED_FILES} "
+                                  "files in all")
 
 
 def _words(raw: str, path: Path, number: int) -> list[str]:

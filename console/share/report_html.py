@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from html import escape
 
 from console import __version__
 from console.share.gather import PairView, Report, RunView
+from console.share.html_text import escape
 from console.share.levels import levels
 from console.share.report_sections import diagnosis_html, pair_html, run_tables
 from console.share.report_style import CSS

@@ -1,16 +1,18 @@
 """The HTML of one run (environment, levels, GPU telemetry, flags, diagnosis) and of one A/B
-(verdict with intervals, the flags that differ). Everything host-written is escaped here."""
+(verdict with intervals, the flags that differ). Everything host-written is escaped here, by
+console/share/html_text.py (which also removes terminal escapes and shows control and bidi
+characters)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 from console.bench.verdict import setting_label
 from console.diagnose.diagnose import suggestion_text
 from console.diagnose.models import Cause
 from console.diagnose.run_crash import run_crash
 from console.share.gather import PairView, RunView
+from console.share.html_text import escape
 from console.share.levels import (
     environment,
     gpu_steps,
@@ -19,7 +21,6 @@ from console.share.levels import (
     optional_value,
 )
 from console.share.report_svg import Interval, Series, interval_chart, line_chart
-from console.text import sanitize
 
 Cell = str | int | float | None
 
@@ -82,8 +83,7 @@ def _failed(view: RunView) -> str:
         out.append(f"<p>step {step.index}, concurrency {step.concurrency}: "
                    f"{escape(step.error or step.status)}</p>")
         if step.log_tail:
-            lines = (sanitize(line) for line in step.log_tail)  # no terminal escapes either
-            out.append(f'<pre class="log">{escape(chr(10).join(lines))}</pre>')
+            out.append(f'<pre class="log">{escape(chr(10).join(step.log_tail))}</pre>')
     return "".join(out)
 
 
@@ -119,13 +119,14 @@ def _cause(cause: Cause) -> str:
 
 
 def _quoted(view: RunView) -> str:
-    """The log lines the diagnosis rests on, verbatim (escaped)."""
+    """The startup log line the run keeps verbatim (stored evidence is otherwise parsed
+    numbers, not lines), escaped; a failed step's last lines are quoted under its tables."""
     lines = []
     if view.evidence is not None and view.evidence.startup.moe_untuned_warning:
         lines.append(view.evidence.startup.moe_untuned_warning)
     if not lines:
         return ""
-    text = escape("\n".join(sanitize(line) for line in lines))
+    text = escape("\n".join(lines))
     return f'<h4>Quoted log lines</h4><pre class="log">{text}</pre>'
 
 
@@ -135,7 +136,7 @@ def diagnosis_html(view: RunView) -> str:
     out = ["<h3>Why it plateaued</h3>"]
     if crash is not None:  # the first finding: the server died
         out.append(f'<p class="crash"><strong>crash</strong>: '
-                   f"{escape(sanitize(crash.sentence()))}</p>")
+                   f"{escape(crash.sentence())}</p>")
     out.append(f"<p>knee: {escape(d.knee.sentence)}</p>")
     if view.evidence is None:
         out.append("<p>No evidence was stored with this run: only the client's numbers "

@@ -45,7 +45,19 @@ COLUMNS: tuple[tuple[str, Any], ...] = (
     # Last, so the columns before keep their places: an open-loop step's offered rate (kept
     # by the step itself, so a failed step has it too).
     ("request_rate", lambda s: s.rate),
+    # The steady-state window's throughput, which every view judges a step by, and whether the
+    # step reached one ("no": only the whole-step figures exist; empty: not checked).
+    ("steady_total_tok_s", lambda s: _steady(s) and s.metrics.steady.total_tok_s),
+    ("steady_output_tok_s", lambda s: _steady(s) and s.metrics.steady.output_tok_s),
+    ("steady_reached", lambda s: s.metrics and s.metrics.steady
+     and ("yes" if s.metrics.steady.reached else "no")),
 )
+
+
+def _steady(step: StepResult) -> bool | None:
+    """True where the step reached a steady state; None where there are no figures of it."""
+    steady = step.metrics.steady if step.metrics else None
+    return True if steady is not None and steady.reached else None
 
 
 def _finite(value: Any) -> Any:
