@@ -22,6 +22,7 @@ from console.config_models import SweepPreset
 from console.engines import ServerEngine
 from console.engines.sglang import SGLANG
 from console.errors import PlateauError
+from console.sglang import endpoints
 
 Emit = Callable[[StepPhase], None]
 
@@ -72,7 +73,7 @@ FLUSH_MISSING = re.compile(r"HTTP (?:404|405|501)\b")
 
 
 async def flush_cache(base_url: str, headers: Sequence[tuple[str, str]] = (),
-                      path: str = "/flush_cache") -> str | None:
+                      path: str = endpoints.FLUSH_CACHE) -> str | None:
     """POST /flush_cache?timeout=60 as bench_serving's flush_server_cache does: the server
     defers the flush until it is idle, so a straggler of the previous step does not fail it.
     The client waits longer than the server does. None, or why it failed."""
@@ -310,7 +311,7 @@ class NativeEngine:
     async def _flush(self, base_url: str, index: int, emit: Emit) -> None:
         """The server's cache flush; a server without one (404/405) is said once, not a
         failed step."""
-        path = self.server.flush_path or "/flush_cache"
+        path = self.server.flush_path or endpoints.FLUSH_CACHE
         emit(StepPhase(index, "flush", path))
         problem = await flush_cache(base_url, self.headers, path)
         if problem is None:

@@ -45,6 +45,7 @@ from console.bench.warmup import warm_up, with_log_signs
 from console.config_models import SweepPreset
 from console.errors import StoreError
 from console.redact import stored_server_info
+from console.sglang import endpoints
 from console.text import sanitize
 
 LogTail = Callable[[], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -89,7 +90,7 @@ async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = 
     """GET /server_info (falling back to the deprecated /get_server_info), secrets redacted
     (SGLang reports `api_key` and the launch command verbatim)."""
     async with httpx.AsyncClient(timeout=10, headers=dict(headers)) as client:
-        for path in ("/server_info", "/get_server_info"):
+        for path in endpoints.SERVER_INFO_PATHS:
             try:
                 resp = await client.get(base_url.rstrip("/") + path)
             except httpx.HTTPError:

@@ -40,11 +40,12 @@ from console.config_models import WorkloadKind
 from console.engines.base import BODY_EXTENSIONS
 from console.errors import UsageError
 from console.inputfile import TRACE_FILE, text_lines
+from console.sglang import endpoints
 
 Endpoint = Literal["generate", "completions", "chat"]
 
 PATHS: dict[str, str] = {
-    "generate": "/generate",
+    "generate": endpoints.GENERATE,
     "completions": "/v1/completions",
     "chat": "/v1/chat/completions",
 }

@@ -13,6 +13,7 @@ from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
 from console.logs.scan_launch import Launch
+from console.sglang.batch import DECODE_BATCH
 from console.text import sanitize_lines
 
 
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
         help="explain an SGLang log: notable events, startup phases, batch stats",
         description="Read a whole SGLang server log (or stdin with -) and print the notable "
         "events with their explanation and count, the startup phases of each launch with "
-        "durations, and a summary of the Prefill/Decode batch stats.",
+        f"durations, and a summary of the Prefill/{DECODE_BATCH} stats.",
     )
     parser.add_argument("file", metavar="FILE", help="log file, or - for stdin")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.sglang import endpoints
+from console.sglang.batch import DECODE_BATCH
+
 _HELP_FLAGS = ("-h", "--help")
 SGLANG_HELP = "--sglang-help"
 
 # The SGLang flags the simulator's performance model and logs react to (console.sim.config).
 _MODELLED = (
-    ("--model-path PATH", "model name reported by /v1/models and /server_info"),
+    ("--model-path PATH", f"model name reported by /v1/models and {endpoints.SERVER_INFO}"),
     ("--port PORT / --host HOST", "where to listen (loopback by default)"),
     ("--tp-size N", "tensor parallel ranks: per-rank log lines, GPU split"),
     ("--quantization, --kv-cache-dtype", "change memory use and speed"),
@@ -25,7 +28,7 @@ _MODELLED = (
     ("--max-running-requests N", "batch limit (the plateau)"),
     ("--cuda-graph-max-bs-decode N", "above it, decode runs without CUDA graphs"),
     ("--enable-metrics", "serve Prometheus /metrics"),
-    ("--decode-log-interval N", "a Decode batch line every N decode steps"),
+    ("--decode-log-interval N", f"a {DECODE_BATCH} line every N decode steps"),
     ("--api-key KEY", "require the key like SGLang does"),
 )
 

@@ -28,6 +28,7 @@ from console.jobs import sweep as sweep_jobs
 from console.jobs.sweep import EngineOptions, run_label
 from console.jobs.target import Target, demo_target, host_target, url_target
 from console.server.lease import LeaseHolder
+from console.sglang import endpoints
 from console.store.db import RunStore
 from console.store.export import _finite
 
@@ -139,7 +140,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--warmup", type=argtypes.count, dest="warmup_prompts",
                    help="warmup requests per step")
     p.add_argument("--endpoint", choices=["generate", "completions", "chat"])
-    p.add_argument("--no-flush", action="store_true", help="do not POST /flush_cache per step")
+    p.add_argument("--no-flush", action="store_true",
+                   help=f"do not POST {endpoints.FLUSH_CACHE} per step")
     p.add_argument("--stop-on-failure", action="store_true")
     p.add_argument("--slo", type=argtypes.slo, metavar="KEY=MS,...",
                    help="latency SLO, e.g. ttft_p99_ms=500,itl_p99_ms=50,e2e_p99_ms=20000: "
@@ -154,7 +156,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tokenizer", help="tokenizer path on the host (bench-serving engine)")
     p.add_argument("--server-engine", choices=sorted(ENGINES),
                    help="the inference engine behind --url (default: asked of the server: "
-                   "SGLang answers /server_info, anything else is openai)")
+                   f"SGLang answers {endpoints.SERVER_INFO}, anything else is openai)")
     p.add_argument("--model", type=argtypes.plain_text,
                    help="the model name requests carry (default: the server's /v1/models, "
                    "else the profile's model path)")

@@ -21,6 +21,7 @@ from console.diagnose.models import (
     StepEvidence,
 )
 from console.logs.metrics import parse_metrics
+from console.sglang import metrics_names as mn
 from console.sglang.batch import (
     DECODE_FAST,
     PREFILL_FAST,
@@ -38,16 +39,7 @@ from console.sglang.server_args import (
     requested_running_per_rank,
 )
 from console.sglang.startup import CaptureSizes, parse_startup
-
-_WARNINGS = {  # substring -> catalogue id (console/logs/catalogue.toml)
-    "Using default MoE kernel config": "moe-default-config",
-    "KV cache pool is full": "kv-pool-full-retract",
-    "max_running_requests was reduced": "max-running-requests-reduced",
-    "No valid tactics available for fused moe op": "flashinfer-no-tactics",
-    "DeepGemm is enabled but the scale_fmt": "deepgemm-scale-fmt",
-    "NaN detected": "nan-detected",
-}
-WARNING_IDS = _WARNINGS
+from console.sglang.warning_lines import WARNING_IDS
 
 
 def message_of(line: str) -> str:
@@ -82,7 +74,7 @@ def step_evidence(
         if any(needle in line for needle in RETRACT_NEEDLES):
             retract_lines += 1
             retracted += retracted_reqs(line) or 0
-        for needle, ident in _WARNINGS.items():
+        for needle, ident in WARNING_IDS.items():
             if needle in line and ident not in warnings:
                 warnings.append(ident)
     _node_row(node.flush(), node_rows)
@@ -195,10 +187,10 @@ def client_record(step: StepResult) -> ClientRecord | None:
 
 
 METRICS_KEPT = frozenset({  # what the rules read; the rest of the page is not stored
-    "sglang:is_cuda_graph", "sglang:num_running_reqs", "sglang:num_queue_reqs",
-    "sglang:token_usage", "sglang:gen_throughput", "sglang:num_retracted_reqs",
-    "sglang:num_retracted_requests_total", "sglang:max_total_num_tokens",
-    "sglang:kv_used_tokens", "sglang:cuda_graph_passes_total",
+    mn.IS_CUDA_GRAPH, mn.NUM_RUNNING_REQS, mn.NUM_QUEUE_REQS,
+    mn.TOKEN_USAGE, mn.GEN_THROUGHPUT, mn.NUM_RETRACTED_REQS,
+    mn.NUM_RETRACTED_REQUESTS_TOTAL, mn.MAX_TOTAL_NUM_TOKENS,
+    mn.KV_USED_TOKENS, mn.CUDA_GRAPH_PASSES_TOTAL,
 })
 
 

@@ -29,7 +29,6 @@ from typing import Any
 from console.bench.models import StepResult
 from console.diagnose.client_files import ClientSide
 from console.diagnose.evidence import (
-    WARNING_IDS,
     batch_line,
     client_record,
     startup_facts,
@@ -61,6 +60,7 @@ from console.sglang.prefix import (
     parse_prefix,
     timestamp_seconds,
 )
+from console.sglang.warning_lines import WARNING_IDS
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.

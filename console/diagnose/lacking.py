@@ -8,6 +8,9 @@ Pure: reads the RunEvidence the rules read, plus which client file (if any) came
 from __future__ import annotations
 
 from console.diagnose.models import RunEvidence
+from console.sglang.batch import DECODE_BATCH, PREFILL_BATCH
+
+NO_DECODE_LINES = f"no {DECODE_BATCH} lines in this log"
 
 NO_GPU = "no GPU telemetry (power, clocks, reasons): a server log does not hold it"
 
@@ -21,7 +24,7 @@ def lacking(ev: RunEvidence, client: str | None, *, startup_seen: bool = True,
     prefill = sum(len(s.prefill_rows) for s in ev.steps)
     facts = ev.startup
     out: dict[str, list[str]] = {}
-    no_decode = "no Decode batch lines in this log" if not decode else None
+    no_decode = NO_DECODE_LINES if not decode else None
     graph_known = any(p.cuda_graph is not None for p in decode)
     no_graph = ("its Decode lines print no graph field (before SGLang 0.4): graph use "
                 "unknown" if decode and not graph_known else None)
@@ -62,7 +65,7 @@ def lacking(ev: RunEvidence, client: str | None, *, startup_seen: bool = True,
 
     interference: list[str | None] = []
     if not prefill:
-        interference.append("no Prefill batch lines in this log")
+        interference.append(f"no {PREFILL_BATCH} lines in this log")
     if client is None:
         interference.append("no client file: no ITL p99/p50 to show decode stalls "
                             "(give --bench)")
@@ -104,7 +107,7 @@ def blocking(ev: RunEvidence) -> dict[str, str]:
     out: dict[str, str] = {}
     if not any(s.decode_rows for s in ev.steps):
         for cause_id in DECODE_CAUSES:
-            out[cause_id] = "no Decode batch lines in this log"
+            out[cause_id] = NO_DECODE_LINES
     if ev.topology.nvlink is None:
         out["tp-allreduce-pcie"] = "the GPU topology is unknown (a server log does not hold it)"
     return out

@@ -26,6 +26,7 @@ from console.errors import UsageError
 from console.inputfile import SERVER_LOG, text_chunks
 from console.logs.crash_finding import CrashFinding
 from console.logs.line_format import resolve_redraws
+from console.sglang.batch import PREFILL_BATCH
 from console.sglang.resolved import resolved_settings
 
 
@@ -168,7 +169,7 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
     d = result.diagnosis
     ranks = f", {result.dp_ranks} DP ranks" if result.dp_ranks > 1 else ""
     out = [f"log {result.path}: {result.lines} lines, {result.decode_lines} Decode and "
-           f"{result.prefill_lines} Prefill batch lines{ranks}"]
+           f"{result.prefill_lines} {PREFILL_BATCH} lines{ranks}"]
     if result.crash is not None:
         out.append(f"crash: {result.crash.sentence()}")
     if result.client:

@@ -63,6 +63,8 @@ from console.diagnose.rule_parts import (
     wall_said,
     window_text,
 )
+from console.sglang import metrics_names as mn
+from console.sglang.batch import KV_POOL_FULL, RETRACT_LINE
 from console.sglang.flags import graph_max_bs_flag
 
 # With decode CUDA graphs off there is no graph step to compare with: the launch-bound share
@@ -215,10 +217,10 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
             text=f"decode CUDA graphs captured for bs {ev.startup.capture_bs[0]}.."
                  f"{max(ev.startup.capture_bs)} ({len(ev.startup.capture_bs)} sizes)",
             values={"capture_bs_max": max(ev.startup.capture_bs)}))
-    zeros, scrapes = metric_share(step, "sglang:is_cuda_graph", lambda v: v < 0.5)
+    zeros, scrapes = metric_share(step, mn.IS_CUDA_GRAPH, lambda v: v < 0.5)
     if scrapes:
         evidence.append(EvidenceItem(
-            source="/metrics", text=f"sglang:is_cuda_graph 0 in {zeros} of {scrapes} scrapes",
+            source="/metrics", text=f"{mn.IS_CUDA_GRAPH} 0 in {zeros} of {scrapes} scrapes",
             values={"zero": zeros, "scrapes": scrapes}))
     target = _graph_target(ctx, step, seen["running_median"])
     gain, said = predict(explained, step, f"batches up to {target} ran in graphs")
@@ -463,7 +465,7 @@ def _pool_lines(ctx: Context, cap: int | None) -> Any:
     if not waiting and retracts:
         steps = [s for s in ctx.all if s.retract_lines]
         return presence([(s, DecodePoint(0, 0)) for s in steps for _ in range(s.retract_lines)],
-                        retracts, f"{retracts} 'KV cache pool is full. Retract requests.' lines",
+                        retracts, f"{retracts} '{RETRACT_LINE}' lines",
                         minimum=1)
     seen = presence(waiting, len(lines), text)
     if seen is not None and retracts:
@@ -485,7 +487,7 @@ def _kv_flags(ev: RunEvidence) -> dict[str, object]:
 
 
 @rule("kv-cache-full",
-      checked="token usage, 'KV cache pool is full' lines")
+      checked=f"token usage, '{KV_POOL_FULL}' lines")
 def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
@@ -527,7 +529,7 @@ def kv_cache_full(ev: RunEvidence, ctx: Context) -> Cause | None:
     if step.retract_lines:
         evidence.insert(0, EvidenceItem(
             source="log warnings",
-            text=f"{step.retract_lines} 'KV cache pool is full. Retract requests.' lines, "
+            text=f"{step.retract_lines} '{RETRACT_LINE}' lines, "
                  f"{step.retracted_reqs} requests retracted",
             values={"retract_lines": step.retract_lines, "retracted_reqs": step.retracted_reqs}))
     evidence.append(effect_item(step, explained, "a full pool holds the running batch below the "

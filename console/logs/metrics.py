@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from console.logs.exposition import samples
+from console.sglang import metrics_names as mn
 from console.sglang.metrics_names import (
     DP_LABEL,
     MAXED,
@@ -60,22 +61,22 @@ def parse_metrics(text: str) -> MetricsSnapshot:
             by_dp[dp] += value  # e.g. is_streaming=true + is_streaming=false
         reduce = max if name in MAXED else sum
         values[name] = reduce(by_dp.values())
-    graph = values.get("sglang:is_cuda_graph")
+    graph = values.get(mn.IS_CUDA_GRAPH)
     return MetricsSnapshot(
-        running_reqs=values.get("sglang:num_running_reqs"),
-        queue_reqs=values.get("sglang:num_queue_reqs"),
-        gen_throughput=values.get("sglang:gen_throughput"),
-        token_usage=values.get("sglang:token_usage"),
-        cache_hit_rate=values.get("sglang:cache_hit_rate"),
+        running_reqs=values.get(mn.NUM_RUNNING_REQS),
+        queue_reqs=values.get(mn.NUM_QUEUE_REQS),
+        gen_throughput=values.get(mn.GEN_THROUGHPUT),
+        token_usage=values.get(mn.TOKEN_USAGE),
+        cache_hit_rate=values.get(mn.CACHE_HIT_RATE),
         cuda_graph=None if graph is None else graph >= 0.5,
-        spec_accept_length=values.get("sglang:spec_accept_length"),
-        retracted_reqs=values.get("sglang:num_retracted_reqs"),
-        max_total_num_tokens=values.get("sglang:max_total_num_tokens"),
-        context_len=values.get("sglang:context_len"),
-        requests_total=values.get("sglang:num_requests_total"),
-        aborted_requests_total=values.get("sglang:num_aborted_requests_total"),
-        prompt_tokens_total=values.get("sglang:prompt_tokens_total"),
-        generation_tokens_total=values.get("sglang:generation_tokens_total"),
+        spec_accept_length=values.get(mn.SPEC_ACCEPT_LENGTH),
+        retracted_reqs=values.get(mn.NUM_RETRACTED_REQS),
+        max_total_num_tokens=values.get(mn.MAX_TOTAL_NUM_TOKENS),
+        context_len=values.get(mn.CONTEXT_LEN),
+        requests_total=values.get(mn.NUM_REQUESTS_TOTAL),
+        aborted_requests_total=values.get(mn.NUM_ABORTED_REQUESTS_TOTAL),
+        prompt_tokens_total=values.get(mn.PROMPT_TOKENS_TOTAL),
+        generation_tokens_total=values.get(mn.GENERATION_TOKENS_TOTAL),
         values=values,
     )
 

@@ -14,9 +14,10 @@ from collections import deque
 from collections.abc import Iterable
 
 from console.logs.models import LogEvent
+from console.sglang import endpoints
 from console.sglang.prefix import parse_timestamp
 
-PROBE_PATHS = frozenset({"/metrics", "/ready", "/health", "/server_info", "/get_server_info"})
+PROBE_PATHS = frozenset({"/metrics", "/ready", "/health", *endpoints.SERVER_INFO_PATHS})
 _PROBE = re.compile(r'\S+ - "GET (/[a-z_]+)[ ?]')
 
 

@@ -53,6 +53,7 @@ from console.server.startup import diagnose, step_fraction, step_of
 from console.server.startup_log import OwnFollower, StartupFeed, StartupLog
 from console.server.translate import translate_profile
 from console.server.validate import ValidationReport, check_safety, validate_profile
+from console.sglang import endpoints
 from console.text import sanitize
 
 if TYPE_CHECKING:
@@ -319,7 +320,7 @@ class ServerLifecycle:
                     return ("starting" if code == 503 else "unhealthy"), None
                 if not need_version:
                     return "ready", None
-                info = await client.get("/server_info")
+                info = await client.get(endpoints.SERVER_INFO)
                 version = info.json().get("version") if info.status_code == 200 else None
                 return "ready", (sanitize(str(version)) if version else None)
         except (_httpx().HTTPError, OSError, PlateauError, ValueError):
@@ -892,7 +893,7 @@ class ServerLifecycle:
         stopped rather than reported ready."""
         try:
             async with self.http(profile.port) as bare:
-                code = (await bare.get("/server_info")).status_code
+                code = (await bare.get(endpoints.SERVER_INFO)).status_code
         except (_httpx().HTTPError, OSError):
             return  # unreachable from here: nothing proven either way, said by the probe
         if code not in (401, 403):

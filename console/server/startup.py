@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 
 from console.server.events import StartupStep
+from console.sglang.batch import PREFILL_BATCH
+from console.sglang.endpoints import GENERATE, MODEL_INFO
 from console.sglang.startup import READY as READY_LINE
 
 _STEPS: list[tuple[re.Pattern[str], StartupStep]] = [
@@ -18,7 +20,7 @@ _STEPS: list[tuple[re.Pattern[str], StartupStep]] = [
     (re.compile(r"KV Cache is allocated|Memory pool end"), StartupStep.KV_CACHE),
     (re.compile(r"Capture .*(?:CUDA|cuda) graph (?:begin|end)"), StartupStep.CUDA_GRAPHS),
     (re.compile(r"Uvicorn running on|Application startup complete"), StartupStep.HTTP),
-    (re.compile(r"\"GET /model_info|\"POST /generate|Prefill batch"), StartupStep.WARMUP),
+    (re.compile(f"\"GET {MODEL_INFO}|\"POST {GENERATE}|{PREFILL_BATCH}"), StartupStep.WARMUP),
     (re.compile(re.escape(READY_LINE)), StartupStep.READY),
 ]
 

@@ -16,4 +16,6 @@ new SGLang version is taught in one place. Entry points:
 * crash.exception_line(lines), crash.is_oom(text).
 * metrics_names.normalise_text / normalise_name, SUMMED, MAXED, KV_GAUGES, RANK_LABELS.
 * dp.NodeBatches (per-rank decode lines -> node samples), dp.imbalance.
+* endpoints: SGLang's own HTTP paths (GENERATE, FLUSH_CACHE, SERVER_INFO_PATHS, ...);
+  warning_lines.WARNING_IDS: warning wordings -> catalogue ids.
 """

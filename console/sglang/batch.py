@@ -27,7 +27,9 @@ from typing import Literal
 
 from console.fast_objects import fast_constructor
 
-BATCH_PREFIXES = ("Decode batch", "Prefill batch")
+DECODE_BATCH = "Decode batch"
+PREFILL_BATCH = "Prefill batch"
+BATCH_PREFIXES = (DECODE_BATCH, PREFILL_BATCH)
 """Every batch message starts with one of these (the 0.1/0.2 `[gpu_id=N] ` is prefix.py's)."""
 
 _HEAD = re.compile(r"(Prefill|Decode) batch(?: \[(\d+)\]|)[.,] ?")
@@ -252,7 +254,9 @@ def _float(value: str | None) -> float | None:
 # Retraction (KV pool exhausted during decode): `KV cache pool is full. Retract requests.
 # #retracted_reqs: 3, #new_tokens_gained: ...` (0.5.23 `srt/managers/scheduler.py:4525-4537`),
 # `Decode out of memory happened. #retracted_reqs: 1, ...` (<= 0.4, `scheduler.py`).
-RETRACT_NEEDLES = ("KV cache pool is full", "Decode out of memory happened")
+KV_POOL_FULL = "KV cache pool is full"
+RETRACT_LINE = "KV cache pool is full. Retract requests."
+RETRACT_NEEDLES = (KV_POOL_FULL, "Decode out of memory happened")
 _RETRACT = re.compile(r"(?:KV cache pool is full\. Retract requests\.|Decode out of memory "
                       r"happened\.) #retracted_reqs: ([0-9]+)")
 

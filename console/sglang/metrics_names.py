@@ -16,6 +16,24 @@ import re
 
 PREFIX = "sglang:"
 ALT_PREFIX = "sglang_"
+# The series the rest of Plateau reads by name.
+IS_CUDA_GRAPH = "sglang:is_cuda_graph"
+NUM_RUNNING_REQS = "sglang:num_running_reqs"
+NUM_QUEUE_REQS = "sglang:num_queue_reqs"
+GEN_THROUGHPUT = "sglang:gen_throughput"
+TOKEN_USAGE = "sglang:token_usage"
+CACHE_HIT_RATE = "sglang:cache_hit_rate"
+SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
+NUM_RETRACTED_REQS = "sglang:num_retracted_reqs"
+MAX_TOTAL_NUM_TOKENS = "sglang:max_total_num_tokens"
+CONTEXT_LEN = "sglang:context_len"
+NUM_REQUESTS_TOTAL = "sglang:num_requests_total"
+NUM_ABORTED_REQUESTS_TOTAL = "sglang:num_aborted_requests_total"
+PROMPT_TOKENS_TOTAL = "sglang:prompt_tokens_total"
+GENERATION_TOKENS_TOTAL = "sglang:generation_tokens_total"
+NUM_RETRACTED_REQUESTS_TOTAL = "sglang:num_retracted_requests_total"
+KV_USED_TOKENS = "sglang:kv_used_tokens"
+CUDA_GRAPH_PASSES_TOTAL = "sglang:cuda_graph_passes_total"
 SUMMED = frozenset({
     "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput",
     "sglang:num_used_tokens", "sglang:num_retracted_reqs", "sglang:num_grammar_queue_reqs",

@@ -21,6 +21,14 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from console.sglang.endpoints import (
+    FLUSH_CACHE,
+    GENERATE,
+    GET_SERVER_INFO,
+    HEALTH_GENERATE,
+    MODEL_INFO,
+    SERVER_INFO_PATHS,
+)
 from console.sim import protocol as P
 from console.sim import shapes
 from console.sim.config import SimConfig, rank_prefix
@@ -87,7 +95,7 @@ async def access_log(request: web.Request, handler: Handler) -> web.StreamRespon
 # SGLang's auth (srt/utils/auth.py): probes are always open; /flush_cache is ADMIN_OPTIONAL
 # (the admin key when one is set, else the API key); every other route wants the API key.
 _OPEN_PREFIXES = ("/health", "/ready", "/metrics")
-_ADMIN_OPTIONAL = frozenset({"/flush_cache"})
+_ADMIN_OPTIONAL = frozenset({FLUSH_CACHE})
 
 
 def _bearer_ok(header: str | None, expected: str) -> bool:
@@ -213,7 +221,7 @@ def server_info_dict(state: SimState) -> dict[str, Any]:
 
 async def server_info(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    if request.path == "/get_server_info":
+    if request.path == GET_SERVER_INFO:
         state.log.warning("Endpoint '/get_server_info' is deprecated and will be removed in a "
                           "future version. Please use '/server_info' instead.")
     return _json(server_info_dict(state))
@@ -556,20 +564,20 @@ def build_app(state: SimState) -> web.Application:
     app[STATE] = state
     r = app.router
     r.add_get("/ready", ready)
-    for path in ("/health", "/health_generate", "/ping"):
+    for path in ("/health", HEALTH_GENERATE, "/ping"):
         r.add_get(path, health)
-    r.add_get("/model_info", model_info)
+    r.add_get(MODEL_INFO, model_info)
     r.add_get("/get_model_info", model_info)
-    r.add_get("/server_info", server_info)
-    r.add_get("/get_server_info", server_info)
+    for path in SERVER_INFO_PATHS:
+        r.add_get(path, server_info)
     r.add_get("/v1/models", models)
     r.add_get("/v1/models/{model}", model_card)
-    r.add_route("GET", "/flush_cache", flush_cache)
-    r.add_route("POST", "/flush_cache", flush_cache)
+    r.add_route("GET", FLUSH_CACHE, flush_cache)
+    r.add_route("POST", FLUSH_CACHE, flush_cache)
     if state.cfg.server_args.get("enable_metrics"):
         r.add_get("/metrics", metrics)
-    r.add_post("/generate", generate)
-    r.add_put("/generate", generate)
+    r.add_post(GENERATE, generate)
+    r.add_put(GENERATE, generate)
     r.add_post("/v1/completions", openai)
     r.add_post("/v1/chat/completions", openai)
     r.add_get("/_sim/lateness", sim_lateness)
