@@ -38,7 +38,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = _engine_python()
     out = tmp_path_factory.mktemp("model")
     subprocess.run([str(python), str(MAKE_MODEL), str(out), "--layers", "2", "--hidden", "256",
-                    "--vocab", "2000"], check=True, capture_output=True, timeout=600)
+                    "--vocab", "2000"], check=True, capture_output=True, timeout=600,
+                   env={**os.environ, "OMP_NUM_THREADS": "1"})
     return out
 
 
@@ -55,12 +56,16 @@ def engine_config(tmp_path: Path, tiny_model: Path) -> Iterator[tuple[Path, dict
         f'model_path = {json.dumps(str(tiny_model))}\nport = {free_port()}\n'
         'flags = { continuous-batching = true, device = "cpu", dtype = "float32", '
         'log-level = "info", no-cb-use-cuda-graph = true }\n'
+        # One torch thread: on CI's two cores the suite's other tests, some timing a
+        # simulator, run beside this server (torch takes every core by default).
+        '[profiles.cb.env]\nOMP_NUM_THREADS = "1"\n'
         # The same server with other real flags, and one its --help refuses (a choice it lacks)
         '[profiles.small-batch]\nengine = "transformers-serve"\n'
         f'launch = [{json.dumps(str(bin_dir / "transformers"))}, "serve"]\n'
         f'model_path = {json.dumps(str(tiny_model))}\nport = {free_port()}\n'
         'flags = { continuous-batching = true, device = "cpu", dtype = "float32", '
         'log-level = "info", attn-implementation = "sdpa", cb-max-batch-tokens = 128 }\n'
+        '[profiles.small-batch.env]\nOMP_NUM_THREADS = "1"\n'
         '[profiles.bad-choice]\nengine = "transformers-serve"\n'
         f'launch = [{json.dumps(str(bin_dir / "transformers"))}, "serve"]\n'
         f'model_path = {json.dumps(str(tiny_model))}\nport = 1\n'
