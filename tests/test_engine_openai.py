@@ -24,7 +24,7 @@ from console.bench.openai_probe import fit_client, refused_extension
 from console.bench.workload import Workload
 from console.config_models import ServerProfile
 from console.diagnose.diagnose import diagnose, diagnose_stored, diagnosis_lines
-from console.diagnose.models import RunEvidence
+from console.diagnose.models import ClientRecord, GpuPoint, RunEvidence, StepEvidence
 from console.engines import engine_named
 from console.server.flags_click import parse_click_help
 from console.store.db import RunStore
@@ -209,3 +209,39 @@ def test_the_real_h200_run_is_diagnosed_from_gpu_and_client_evidence(tmp_path: P
     utils = sorted(g.util for g in high.gpu if g.util is not None)
     assert f"at c={high.concurrency} a kernel ran in {median(utils) / 100:.0%}" in text
     assert top.suggest.flags == {"cb-use-cuda-graph": True}  # the A/B measured +185% for it
+
+
+def _client_step(index: int, concurrency: int, itl: float, ttft: float, total: float,
+                 util: float) -> StepEvidence:
+    return StepEvidence(
+        index=index, concurrency=concurrency, started_at=index, finished_at=index + 1,
+        gpu=[GpuPoint(t=index + 0.5, index=0, util=util)],
+        client=ClientRecord(target=concurrency, itl_p50_ms=itl, ttft_p50_ms=ttft,
+                            total_tok_s=total))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -5.0, 0.0])
+def test_the_engine_rules_take_hostile_numbers_as_no_evidence(bad: float) -> None:
+    """A stored run's numbers are untrusted: NaN, inf, negative or zero ITL/TTFT/utilisation
+    give no cause and no crash (they are never divided by nor quoted)."""
+    steps = [_client_step(0, 1, bad, bad, 100.0, bad), _client_step(1, 64, 90.0, 900.0,
+                                                                     100.0, bad)]
+    results = [StepResult(index=s.index, concurrency=s.concurrency, status="ok",
+                          metrics=StepMetrics(concurrency=s.concurrency, completed=4,
+                                              total_tok_s=100.0)) for s in steps]
+    found = diagnose(results, RunEvidence(sources=["client", "gpu"], steps=steps))
+    named = {c.id for c in [*found.causes, *found.candidates]}
+    assert not named & {"gpu-waits-on-host", "admission-queue"}
+    assert "nan" not in " ".join(diagnosis_lines(found)).lower()
+
+
+@pytest.mark.parametrize(("short", "long"), [(32, 3_000_000), (32, 33), (10, 5)])
+def test_a_usage_no_tokenizer_gives_is_not_believed(short: int, long: int) -> None:
+    """The server's usage is untrusted: tokens per word outside what any tokenizer does
+    (a million prompts' worth, or a word in 1/128 of a token) keep prompts in words."""
+    from console.bench.openai_probe import _calibrated
+
+    notes: list[str] = []
+    workload = Workload(endpoint="completions", input_len=64, output_len=8)
+    assert _calibrated(workload, [short, long], notes).tokens_per_word == 1.0
+    assert notes and "prompt lengths are in words" in notes[0]

@@ -30,6 +30,9 @@ from console.engines import ServerEngine
 PROBE_TIMEOUT_S = 120.0
 MAX_TRIES = 6
 CALIBRATION_WORDS = (32, 160)
+# Tokens a workload word can cost on a real tokenizer (one whole-word token to a word spelled
+# out byte by byte); outside this the server's usage is not believed.
+MIN_PER_WORD, MAX_PER_WORD = 0.25, 12.0
 _QUOTED = re.compile(r"'([A-Za-z_]{1,64})'|\"([A-Za-z_]{1,64})\"|\b([a-z]+(?:_[a-z]+)+)\b")
 
 
@@ -132,6 +135,10 @@ def _calibrated(workload: Workload, counts: list[int | None], notes: list[str]) 
         notes.append("the server reports no prompt usage: prompt lengths are in words")
         return workload
     per_word = (long - short) / (high - low)
+    if not MIN_PER_WORD <= per_word <= MAX_PER_WORD:  # the server's usage is untrusted
+        notes.append(f"the server's usage says a prompt word is {per_word:.3g} tokens, which "
+                     "no tokenizer does: prompt lengths are in words")
+        return workload
     if abs(per_word - 1.0) >= 0.02:
         notes.append(f"a prompt word is {per_word:.2f} tokens on this server's tokenizer: "
                      "prompts are sized to match")

@@ -15,6 +15,7 @@ rules.py see the same mechanisms better) and say what they saw, in the run's own
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 from statistics import median
 
@@ -41,15 +42,27 @@ def _has_log_grammar(ctx: Context) -> bool:
 
 
 def _gpu_util(step: StepEvidence) -> float | None:
-    values = [g.util for g in step.gpu if g.util is not None]
+    values = [g.util for g in step.gpu if g.util is not None and math.isfinite(g.util)
+              and 0 <= g.util <= 100]
     return median(values) / 100.0 if values else None
+
+
+def _positive(value: float | None) -> bool:
+    """A figure a rule may divide by: stored numbers can be NaN, inf or negative."""
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def _ratio(top: float | None, bottom: float | None) -> float:
+    """top / bottom of two figures _positive has passed."""
+    return (top or 0.0) / (bottom or 1.0)
 
 
 def _by_level(ctx: Context) -> list[StepEvidence]:
     """One step per level (its last repeat), lowest first, with the client's record."""
     steps: dict[int, StepEvidence] = {}
     for step in ctx.all:
-        if step.client is not None and step.client.itl_p50_ms and step.client.ttft_p50_ms:
+        c = step.client
+        if c is not None and _positive(c.itl_p50_ms) and _positive(c.ttft_p50_ms):
             steps[step.concurrency] = step
     return [steps[c] for c in sorted(steps)]
 
@@ -114,12 +127,11 @@ def admission_queue(ev: RunEvidence, ctx: Context) -> Cause | None:
     for below, above in pairwise(levels):
         a, b = below.client, above.client
         assert a is not None and b is not None
-        if not (a.total_tok_s and b.total_tok_s and a.itl_p50_ms and b.itl_p50_ms
-                and a.ttft_p50_ms and b.ttft_p50_ms):
+        if not (_positive(a.total_tok_s) and _positive(b.total_tok_s)):
             continue
-        gain = b.total_tok_s / a.total_tok_s - 1.0
-        ttft = b.ttft_p50_ms / a.ttft_p50_ms
-        itl = b.itl_p50_ms / a.itl_p50_ms
+        gain = _ratio(b.total_tok_s, a.total_tok_s) - 1.0
+        ttft = _ratio(b.ttft_p50_ms, a.ttft_p50_ms)
+        itl = _ratio(b.itl_p50_ms, a.itl_p50_ms)
         if gain < FLAT_GAIN and ttft >= QUEUE_TTFT_GROWTH and itl <= FLAT_ITL:
             return _queue_cause(below, above, gain, ttft, itl)
     return None
