@@ -61,9 +61,6 @@ async def package_version(transport: Transport, python: str, dist: str | None) -
     return sanitize(version)[:64] or None
 
 
-async def sglang_version(transport: Transport, python: str) -> str | None:
-    return await package_version(transport, python, "sglang")
-
 
 def cache_key(host_name: str, version: str | None, launch: list[str]) -> str:
     digest = hashlib.sha256(json.dumps(launch).encode()).hexdigest()[:12]
