@@ -5,6 +5,7 @@
 # them). Two parts, each inside the device's 10-minute limit:
 #   bash tests/bench/real_engine/rig.sh 1   # model, start, GPU panel vs nvidia-smi, sweep, bench_serving
 #   bash tests/bench/real_engine/rig.sh 2   # restarts with real flags, interleaved A/B, A/A across boots
+#   bash tests/bench/real_engine/rig.sh 3   # Plateau's client vs bench_serving, interleaved pairs
 # Needs: an NVIDIA GPU, python3 with torch + transformers 5.x, and Plateau's and transformers
 # serve's missing packages as cp312 wheels in .whl/ (docs/real-engine.md lists them), plus a
 # torch-free copy of sglang/benchmark in .whl/sg (for tests/support/sglang_bench.py).
@@ -104,6 +105,33 @@ if [ "$part" = 1 ]; then
   done
   plateau server stop h200 >"$OUT/server_stop.txt" 2>&1
   cp /tmp/rig/run/logs/*.log "$OUT/" 2>/dev/null; ls /tmp/rig/run >"$OUT/run_dir.txt" 2>&1
+elif [ "$part" = 3 ]; then
+  # Plateau's client vs bench_serving, interleaved: the same server and relay, pairs in
+  # alternating order, repeats until the 10-minute command limit nears (a pair's two runs see
+  # the same server state, so the pair's ratio is the figure; the engine drifts between pairs).
+  t plateau server start h200 --profile cb >"$OUT/server_start.txt" 2>&1
+  python3 "$repo"/tests/bench/real_engine/strip_proxy.py 8100 http://127.0.0.1:8000 $model >/tmp/rig/proxy.log 2>&1 &
+  sleep 2
+  bench() {
+    python3 "$repo"/tests/support/sglang_bench.py --backend vllm --base-url http://127.0.0.1:8100 \
+      --dataset-name random-ids --random-input-len 256 --random-output-len 128 --random-range-ratio 1.0 \
+      --num-prompts "$2" --max-concurrency "$1" --model $model --tokenizer $model --disable-ignore-eos \
+      --output-file "$OUT/bench_serving.jsonl" >>"$OUT/bench_serving.txt" 2>&1
+  }
+  ours() {
+    plateau sweep --url http://127.0.0.1:8100 --server-engine transformers-serve --model $model \
+      --endpoint completions --concurrency "$1" --num-prompts "$2" --input-len 256 --output-len 128 \
+      --no-flush --json --db /tmp/rig/vs.db >"$OUT/plateau_r$3_c$1.json" 2>>"$OUT/plateau.err"
+  }
+  for r in 1 2 3 4; do
+    for c in 1 8 32; do
+      n=$((c * 4)); [ $n -lt 8 ] && n=8
+      [ $SECONDS -gt 470 ] && break 2
+      if [ $((r % 2)) = 1 ]; then t bench $c $n; t ours $c $n $r; else t ours $c $n $r; t bench $c $n; fi
+      echo "pair r=$r c=$c done at ${SECONDS}s" >>"$OUT/timings.txt"
+    done
+  done
+  plateau server stop h200 >"$OUT/server_stop.txt" 2>&1
 else
   t plateau ab h200 --a cb --b cb-graphs --preset ab --repeats 2 --interleave --json >"$OUT/ab_graphs.json" 2>"$OUT/ab_graphs.err"
   tail -3 "$OUT/ab_graphs.err"
