@@ -143,9 +143,7 @@ def test_a_failure_after_a_keep_never_leaves_the_host_without_a_server(
     with pytest.raises(TuneError, match="did not start"):
         tune(store, tmp_path, bench)
     assert bench.launches[-2:] == [("cutlass-moe", "1:undo"), ("cutlass-moe", "recover")]
-    stored = store.load_tune(1)
-    assert stored is not None
-    state = TuneState.model_validate(stored[1])
+    state = load_state(store, 1)
     assert state.status == "failed"
     assert state.stop_reason.endswith("cutlass-moe, the last profile that ran through a whole "
                                       "sweep, runs again")

@@ -52,6 +52,7 @@ from console.jobs.tune_models import (
 )
 from console.jobs.tune_objective import ObjectiveFn, value_text
 from console.jobs.tune_plan import actionable, candidates, not_actionable_note
+from console.jobs.tune_stored import load_state
 from console.store.db import RunStore
 
 RUN_FLAGS = ("sim-state-file", "sim-seed")  # one demo run's, never saved (console.demo_user)
@@ -548,13 +549,6 @@ async def run_tune(
         tuner.persist()  # the tune exists (and can be resumed) from its first moment
     await tuner.run()
     return tuner.state, tuner.tune_id
-
-
-def load_state(store: RunStore, tune_id: int) -> TuneState:
-    found = store.load_tune(tune_id)
-    if found is None:
-        raise TuneError(f"no tune {tune_id} in {store.path}")
-    return TuneState.model_validate(found[1])
 
 
 __all__ = ["Change", "TuneError", "ab_levels", "apply", "kept_by", "load_state", "new_state",
