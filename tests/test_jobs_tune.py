@@ -204,11 +204,15 @@ def test_kill_9_mid_tune_then_resume_gives_the_same_ladder(tmp_path: Path) -> No
     assert tune_id is not None
     killed = load_state(store, tune_id)
     assert killed.status == "running" and [r.step for r in killed.ladder] == [1]
+    # the launch the kill interrupted was spent: stored before it began, so the resumed
+    # tune's budget counts it (issue 41, Low: it was lost with the A/B in flight)
+    assert killed.restarts == uninterrupted.ladder[0].restarts + 1 == 5
     resumed, same_id, _bench = tune(store, tmp_path / "b", state=killed, tune_id=tune_id)
     assert same_id == tune_id and resumed.resumed == 1 and resumed.status == "done"
     assert len(resumed.ladder) == len(uninterrupted.ladder) == 2
     assert all(a.same_as(b) for a, b in zip(resumed.ladder, uninterrupted.ladder, strict=True))
     assert resumed.kept == uninterrupted.kept
+    assert resumed.restarts == uninterrupted.restarts + 1  # the killed launch, then B, B
     # the ladder says which step's A/B was interrupted and ran again
     assert [r.resumed for r in resumed.ladder] == [False, True]
     assert not any(r.resumed for r in uninterrupted.ladder)

@@ -178,14 +178,19 @@ class Tuner:
 
     async def restart_good(self, launch: str) -> None:
         self.say(TuneProgress("restart", f"restarting the last good profile {self.good_name()}"))
+        self.count_launch()
         try:
             await self.bench.restart(self.good_name(), self.state.good_profile(), launch)
         except CandidateFailed as exc:
             raise TuneError(f"the last good profile {self.good_name()} did not start: "
                             f"{exc}") from None
-        finally:
-            self.state.restarts += 1
         self.running = "good"
+
+    def count_launch(self) -> None:
+        """One more restart, stored before it begins: a tuner killed during an A/B has
+        spent its launches, and the resumed tune's budget counts them."""
+        self.state.restarts += 1
+        self.persist()
 
     async def full_sweep(self, label: str) -> SweepOutcome:
         """A sweep of the good profile (running) with the whole workload, for the diagnosis."""
@@ -350,7 +355,7 @@ class Tuner:
             self.say(TuneProgress("restart", f"step {step}: restarting into {name} "
                                              f"({where(number)})"))
             self.running = None
-            self.state.restarts += 1
+            self.count_launch()
             await self.bench.restart(name, prof, launch)
             self.running = "candidate"
 
