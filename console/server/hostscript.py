@@ -21,12 +21,45 @@ import errno, json, os, socket, stat, sys, time
 class Refused(Exception):
     pass
 
+def foreign_links(path, uid):
+    # A symbolic link on the way to the run dir that another user owns can be pointed
+    # elsewhere by that user at any time (and is followed wherever fs.protected_symlinks is
+    # 0): refused, whatever it points at now. Root's and our own links are followed, and
+    # so are the links met while resolving theirs (each checked the same way).
+    parts, done, links = path.strip("/").split("/"), "/", 0
+    while parts:
+        part = parts.pop(0)
+        if part in (".", ".."):
+            done = done if part == "." else os.path.dirname(done)
+            continue
+        prefix = os.path.join(done, part)
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return  # not there yet: makedirs makes it, inside what was checked
+        if not stat.S_ISLNK(st.st_mode):
+            done = prefix
+            continue
+        links += 1
+        if st.st_uid not in (0, uid):
+            raise Refused("run_dir %s passes through %s, a symbolic link uid %d owns: that "
+                          "user could point it elsewhere; use a path without it"
+                          % (path, prefix, st.st_uid))
+        if links > 40:
+            raise Refused("run_dir %s: too many symbolic links on the way" % path)
+        target = os.readlink(prefix)
+        if target.startswith("/"):
+            done = "/"
+        parts = [p for p in target.split("/") if p] + parts
+
 def own_dir(path):
     # The run dir holds the lease, the launch record (which names the process group a stop
     # signals) and key files: it must be a real directory of ours that no other user can
-    # write, inside parents no other user can rename it out of (a sticky /tmp is fine).
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    # write, inside parents no other user can rename it out of (a sticky /tmp is fine),
+    # reached through no other user's symbolic link.
     uid = os.getuid()
+    foreign_links(path, uid)
+    os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise Refused("run_dir %s is not a directory (a symbolic link?)" % path)
@@ -35,7 +68,12 @@ def own_dir(path):
                       % (path, st.st_uid, uid))
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
-    parent = os.path.dirname(path)
+    for way in (path, os.path.realpath(path)):  # as written, and the directories it reaches
+        safe_parents(path, way, uid)
+    return path
+
+def safe_parents(path, way, uid):
+    parent = os.path.dirname(way)
     while True:
         pst = os.stat(parent)
         foreign = pst.st_uid not in (0, uid)
@@ -45,7 +83,7 @@ def own_dir(path):
                           % (path, parent, "uid %d owns" % pst.st_uid if foreign
                              else "others may write (and it is not sticky)"))
         if parent == os.path.dirname(parent):
-            return path
+            return
         parent = os.path.dirname(parent)
 
 def group_members(pgid):
