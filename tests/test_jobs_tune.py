@@ -252,3 +252,27 @@ def test_keep_rule_needs_the_interval_above_zero() -> None:
     assert kept_by(verdict(10.0, 4.0))[0]
     assert not kept_by(verdict(3.0, 4.0))[0] and "crosses zero" in kept_by(verdict(3.0, 4.0))[1]
     assert not kept_by(verdict(-10.0, 4.0))[0]
+
+
+def test_the_budget_counts_what_the_readme_says_an_ab_costs(tmp_path: Path) -> None:
+    # README: after a kept step the next A/B "costs 2 restarts, not 3"; the budget also keeps
+    # the restart of the last good profile should that A/B not be kept, and says so.
+    readme = (ROOT / "README.md").read_text()
+    assert "so it costs 2 restarts, not 3" in readme
+    assert "a restart budget keeps one more for the revert" in readme
+    (tmp_path / "6").mkdir()
+    (tmp_path / "7").mkdir()
+    short, _id, _bench = tune(RunStore(tmp_path / "6.sqlite"), tmp_path / "6",
+                              budget_restarts=6)
+    # the baseline, then step 1's B, A, B: 4; step 2 would need 2 launches + the revert
+    assert [r.restarts for r in short.ladder] == [4] and short.restarts == 4
+    assert short.stop_reason == (
+        "budget spent: 4 of 6 restarts used, the next A/B needs 3 (2 launches of the "
+        "candidate, its A side being step 1's B side, and 1 to restart the last good profile "
+        "should it not be kept)")
+    enough, _id, bench = tune(RunStore(tmp_path / "7.sqlite"), tmp_path / "7",
+                              budget_restarts=7)
+    # kept, step 2's A/B cost its 2 launches: 6 restarts in all, one of the 7 unspent
+    assert [r.restarts for r in enough.ladder] == [4, 6] and enough.restarts == 6
+    assert [r.outcome for r in enough.ladder] == ["kept", "kept"]
+    assert len(bench.launches) == 6
