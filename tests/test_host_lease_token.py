@@ -147,7 +147,7 @@ async def test_a_dripping_client_does_not_keep_the_lease_past_the_grace(
                 break
             await asyncio.sleep(0.05)
         assert "expired_at" in record, "the keeper still holds the lease for a dripper"
-        assert dripper.closed_on >= 1  # the keeper ended the dripping connection itself
+        assert dripper.closed_on >= 1  # its connections were ended under it, not left open
     # the keeper is gone and the lock with it: another holder takes the lease at once
     for _ in range(200):
         if not Path(f"/proc/{keeper}").exists():
