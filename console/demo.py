@@ -26,9 +26,13 @@ def free_port() -> int:
 REAL_RESTARTS: dict[str, str | int | float | bool] = {"sim-warmup": True,
                                                       "sim-boot-spread": 0.02}
 
+DEMO_STARTUP_S = 4.0
+"""The simulated server's start-up time in the demo (a tune's demo starts it at once)."""
+
 
 def demo_profiles(
-    port: int, state_file: Path, startup_seconds: float = 4.0, *, real_restarts: bool = False
+    port: int, state_file: Path, startup_seconds: float = DEMO_STARTUP_S, *,
+    real_restarts: bool = False,
 ) -> dict[str, ServerProfile]:
     """Two profiles whose only difference is the MoE runner, so A/B has something to show.
 
@@ -74,7 +78,7 @@ def demo_profiles(
 def demo_config(
     run_dir: Path,
     port: int | None = None,
-    startup_seconds: float = 4.0,
+    startup_seconds: float = DEMO_STARTUP_S,
     seed: int | None = None,
     *,
     real_restarts: bool = False,
@@ -119,7 +123,8 @@ def demo_config(
 
 
 def temp_demo(
-    seed: int | None = None, startup_seconds: float = 4.0, run_dir: Path | None = None,
+    seed: int | None = None, startup_seconds: float = DEMO_STARTUP_S,
+    run_dir: Path | None = None,
     *, real_restarts: bool = False,
 ) -> tuple[PlateauConfig, Path]:
     """A demo config whose run dir (logs, GPU state, history) is `run_dir` or a new temp dir."""

@@ -135,3 +135,27 @@ def test_every_stem_makes_saveable_names() -> None:
     for name in (WHY_AB, "+x", "a b/c", "é" * 80, "-lead", "x" * 100):
         assert _saveable(f"{name_stem(name)}-99"), name
     assert os.sep not in name_stem("../../etc")
+
+
+async def _until_screen(pilot: Any, kind: type) -> Any:
+    for _ in range(40):
+        if isinstance(pilot.app.screen, kind):
+            break
+        await pilot.pause(0.05)
+    assert isinstance(pilot.app.screen, kind), pilot.app.screen
+    return pilot.app.screen
+
+
+async def test_keeping_the_existing_profile_brings_the_edit_back(tmp_path: Path) -> None:
+    # "Replace it?" answered no: the edit is not lost, it comes back to be named otherwise
+    app = _app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _triton_named(pilot, "triton-moe")  # the demo's other profile
+        await pilot.press("ctrl+s")
+        await _until_screen(pilot, ConfirmScreen)
+        await pilot.press("n")
+        again = await _until_screen(pilot, FlagsEditor)
+        assert again.query_one("#flag-moe-runner-backend", FlagSelect).value == "triton"
+        assert again.query_one("#profile-name", Input).value == "triton-moe"
+        assert "triton-moe exists and was kept; choose another name" in _messages(again)
+    assert not (tmp_path / "profiles.d" / "triton-moe.toml").exists()

@@ -9,6 +9,7 @@ simulated minutes takes seconds and nothing asserted depends on this machine's s
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,20 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
+DEMO_RUN_PORT = 31234
+
+
 def _virtual_app(tmp: Path) -> tuple[PlateauApp, list[VirtualBench]]:
     """The demo host (replayed: connected, cutlass-moe ready) whose tunes run on the virtual
     bench with the reference workload as the `quick` preset."""
     loaded = app_config()
-    config = loaded.config.model_copy(update={"sweeps": {"quick": SPEC}})
+    # as `plateau demo` runs: a port it picked and a GPU state file of this run
+    profiles = {name: p.model_copy(update={"port": DEMO_RUN_PORT})
+                for name, p in loaded.config.profiles.items()}
+    hosts = [h.model_copy(update={"sim_state_file": "/nonexistent/gpu-state.json"})
+             for h in loaded.config.hosts]
+    config = loaded.config.model_copy(update={"sweeps": {"quick": SPEC}, "profiles": profiles,
+                                              "hosts": hosts})
     sessions = [ReplaySession.from_events(h, demo_events(h.name), clock=fixed_clock)
                 for h in config.hosts]
     app = PlateauApp(LoadedConfig(config, None), sessions, clock=fixed_clock,
@@ -132,6 +142,13 @@ def test_t_then_enter_tunes_the_demo_and_shows_the_ladder(hermetic: Path) -> Non
         assert load_state(store, control.tune_id or 0).ladder == state.ladder
     saved = hermetic / "profiles.d" / "cutlass-moe-tuned.toml"
     assert control.saved == str(saved) and saved.exists()
+    # saved as the tune's, without this demo run's port and state file (issue 41, Low)
+    first, body = saved.read_text().split("\n", 1)
+    assert first.startswith(f"# Saved by plateau tune (tune {control.tune_id} of cutlass-moe "
+                            "on demo): cutlass-moe as configured plus the changes its A/B "
+                            "verdicts kept: --cuda-graph-max-bs-decode 128; "), first
+    table = tomllib.loads(body)["profiles"]["cutlass-moe-tuned"]
+    assert table["port"] == 30000 != DEMO_RUN_PORT and "sim-state-file" not in table["flags"]
     assert app.config.profiles["cutlass-moe-tuned"].flags["cuda-graph-max-bs-decode"] == 128
     assert len(benches[0].launches) == state.restarts
     assert seen["after"] is None  # and let it go

@@ -10,6 +10,7 @@ follows a link for its own state files.
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -96,3 +97,57 @@ async def test_shared_non_sticky_parent_is_refused_but_sticky_tmp_and_home_are_f
             await mine.run(["rm", "-rf", run_dir])
     finally:
         await mine.close()
+
+
+async def test_a_run_dir_through_another_users_symlink_is_refused(
+        ssh_user: Callable[..., SshUser], shared_root: Path) -> None:
+    # This host follows anyone's links in sticky directories (fs.protected_symlinks may be
+    # 0): a link the other user owns can be pointed elsewhere between Plateau's runs, so the
+    # operator's lease, launch record and key files would go wherever that user says.
+    operator, other = ssh_user("bash"), ssh_user("zsh", tag="2")
+    shared_root.chmod(0o1777)  # as /tmp: anyone may add a link, only its owner change it
+    target = operator.home / f"runs-{uuid.uuid4().hex[:6]}"
+    target.mkdir(mode=0o700)
+    account = operator.home.stat()
+    os.chown(target, account.st_uid, account.st_gid)
+    theirs = shared_root / "theirs-link"
+    theirs.symlink_to(target)
+    os.lchown(theirs, other.home.stat().st_uid, other.home.stat().st_gid)
+    mine = shared_root / "my-link"  # a link of the operator's own: followed as before
+    mine.symlink_to(target)
+    os.lchown(mine, account.st_uid, account.st_gid)
+    chain = shared_root / "my-chain"  # the operator's own link to theirs (relative, via ..)
+    chain.symlink_to(f"../{shared_root.name}/theirs-link")
+    os.lchown(chain, account.st_uid, account.st_gid)
+    open_dir = shared_root / "open"  # root's, writable by all, not sticky
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)
+    (open_dir / "runs").mkdir()
+    os.chown(open_dir / "runs", account.st_uid, account.st_gid)
+    into_open = shared_root / "my-link-into-open"
+    into_open.symlink_to(open_dir / "runs")
+    os.lchown(into_open, account.st_uid, account.st_gid)
+    transport = make_user_transport(operator)
+    await transport.connect()
+    try:
+        for command, link in (("prepare", theirs), ("lease_token", theirs), ("prepare", chain)):
+            with pytest.raises(HostScriptError) as refused:
+                await run_host_script(transport, PYTHON, command,
+                                      {"run_dir": f"{link}/run", "stamp": "s", "profile": "p"},
+                                      stdin="0" * 32)
+            said = str(refused.value)
+            assert f"{theirs}, a symbolic link uid {other.home.stat().st_uid} owns" in said
+            assert len(said.splitlines()) == 1
+        with pytest.raises(HostScriptError, match=f"inside {open_dir}, which others may write"):
+            await run_host_script(transport, PYTHON, "prepare",
+                                  {"run_dir": f"{into_open}/run", "stamp": "s", "profile": "p"})
+        assert not (target / "run").exists()  # refused before anything was made
+        prepared = await run_host_script(transport, PYTHON, "prepare",
+                                         {"run_dir": f"{mine}/run", "stamp": "s",
+                                          "profile": "p"})
+        assert prepared["run_dir"] == f"{mine}/run" and (target / "run").is_dir()
+    finally:
+        await transport.close()
+        subprocess.run(["rm", "-rf", str(target)], check=False)
+        for link in (theirs, mine, chain, into_open):  # the fixture's walk would enter them
+            link.unlink()

@@ -143,9 +143,7 @@ def test_a_failure_after_a_keep_never_leaves_the_host_without_a_server(
     with pytest.raises(TuneError, match="did not start"):
         tune(store, tmp_path, bench)
     assert bench.launches[-2:] == [("cutlass-moe", "1:undo"), ("cutlass-moe", "recover")]
-    stored = store.load_tune(1)
-    assert stored is not None
-    state = TuneState.model_validate(stored[1])
+    state = load_state(store, 1)
     assert state.status == "failed"
     assert state.stop_reason.endswith("cutlass-moe, the last profile that ran through a whole "
                                       "sweep, runs again")
@@ -206,11 +204,15 @@ def test_kill_9_mid_tune_then_resume_gives_the_same_ladder(tmp_path: Path) -> No
     assert tune_id is not None
     killed = load_state(store, tune_id)
     assert killed.status == "running" and [r.step for r in killed.ladder] == [1]
+    # the launch the kill interrupted was spent: stored before it began, so the resumed
+    # tune's budget counts it (issue 41, Low: it was lost with the A/B in flight)
+    assert killed.restarts == uninterrupted.ladder[0].restarts + 1 == 5
     resumed, same_id, _bench = tune(store, tmp_path / "b", state=killed, tune_id=tune_id)
     assert same_id == tune_id and resumed.resumed == 1 and resumed.status == "done"
     assert len(resumed.ladder) == len(uninterrupted.ladder) == 2
     assert all(a.same_as(b) for a, b in zip(resumed.ladder, uninterrupted.ladder, strict=True))
     assert resumed.kept == uninterrupted.kept
+    assert resumed.restarts == uninterrupted.restarts + 1  # the killed launch, then B, B
     # the ladder says which step's A/B was interrupted and ran again
     assert [r.resumed for r in resumed.ladder] == [False, True]
     assert not any(r.resumed for r in uninterrupted.ladder)
@@ -250,3 +252,27 @@ def test_keep_rule_needs_the_interval_above_zero() -> None:
     assert kept_by(verdict(10.0, 4.0))[0]
     assert not kept_by(verdict(3.0, 4.0))[0] and "crosses zero" in kept_by(verdict(3.0, 4.0))[1]
     assert not kept_by(verdict(-10.0, 4.0))[0]
+
+
+def test_the_budget_counts_what_the_readme_says_an_ab_costs(tmp_path: Path) -> None:
+    # README: after a kept step the next A/B "costs 2 restarts, not 3"; the budget also keeps
+    # the restart of the last good profile should that A/B not be kept, and says so.
+    readme = (ROOT / "README.md").read_text()
+    assert "so it costs 2 restarts, not 3" in readme
+    assert "a restart budget keeps one more for the revert" in readme
+    (tmp_path / "6").mkdir()
+    (tmp_path / "7").mkdir()
+    short, _id, _bench = tune(RunStore(tmp_path / "6.sqlite"), tmp_path / "6",
+                              budget_restarts=6)
+    # the baseline, then step 1's B, A, B: 4; step 2 would need 2 launches + the revert
+    assert [r.restarts for r in short.ladder] == [4] and short.restarts == 4
+    assert short.stop_reason == (
+        "budget spent: 4 of 6 restarts used, the next A/B needs 3 (2 launches of the "
+        "candidate, its A side being step 1's B side, and 1 to restart the last good profile "
+        "should it not be kept)")
+    enough, _id, bench = tune(RunStore(tmp_path / "7.sqlite"), tmp_path / "7",
+                              budget_restarts=7)
+    # kept, step 2's A/B cost its 2 launches: 6 restarts in all, one of the 7 unspent
+    assert [r.restarts for r in enough.ladder] == [4, 6] and enough.restarts == 6
+    assert [r.outcome for r in enough.ladder] == ["kept", "kept"]
+    assert len(bench.launches) == 6

@@ -17,6 +17,13 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
+from console.demo import demo_profiles
+
+
+def first_rung_restarts(data: dict[str, object]) -> int:
+    ladder = data["ladder"]
+    assert isinstance(ladder, list)
+    return int(ladder[0]["restarts"])
 
 
 @pytest.mark.slow
@@ -44,6 +51,18 @@ def test_tune_demo_json_saves_a_better_profile(tmp_path: Path, monkeypatch: pyte
     table = tomllib.loads(saved.read_text())["profiles"]["cutlass-moe-tuned"]
     assert table["flags"]["cuda-graph-max-bs-decode"] == 96
     assert "sim-state-file" not in table["flags"] and table["env"] == {"NCCL_P2P_DISABLE": "1"}
+    # the operator's profile and the kept change, said to come from the tune (issue 41, Low):
+    # not this run's port, not the tune's own start-up of 0 s, not "the flags editor"
+    first = saved.read_text().splitlines()[0]
+    assert first == (f"# Saved by plateau tune (tune {data['id']} of cutlass-moe on demo): "
+                     "cutlass-moe as configured plus the changes its A/B verdicts kept: "
+                     "--cuda-graph-max-bs-decode 96."), first
+    assert table["port"] == 30000 and table["flags"]["sim-startup-seconds"] == 4.0
+    operator = demo_profiles(30000, Path("/nonexistent"))["cutlass-moe"].flags
+    assert {k: v for k, v in table["flags"].items() if operator.get(k) != v} == {
+        "cuda-graph-max-bs-decode": 96}
+    # the budget: the baseline and one A/B (B, A, B) of 5; the next needs 3 of the 1 left
+    assert first_rung_restarts(data) == 4 and "the next A/B needs 3" in data["stop_reason"]
     # the ladder is stored: --report prints it again, table and JSON alike
     assert main(["tune", "--report", str(data["id"]), "--json", "--db", str(db)]) == 0
     again = json.loads(capsys.readouterr().out)

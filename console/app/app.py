@@ -43,6 +43,7 @@ from console.app.theming import (
 )
 from console.app.view_actions import ViewActions
 from console.config import LoadedConfig
+from console.config_models import ServerProfile
 from console.engines import engine_of_profile
 from console.gc_policy import pace_gc, resume_gc
 from console.session.protocol import Session
@@ -163,7 +164,8 @@ class PlateauApp(
             version=state.server_version,
             engine=engine_of_profile(launch).title,
             profile=profile,
-            profile_edited=profile is not None and self.profile_edited(profile),
+            profile_edited=profile is not None and (
+                self.profile_edited(profile) or runs_other_flags(launch, state.server_argv)),
             server_state=state.server_state,
             uptime_s=state.uptime_seconds(),
             sweep=progress_line(state, self.ab_plans.get(state.host)),
@@ -181,3 +183,15 @@ class PlateauApp(
 def _satisfies_the_screen_contract(app: PlateauApp) -> ConsoleApp:
     """Never called: mypy checks here that PlateauApp is what screens rely on."""
     return app
+
+
+def runs_other_flags(profile: ServerProfile | None, argv: tuple[str, ...] | None) -> bool:
+    """The running server, named after `profile`, was launched with other flags (a restart
+    into other flags kept under the old name, made here, by another console or the CLI):
+    the header then reads "(edited)", not the old name alone (issue 41.7)."""
+    if profile is None or argv is None:
+        return False
+    from console.server.records import launched_other_flags
+
+    return launched_other_flags(profile.argv(), argv)
+

@@ -67,7 +67,8 @@ class FlagsFlow(Availability):
             failed = await self._save_edited(result)
             if failed is None:
                 return
-            # The save failed (an unwritable profiles.d): the edit comes back with the reason.
+            # Not saved (an unwritable profiles.d, an existing profile kept): the edit comes
+            # back with the reason.
             profile, chosen, note = result.profile, result.name, f"not saved: {failed}"
         # Restart with these flags: one confirmation that shows what will run.
         if self._refuse("restart"):
@@ -86,8 +87,9 @@ class FlagsFlow(Availability):
             self.post_message(RestartRequested(session.host.name, result.name))
 
     async def _save_edited(self, result: FlagsEditorResult) -> str | None:
-        """Save as profile; replacing an existing one asks first. Returns why the save
-        failed, else None (saved, or the operator kept the old profile)."""
+        """Save as profile; replacing an existing one asks first. Returns why the edit was
+        not saved (the save failed, or the operator kept the old profile: the edit comes
+        back to be named otherwise), else None."""
         from console.app.screens.modals import ConfirmScreen
 
         if result.name in self.config.profiles:
@@ -96,7 +98,7 @@ class FlagsFlow(Availability):
             question = f"A profile called {result.name} exists ({where}). Replace it?"
             if not await self.push_screen_wait(ConfirmScreen(question)):
                 self.app_note("flags", f"profile {result.name} kept as it was")
-                return None
+                return f"{result.name} exists and was kept; choose another name"
         return self.save_profile(result.name, result.profile)
 
 

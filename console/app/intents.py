@@ -91,7 +91,8 @@ class HostIntents(Availability):
                              self.config.profiles[request.profile],
                              store_path=self.store_path, profiles_dir=self.profiles_dir,
                              bench_for=self.tune_bench_for,
-                             on_saved=lambda name, p: self.add_profile(name, p, persist=False))
+                             on_saved=lambda name, p: self.add_profile(name, p, persist=False),
+                             saveable=self._saveable)
         except Exception as exc:  # not connected, a replay: said, nothing started
             said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.notify(f"Tune: {said}", severity="warning", markup=False)

@@ -23,10 +23,10 @@ from console.commands.ab import _lifecycle
 from console.commands.sweep import _int_list, build_spec
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig, ServerProfile
-from console.demo import DEMO_HOST, temp_demo
+from console.demo import DEMO_HOST, DEMO_STARTUP_S, temp_demo
 from console.demo_user import demo_with_user, is_sim_profile, onto_this_run
 from console.errors import UsageError
-from console.jobs.tune import load_state, new_state, run_tune, tuned_profile
+from console.jobs.tune import load_state, new_state, run_tune, tuned_comment, tuned_profile
 from console.jobs.tune_bench import HostBench
 from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState, ladder_rows, state_json
 from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES, value_text
@@ -123,16 +123,36 @@ def _resumed(store: RunStore, args: argparse.Namespace, host: str,
     return state, tune_id
 
 
-def _save(state: TuneState, directory: Path) -> str | None:
+TUNE_DEMO_STARTUP_S = 0.0
+"""The demo's simulated start-up in a tune (every A/B restarts it): the tune's, not saved."""
+
+
+def _save(state: TuneState, directory: Path, tune_id: int | None, *, demo: bool) -> str | None:
     if not any(r.outcome == "kept" for r in state.ladder):
         return None
-    profile: ServerProfile = tuned_profile(state)
+    profile = tuned_profile(state)
+    if demo:
+        profile = _off_this_demo(profile)
     try:
-        path, _skipped = save_profile(directory, f"{state.request.profile}-tuned", profile)
+        path, _skipped = save_profile(directory, f"{state.request.profile}-tuned", profile,
+                                      tuned_comment(state, tune_id))
     except ProfileSaveError as exc:
         _say(f"plateau: the tuned profile was not saved: {exc}")
         return None
     return str(path)
+
+
+def _off_this_demo(profile: ServerProfile) -> ServerProfile:
+    """A demo tune's profile as the operator's demo has it: the port this run picked and
+    the start-up it skipped are the tune's (the demo moves a saved profile onto its own
+    port when it loads it, console.demo_user)."""
+    if not is_sim_profile(profile):
+        return profile
+    flags = dict(profile.flags)
+    if flags.get("sim-startup-seconds") == TUNE_DEMO_STARTUP_S:
+        flags["sim-startup-seconds"] = DEMO_STARTUP_S
+    return profile.model_copy(update={"flags": flags,
+                                      "port": ServerProfile.model_fields["port"].default})
 
 
 def _print_ladder(state: TuneState, tune_id: int | None) -> None:
@@ -192,7 +212,7 @@ def _config_for(args: argparse.Namespace, user: LoadedConfig
         except KeyError as exc:
             raise UsageError(str(exc.args[0])) from None
         return user.config, profiles_dir(user), None
-    config, run_dir = temp_demo(startup_seconds=0)
+    config, run_dir = temp_demo(startup_seconds=TUNE_DEMO_STARTUP_S)
     try:
         config, directory, _notes = demo_with_user(config, user)
     except BaseException:
@@ -224,7 +244,7 @@ async def _tune(args: argparse.Namespace, config: PlateauConfig, directory: Path
             bench = HostBench(life, store)
             state, tune_id = await run_tune(bench, state, store=store, tune_id=resumed,
                                             on_progress=_on_progress, stop=stop)
-        state.saved_profile = _save(state, directory)
+        state.saved_profile = _save(state, directory, tune_id, demo=args.demo)
         store.save_tune(tune_id, host.name, state.status, state_json(state, tune_id))
         _output(state, tune_id, args.json, str(store.path))
     finally:

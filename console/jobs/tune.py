@@ -52,6 +52,7 @@ from console.jobs.tune_models import (
 )
 from console.jobs.tune_objective import ObjectiveFn, value_text
 from console.jobs.tune_plan import actionable, candidates, not_actionable_note
+from console.jobs.tune_stored import load_state
 from console.store.db import RunStore
 
 RUN_FLAGS = ("sim-state-file", "sim-seed")  # one demo run's, never saved (console.demo_user)
@@ -78,6 +79,15 @@ def tuned_profile(state: TuneState) -> ServerProfile:
                    + ("; ".join(r.change for r in state.ladder if r.outcome == "kept")
                       or "no change kept"))
     return profile.model_copy(update={"flags": flags, "description": description})
+
+
+def tuned_comment(state: TuneState, tune_id: int | None) -> str:
+    """The saved tuned profile's first line: where it came from (not the flags editor)."""
+    kept = "; ".join(r.change for r in state.ladder if r.outcome == "kept") or "none"
+    which = f"tune {tune_id}" if tune_id is not None else "a tune"
+    return (f"Saved by plateau tune ({which} of {state.request.profile} on "
+            f"{state.request.host}): {state.request.profile} as configured plus the changes "
+            f"its A/B verdicts kept: {kept}.")
 
 
 def values_at(steps: Sequence[StepResult], value: ObjectiveFn) -> dict[int, float]:
@@ -177,14 +187,19 @@ class Tuner:
 
     async def restart_good(self, launch: str) -> None:
         self.say(TuneProgress("restart", f"restarting the last good profile {self.good_name()}"))
+        self.count_launch()
         try:
             await self.bench.restart(self.good_name(), self.state.good_profile(), launch)
         except CandidateFailed as exc:
             raise TuneError(f"the last good profile {self.good_name()} did not start: "
                             f"{exc}") from None
-        finally:
-            self.state.restarts += 1
         self.running = "good"
+
+    def count_launch(self) -> None:
+        """One more restart, stored before it begins: a tuner killed during an A/B has
+        spent its launches, and the resumed tune's budget counts them."""
+        self.state.restarts += 1
+        self.persist()
 
     async def full_sweep(self, label: str) -> SweepOutcome:
         """A sweep of the good profile (running) with the whole workload, for the diagnosis."""
@@ -241,22 +256,29 @@ class Tuner:
         if knee.kind == "meets-all" and note not in self.state.notes:
             self.state.notes.append(note)
 
-    def budget_left(self, planned_restarts: int) -> str | None:
+    def budget_left(self, cand: Candidate) -> str | None:
         """None, or why the next A/B does not fit the budget."""
         r = self.request
+        planned, what = self.planned_restarts(cand)
         if r.budget_restarts is not None and \
-                self.state.restarts + planned_restarts > r.budget_restarts:
+                self.state.restarts + planned > r.budget_restarts:
             return (f"budget spent: {self.state.restarts} of {r.budget_restarts} restarts used, "
-                    f"the next A/B needs {planned_restarts}")
+                    f"the next A/B needs {planned} ({what})")
         if r.budget_minutes is not None and self.minutes() >= r.budget_minutes:
             return f"budget spent: {self.minutes():.1f} of {r.budget_minutes:g} minutes used"
         return None
 
-    def planned_restarts(self, cand: Candidate) -> int:
+    def planned_restarts(self, cand: Candidate) -> tuple[int, str]:
+        """What the next A/B may cost, in restarts, and in words: its launches, and the
+        restart of the last good profile should the candidate not be kept (reserved, so a
+        tune never ends past its budget or without the last good profile running)."""
+        revert = "1 to restart the last good profile should it not be kept"
         if self.reusable_a(cand) is not None:
-            return self.request.repeats + 1  # B's launches, and the revert when not kept
+            launches = self.request.repeats
+            return launches + 1, (f"{launches} launches of the candidate, its A side being "
+                                  f"step {len(self.state.ladder)}'s B side, and {revert}")
         switches = 2 * self.request.repeats - (1 if self.running == "good" else 0)
-        return switches + 1  # and the revert when it is not kept
+        return switches + 1, f"{switches} launches of the A/B's sides, and {revert}"
 
     def reusable_a(self, cand: Candidate) -> int | None:
         """The stored run whose repeats can be this A/B's A side, or None. The previous step
@@ -349,7 +371,7 @@ class Tuner:
             self.say(TuneProgress("restart", f"step {step}: restarting into {name} "
                                              f"({where(number)})"))
             self.running = None
-            self.state.restarts += 1
+            self.count_launch()
             await self.bench.restart(name, prof, launch)
             self.running = "candidate"
 
@@ -449,7 +471,7 @@ class Tuner:
             for found in todo:
                 self._check_stop()
                 cand = found.model_copy(update={"levels": ab_levels(found, state)})
-                short = self.budget_left(self.planned_restarts(cand))
+                short = self.budget_left(cand)
                 if short:
                     if self.running != "good":
                         await self.restart_good("budget")
@@ -550,12 +572,5 @@ async def run_tune(
     return tuner.state, tuner.tune_id
 
 
-def load_state(store: RunStore, tune_id: int) -> TuneState:
-    found = store.load_tune(tune_id)
-    if found is None:
-        raise TuneError(f"no tune {tune_id} in {store.path}")
-    return TuneState.model_validate(found[1])
-
-
 __all__ = ["Change", "TuneError", "ab_levels", "apply", "kept_by", "load_state", "new_state",
-           "run_tune", "tuned_profile", "unmeasurable", "values_at"]
+           "run_tune", "tuned_comment", "tuned_profile", "unmeasurable", "values_at"]

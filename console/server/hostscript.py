@@ -21,12 +21,45 @@ import errno, json, os, socket, stat, sys, time
 class Refused(Exception):
     pass
 
+def foreign_links(path, uid):
+    # A symbolic link on the way to the run dir that another user owns can be pointed
+    # elsewhere by that user at any time (and is followed wherever fs.protected_symlinks is
+    # 0): refused, whatever it points at now. Root's and our own links are followed, and
+    # so are the links met while resolving theirs (each checked the same way).
+    parts, done, links = path.strip("/").split("/"), "/", 0
+    while parts:
+        part = parts.pop(0)
+        if part in (".", ".."):
+            done = done if part == "." else os.path.dirname(done)
+            continue
+        prefix = os.path.join(done, part)
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return  # not there yet: makedirs makes it, inside what was checked
+        if not stat.S_ISLNK(st.st_mode):
+            done = prefix
+            continue
+        links += 1
+        if st.st_uid not in (0, uid):
+            raise Refused("run_dir %s passes through %s, a symbolic link uid %d owns: that "
+                          "user could point it elsewhere; use a path without it"
+                          % (path, prefix, st.st_uid))
+        if links > 40:
+            raise Refused("run_dir %s: too many symbolic links on the way" % path)
+        target = os.readlink(prefix)
+        if target.startswith("/"):
+            done = "/"
+        parts = [p for p in target.split("/") if p] + parts
+
 def own_dir(path):
     # The run dir holds the lease, the launch record (which names the process group a stop
     # signals) and key files: it must be a real directory of ours that no other user can
-    # write, inside parents no other user can rename it out of (a sticky /tmp is fine).
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    # write, inside parents no other user can rename it out of (a sticky /tmp is fine),
+    # reached through no other user's symbolic link.
     uid = os.getuid()
+    foreign_links(path, uid)
+    os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise Refused("run_dir %s is not a directory (a symbolic link?)" % path)
@@ -35,7 +68,12 @@ def own_dir(path):
                       % (path, st.st_uid, uid))
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
-    parent = os.path.dirname(path)
+    for way in (path, os.path.realpath(path)):  # as written, and the directories it reaches
+        safe_parents(path, way, uid)
+    return path
+
+def safe_parents(path, way, uid):
+    parent = os.path.dirname(way)
     while True:
         pst = os.stat(parent)
         foreign = pst.st_uid not in (0, uid)
@@ -45,7 +83,7 @@ def own_dir(path):
                           % (path, parent, "uid %d owns" % pst.st_uid if foreign
                              else "others may write (and it is not sticky)"))
         if parent == os.path.dirname(parent):
-            return path
+            return
         parent = os.path.dirname(parent)
 
 def group_members(pgid):
@@ -426,15 +464,8 @@ def keep_lease(fd, listener, attendant, token, grace):
                                                        struct.calcsize("3i")))
         except OSError:
             peer = (0, -1, -1)
-        conn.settimeout(5)
         try:
-            line = b""
-            while not line.endswith(b"\n") and len(line) < 4096:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    break
-                line += chunk
-            message = json.loads(line.decode("utf-8", "replace"))
+            message = json.loads(read_request(conn, deadline).decode("utf-8", "replace"))
         except (OSError, ValueError):
             conn.close()
             continue
@@ -465,6 +496,29 @@ def keep_lease(fd, listener, attendant, token, grace):
         else:
             keeper_answer(conn, {"ok": False})
             conn.close()
+
+# How long the keeper reads one request (a local helper sends it at once): a client that
+# drips bytes is cut off then, and never past the grace, which the keeper (one thread) could
+# not otherwise end while it reads.
+KEEPER_READ_S = 2.0
+
+def read_request(conn, grace_deadline):
+    # One line from a client of the keeper's socket, read within KEEPER_READ_S in all (not
+    # per byte) and within the grace when it runs; OSError when that passes.
+    limit = time.time() + KEEPER_READ_S
+    if grace_deadline is not None:
+        limit = min(limit, grace_deadline)
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 4096:
+        left = limit - time.time()
+        if left <= 0:
+            raise OSError("too slow")
+        conn.settimeout(left)
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        line += chunk
+    return line
 
 def keeper_answer(conn, message):
     try:
@@ -534,6 +588,61 @@ def reclaim(fd, token):
         return None, {"state": "lost", "why": "expired", "holder": rec}
     return None, {"state": "lost", "why": "gone", "holder": rec}
 
+TOKEN_PREFIX = "lease-token-"
+
+def read_token(stream):
+    # The holder's token arrives on stdin, never in argv: /proc/PID/cmdline (`ps`) is
+    # readable by every user of the host, and the token is what attaches to the keeper.
+    token = stream.read(256).strip()
+    return token if 16 <= len(token) <= 128 and token.isalnum() else ""
+
+def cmd_lease_token(a):
+    # Hands the token to the `lease` stream (whose stdin is the transport's watchdog): a
+    # file only this user can read, in the checked run dir, named by the token's hash and
+    # removed by the stream that reads it (or, left by a dropped connection, an hour on).
+    os.chdir(own_dir(os.path.abspath(os.path.expanduser(a["run_dir"]))))
+    token = read_token(sys.stdin)
+    if not token:
+        return {"stashed": ""}
+    now = time.time()
+    for name in os.listdir("."):
+        if name.startswith(TOKEN_PREFIX):
+            try:
+                if now - os.lstat(name).st_mtime > 3600:
+                    os.unlink(name)
+            except OSError:
+                pass
+    name = TOKEN_PREFIX + token_sha(token)[:32]
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, token.encode())
+    finally:
+        os.close(fd)
+    return {"stashed": name}
+
+def stashed_token(a):
+    # The token `lease_token` left for this stream (its hash in argv names the file).
+    sha = str(a.get("token_sha") or "")
+    if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
+        return ""
+    name = TOKEN_PREFIX + sha[:32]
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        st = os.fstat(fd)
+        token = os.read(fd, 256).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    mine = stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return token if mine and token_sha(token) == sha else ""
+
 def cmd_lease(a):
     import fcntl, select
     run_dir = own_dir(os.path.abspath(os.path.expanduser(a["run_dir"])))
@@ -541,7 +650,9 @@ def cmd_lease(a):
     fd = os.open("lease", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     watch = select.poll()
     watch.register(1, select.POLLERR | select.POLLHUP)
-    token = str(a.get("token") or "")
+    token = stashed_token(a)
+    if not token:
+        raise Refused("the lease's token was not handed over (lease_token)")
     if a.get("reclaim"):
         keeper, lost = reclaim(fd, token)
         if keeper is None:
@@ -568,7 +679,10 @@ def cmd_lease(a):
 
 def cmd_lease_release(a):
     os.chdir(os.path.abspath(os.path.expanduser(a["run_dir"])))
-    conn, answer = keeper_call({"op": "release", "token": str(a.get("token") or "")})
+    token = read_token(sys.stdin)
+    if not token:
+        return {"released": False}
+    conn, answer = keeper_call({"op": "release", "token": token})
     if conn is not None:
         conn.close()
     return {"released": bool(answer and answer.get("ok"))}
@@ -637,7 +751,8 @@ cmd, arg = sys.argv[1], json.loads(sys.argv[2])
 try:
     print(json.dumps({"probe": cmd_probe, "prepare": cmd_prepare, "write": cmd_write,
                       "read": cmd_read, "remove": cmd_remove, "lease": cmd_lease,
-                      "lease_release": cmd_lease_release, "guard": cmd_guard,
+                      "lease_release": cmd_lease_release, "lease_token": cmd_lease_token,
+                      "guard": cmd_guard,
                       "forget_keys": cmd_forget_keys}[cmd](arg)))
 except Refused as exc:
     print(json.dumps({"refused": str(exc)}))
@@ -731,5 +846,6 @@ _ANSWERS: dict[str, tuple[str, ...]] = {
     "remove": ("removed",),
     "forget_keys": ("removed",),
     "lease_release": ("released",),
+    "lease_token": ("stashed",),
 }
 """The keys each helper command always answers (the lifecycle reads them without checking)."""

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import contextvars
 import getpass
+import hashlib
 import json
 import math
 import os
@@ -113,6 +114,10 @@ def _number(data: dict[str, Any], key: str) -> float:
     except (TypeError, ValueError, OverflowError):
         return 0.0
     return value if math.isfinite(value) and 0.0 <= value < 1e12 else 0.0
+
+
+def _sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _me(purpose: str) -> LeaseHolder:
@@ -220,9 +225,23 @@ class _HostLock:
 
     async def _ask(self, *, wait: bool = False, reclaim: bool = False,
                    on_wait: Callable[[LeaseHolder], None] | None = None) -> LineStream:
+        await self._hand_over_token()
         args = {"run_dir": self.host.run_dir, "wait": wait, "who": self.who,
-                "token": self.token, "grace": self.host.lease_grace_s, "reclaim": reclaim}
+                "token_sha": _sha(self.token), "grace": self.host.lease_grace_s,
+                "reclaim": reclaim}
         return await _acquire(self.lease.host, self.transport, self.host, args, on_wait)
+
+    async def _hand_over_token(self) -> None:
+        """The token goes on stdin into a file only this account can read, where the lease
+        stream (whose stdin is the transport's watchdog) finds it by its hash: never in a
+        helper's argv, which every user of the host reads in `ps`."""
+        try:
+            said = await run_host_script(self.transport, self.host.python, "lease_token",
+                                         {"run_dir": self.host.run_dir}, stdin=self.token)
+        except TransportError as exc:
+            raise _Broken(str(exc)) from None
+        if not said.get("stashed"):
+            raise PlateauError(f"{self.lease.host}: the host did not take the lease's token")
 
     async def keep(self) -> None:
         """Watch the attending helper; when it ends (an SSH drop ends it), take the lease
@@ -270,7 +289,7 @@ class _HostLock:
         with contextlib.suppress(PlateauError, OSError, TimeoutError):
             await aio.wait_for(run_host_script(
                 self.transport, self.host.python, "lease_release",
-                {"run_dir": self.host.run_dir, "token": self.token}), _RELEASE_TIMEOUT_S)
+                {"run_dir": self.host.run_dir}, stdin=self.token), _RELEASE_TIMEOUT_S)
         if self.stream is not None:
             with contextlib.suppress(PlateauError, OSError):
                 await self.stream.close()

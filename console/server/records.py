@@ -70,3 +70,28 @@ def display_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -
     """The command line an operator sees before it runs: `env A=1 prog args` (redacted)."""
     prefix = [f"{k}={v}" for k, v in redact_env(env or {}).items()]
     return shlex.join([*(["env", *prefix] if prefix else []), *redact_argv(argv)])
+
+
+_PER_LAUNCH = ("--config", "--api-key")
+"""Values a launch sets for itself: the merged key file's path (a new one each launch) and
+the key, shown redacted."""
+
+
+def _flags_of(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _PER_LAUNCH:
+            skip = True
+        elif not arg.startswith(tuple(f"{f}=" for f in _PER_LAUNCH)):
+            out.append(arg)
+    return out
+
+
+def launched_other_flags(profile_argv: Sequence[str], launched: Sequence[str]) -> bool:
+    """Whether a server launched with `launched` (its record's redacted argv) runs another
+    command line than the profile's (`ServerProfile.argv()`): restarted into other flags
+    under that name, by this console or anyone else."""
+    return _flags_of(redact_argv(list(profile_argv))) != _flags_of(launched)

@@ -198,6 +198,8 @@ async def server_status(
         detail=status.detail or no_answer
         or ("" if status.health != "unhealthy" else "health check failed"),
         pid=record.pid if record is not None else None,
+        argv=(tuple(record.argv) if record is not None and status.running
+              and record.origin == "launched" else None),
     )
     return event, (record if status.running else None)
 

@@ -72,6 +72,9 @@ class ServerUpdate:
     since: datetime | None = None
     detail: str = ""
     pid: int | None = None
+    # The command line the running server was launched with (its launch record, redacted),
+    # whoever launched it: what the header compares with the profile it is named after.
+    argv: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

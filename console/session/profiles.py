@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from console.config import LoadedConfig, default_config_path, is_secret_key
 from console.config_models import FlagValue, ServerProfile
+from console.text import sanitize
 from console.tomlfile import loads_toml, read_toml_text
 
 PROFILES_DIR = "profiles.d"
@@ -74,11 +75,15 @@ def _key(name: str) -> str:
     return json.dumps(name)
 
 
-def profile_toml(name: str, profile: ServerProfile) -> str:
-    """The `[profiles.<name>]` table (secret-looking env entries left out)."""
+EDITOR_COMMENT = "Saved from the Plateau console's flags editor."
+
+
+def profile_toml(name: str, profile: ServerProfile, comment: str = EDITOR_COMMENT) -> str:
+    """The `[profiles.<name>]` table (secret-looking env entries left out) under `comment`
+    (where it came from: one line, made so)."""
     secret = set(secret_env_names(profile))
     head = f"profiles.{_key(name)}"
-    lines = ["# Saved from the Plateau console's flags editor.", f"[{head}]"]
+    lines = [f"# {' '.join(sanitize(comment).split())}", f"[{head}]"]
     lines.append(f"launch = [{', '.join(json.dumps(a) for a in profile.launch)}]")
     lines.append(f"model_path = {_value(profile.model_path)}")
     lines.append(f"host = {_value(profile.host)}")
@@ -101,10 +106,12 @@ def profile_toml(name: str, profile: ServerProfile) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_profile(directory: Path, name: str, profile: ServerProfile) -> tuple[Path, list[str]]:
-    """Write `<directory>/<name>.toml` atomically; returns (path, env names left out)."""
+def save_profile(directory: Path, name: str, profile: ServerProfile,
+                 comment: str = EDITOR_COMMENT) -> tuple[Path, list[str]]:
+    """Write `<directory>/<name>.toml` atomically under `comment`; returns (path, env names
+    left out)."""
     check_name(name)
-    text = profile_toml(name, profile)
+    text = profile_toml(name, profile, comment)
     # Read it back before writing: what we write must load as the same profile.
     parsed = _parse(text, name, Path(f"{name}.toml"))
     skipped = secret_env_names(profile)

@@ -145,6 +145,7 @@ class HostState:
     server_state: ServerState = "unknown"
     server_version: str | None = None
     profile: str | None = None
+    server_argv: tuple[str, ...] | None = None  # the running server's launch argv (redacted)
     server_since: datetime | None = None
     server_detail: str = ""
     sweep: SweepView = field(default_factory=SweepView)
@@ -334,6 +335,7 @@ class HostState:
             self.server_version = event.version
         if event.profile is not None:
             self.profile = event.profile
+            self.server_argv = event.argv
         if event.since is not None:
             self.server_since = event.since
         elif changed_state and event.state == "ready":
@@ -350,6 +352,7 @@ class HostState:
     def _server_says_nothing_new(self, event: ServerUpdate) -> bool:
         return ((event.version is None or event.version == self.server_version)
                 and (event.profile is None or event.profile == self.profile)
+                and (event.profile is None or event.argv == self.server_argv)
                 and (event.since is None or event.since == self.server_since)
                 and event.detail == self.server_detail)
 

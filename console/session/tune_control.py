@@ -107,10 +107,11 @@ class TuneControl:
 
     async def run(self, bench: TuneBench, store: RunStore, profiles_dir: Path | None,
                   on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None,
-                  sweeps: HostSweeps | None = None) -> None:
+                  sweeps: HostSweeps | None = None,
+                  saveable: Callable[[ServerProfile], ServerProfile] = lambda p: p) -> None:
         """The job, start to end (`begin` first). Errors are kept for the view, not raised.
         `sweeps`: where the bench's sweeps are reported as the host's (the dashboard)."""
-        from console.jobs.tune import run_tune, tuned_profile
+        from console.jobs.tune import run_tune, tuned_comment, tuned_profile
 
         assert self.state is not None
         if sweeps is not None:
@@ -121,7 +122,9 @@ class TuneControl:
                                                  stop=self.stop_event)
             self.state = state
             if profiles_dir is not None and any(r.outcome == "kept" for r in state.ladder):
-                self.saved = self._save(state, tuned_profile(state), profiles_dir, on_saved)
+                profile = saveable(tuned_profile(state))  # without this demo run's port
+                self.saved = self._save(state, profile, tuned_comment(state, self.tune_id),
+                                        profiles_dir, on_saved)
                 state.saved_profile = self.saved or None
                 store.save_tune(self.tune_id, self.host, state.status,
                                 _state_json(state, self.tune_id))
@@ -134,13 +137,13 @@ class TuneControl:
             store.close()
             self.changed()
 
-    def _save(self, state: TuneState, profile: ServerProfile, directory: Path,
+    def _save(self, state: TuneState, profile: ServerProfile, comment: str, directory: Path,
               on_saved: Callable[[str, ServerProfile], object]) -> str:
         from console.session.profiles import ProfileSaveError, save_profile
 
         name = f"{state.request.profile}-tuned"
         try:
-            path, _skipped = save_profile(directory, name, profile)
+            path, _skipped = save_profile(directory, name, profile, comment)
         except ProfileSaveError as exc:
             self.error = f"the tuned profile was not saved: {exc}"
             return ""
@@ -194,6 +197,7 @@ def begin_tune(control: TuneControl, session: Session, request: TuneRequest,
                profile: ServerProfile, *, store_path: Path | None, profiles_dir: Path | None,
                bench_for: BenchFor | None = None,
                on_saved: Callable[[str, ServerProfile], object] = lambda _n, _p: None,
+               saveable: Callable[[ServerProfile], ServerProfile] = lambda p: p,
                ) -> Coroutine[Any, Any, None]:
     """Start a tune of `request` (its profile `profile`) on `session`'s host: the run store and
     the host's bench are opened now, and the job (`control.run`, its sweeps reported as the
@@ -210,7 +214,7 @@ def begin_tune(control: TuneControl, session: Session, request: TuneRequest,
         raise
     control.begin(new_state(request, profile))
     return control.run(bench, store, profiles_dir, on_saved=on_saved,
-                       sweeps=HostSweeps(session))
+                       sweeps=HostSweeps(session), saveable=saveable)
 
 
 def _state_json(state: TuneState, tune_id: int | None) -> dict[str, object]:

@@ -592,12 +592,14 @@ class RunStore:
                        (now, status, data, tune_id))
             return tune_id
 
-    def load_tune(self, tune_id: int) -> tuple[str, dict[str, Any]] | None:
-        """(status, state) of a tune, or None."""
+    def load_tune(self, tune_id: int, limit: int) -> tuple[int, str | None] | None:
+        """(length, state text) of a tune's stored state, the text only when it is at most
+        `limit` characters (its JSON is parsed by console.jobs.tune_stored), or None."""
         with self._lock:
-            row = self._db.execute("SELECT status, state FROM tunes WHERE id = ?",
-                                   (tune_id,)).fetchone()
-        return None if row is None else (row["status"], json.loads(row["state"] or "{}"))
+            row = self._db.execute(
+                "SELECT length(state) AS n, CASE WHEN length(state) <= ? THEN state END "
+                "AS state FROM tunes WHERE id = ?", (limit, tune_id)).fetchone()
+        return None if row is None else (int(row["n"] or 0), row["state"])
 
     def latest_tune(self, host: str | None = None, *, unfinished: bool = False) -> int | None:
         """The newest tune (of `host`; with `unfinished`, one not done)."""
