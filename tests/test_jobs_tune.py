@@ -7,6 +7,7 @@ the virtual clock's, and every launch is seeded by its place in the tune."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -252,6 +253,10 @@ def test_keep_rule_needs_the_interval_above_zero() -> None:
     assert kept_by(verdict(10.0, 4.0))[0]
     assert not kept_by(verdict(3.0, 4.0))[0] and "crosses zero" in kept_by(verdict(3.0, 4.0))[1]
     assert not kept_by(verdict(-10.0, 4.0))[0]
+    # A non-finite figure is no verdict: a NaN compares False both ways and read as a gain.
+    for delta, half in ((math.nan, 4.0), (10.0, math.nan), (math.inf, 4.0)):
+        kept, why = kept_by(verdict(delta, half))
+        assert not kept and why.startswith("no verdict")
 
 
 def test_the_budget_counts_what_the_readme_says_an_ab_costs(tmp_path: Path) -> None:

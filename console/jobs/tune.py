@@ -135,7 +135,8 @@ def kept_by(verdict: Verdict) -> tuple[bool, str]:
     level "worse"; else the reason in words."""
     delta, half = verdict.knee_delta_pct, verdict.knee_half_width_pct
     worse = [p.concurrency for p in verdict.points if p.word == "worse"]
-    if delta is None or half is None:
+    # A NaN compares False both ways, so `delta - half <= 0` would let it through as a gain.
+    if delta is None or half is None or not math.isfinite(delta) or not math.isfinite(half):
         return False, f"no verdict ({verdict.sentence})"
     if worse:
         return False, f"worse at {','.join(map(str, worse))} ({verdict.sentence})"
