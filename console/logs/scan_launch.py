@@ -12,6 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from console.logs.crash_finding import FATAL_IDS
 from console.logs.models import LogEvent
 from console.sglang.prefix import parse_timestamp
 from console.sglang.server_args import (
@@ -23,22 +24,6 @@ from console.sglang.server_args import (
 from console.sglang.startup import CaptureSizes, StartupLine, parse_sizing, parse_startup
 
 _SIZING_AT = "max_total_num_tokens="
-
-FATAL_IDS = frozenset(
-    {
-        "scheduler-exception",
-        "manager-exception",
-        "sigquit-child-launch",
-        "sigquit-running",
-        "warmup-failed",
-        "scheduler-died-init",
-        "not-enough-memory",
-        "cuda-graph-capture-failed",
-        "decode-oom",
-        "subprocess-crashed",
-        "watchdog-timeout",
-    }
-)
 
 
 class StartupPhase(BaseModel):
