@@ -88,8 +88,8 @@ def discover_config_path(explicit: str | os.PathLike[str] | None) -> tuple[Path 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
     """Find and load the config. An explicitly named file must exist."""
     path, _reason = discover_config_path(explicit)
-    if path is None:
-        return LoadedConfig(PlateauConfig(), None)
+    if path is None:  # the defaults, as pydantic never validates them
+        return LoadedConfig(PlateauConfig.model_construct(), None)
     return load_config_file(path)
 
 

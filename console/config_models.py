@@ -1,11 +1,13 @@
 """Pydantic models of the TOML config. Every model forbids unknown keys so typos are caught."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic evaluates every field's annotation
+# when the class is made, and a string one is compiled first (typing.ForwardRef) — a few ms
+# of the console's start-up for these classes.
 
 import ipaddress
 import re
 from collections import Counter
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -35,7 +37,21 @@ def rate_out(value: float) -> float | str:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Each class's validator is built when it first validates (a config file, a form), not
+    # when this module is imported: most never validate before the console's first frame.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def built_in(model: type[ModelT], **values: Any) -> ModelT:
+    """`model` holding values written in this code base (the demo's config), not read from a
+    file or a user: constructed, not validated. Validating is what builds pydantic's validator
+    for a class (the first one also scans every installed package for pydantic plugins):
+    ~25 ms of CPU that `plateau demo` would pay before its first frame. tests/test_demo_config.py
+    validates every value built this way."""
+    return model.model_construct(**values)
 
 
 MAX_TEXT_CHARS = 4096
@@ -135,7 +151,7 @@ class HostConfig(StrictModel):
         return _check_run_dir(value)
 
     @model_validator(mode="after")
-    def _address_unless_local(self) -> HostConfig:
+    def _address_unless_local(self) -> Self:
         if not self.local and not self.address:
             raise ValueError("`address` is required unless `local = true`")
         return self
@@ -152,7 +168,7 @@ MAX_VALUE_BYTES = 32 * 1024
 MAX_COMMAND_BYTES = 64 * 1024
 
 
-def oversize_values(profile: ServerProfile) -> list[str]:
+def oversize_values(profile: "ServerProfile") -> list[str]:
     """One message per profile value (named by its key) over the limits above."""
     items: list[tuple[str, str]] = [(f"launch[{i}]", part) for i, part in enumerate(profile.launch)]
     items.append(("model_path", profile.model_path))
@@ -267,7 +283,7 @@ class ServerProfile(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _check_sizes(self) -> ServerProfile:
+    def _check_sizes(self) -> Self:
         problems = oversize_values(self)
         if problems:
             raise ValueError("; ".join(problems))
@@ -302,7 +318,7 @@ class SloSpec(StrictModel):
     e2e_p99_ms: SloMs | None = None
 
     @model_validator(mode="after")
-    def _at_least_one(self) -> SloSpec:
+    def _at_least_one(self) -> Self:
         if self.ttft_p99_ms is None and self.itl_p99_ms is None and self.e2e_p99_ms is None:
             raise ValueError("an SLO needs at least one of ttft_p99_ms, itl_p99_ms, e2e_p99_ms")
         return self
@@ -403,7 +419,7 @@ class SweepPreset(StrictModel):
         return None if value is None else [rate_out(v) for v in value]
 
     @model_validator(mode="after")
-    def _trace_needs_file(self) -> SweepPreset:
+    def _trace_needs_file(self) -> Self:
         if self.workload == "trace" and not self.trace_file:
             raise ValueError("workload 'trace' needs trace_file")
         if self.workload == "trace" and self.request_rate is None and \
@@ -488,7 +504,7 @@ class PlateauConfig(StrictModel):
     profiles: dict[str, ServerProfile] = Field(default_factory=dict)
     sweeps: dict[str, SweepPreset] = Field(default_factory=dict)
     keymap: dict[str, str] = Field(default_factory=dict)
-    ui: UiConfig = Field(default_factory=UiConfig)
+    ui: UiConfig = Field(default_factory=UiConfig.model_construct)  # defaults: never validated
     cost: CostConfig | None = None
 
     @field_validator("profiles", "sweeps", "keymap", "groups")
@@ -503,7 +519,7 @@ class PlateauConfig(StrictModel):
         return None if value is None else _no_control_chars(value, "value")
 
     @model_validator(mode="after")
-    def _cross_references(self) -> PlateauConfig:
+    def _cross_references(self) -> Self:
         names = [host.name for host in self.hosts]
         duplicates = sorted(name for name, seen in Counter(names).items() if seen > 1)
         if duplicates:

@@ -7,7 +7,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from console.config_models import HostConfig, PlateauConfig, ServerProfile, SweepPreset
+from console.config_models import (
+    HostConfig,
+    PlateauConfig,
+    ServerProfile,
+    SweepPreset,
+    built_in,
+)
 
 DEMO_HOST = "demo"
 DEMO_MODEL = "demo/Example-MoE-NVFP4"
@@ -35,6 +41,7 @@ def demo_profiles(
     real_restarts: bool = False,
 ) -> dict[str, ServerProfile]:
     """Two profiles whose only difference is the MoE runner, so A/B has something to show.
+    Built from this code's constants (`built_in`: no validation before the first frame).
 
     Both are the reference host: 8x RTX PRO 6000 on PCIe (no NVLink), an NVFP4 MoE at TP8
     (~1.5 TB as bf16), decode CUDA graphs captured up to batch 64, and NCCL_P2P_DISABLE=1 (the
@@ -56,7 +63,8 @@ def demo_profiles(
     }
     env = {"NCCL_P2P_DISABLE": "1"}
     return {
-        "triton-moe": ServerProfile(
+        "triton-moe": built_in(
+            ServerProfile,
             description="simulated NVFP4 MoE, Triton MoE runner",
             launch=launch,
             model_path=DEMO_MODEL,
@@ -64,7 +72,8 @@ def demo_profiles(
             flags={**common, "moe-runner-backend": "triton"},
             env=env,
         ),
-        "cutlass-moe": ServerProfile(
+        "cutlass-moe": built_in(
+            ServerProfile,
             description="simulated NVFP4 MoE, CUTLASS MoE runner",
             launch=launch,
             model_path=DEMO_MODEL,
@@ -93,10 +102,12 @@ def demo_config(
             name: profile.model_copy(update={"flags": {**profile.flags, "sim-seed": seed}})
             for name, profile in profiles.items()
         }
-    return PlateauConfig(
+    return built_in(
+        PlateauConfig,
         default_host=DEMO_HOST,
         hosts=[
-            HostConfig(
+            built_in(
+                HostConfig,
                 name=DEMO_HOST,
                 local=True,
                 python=sys.executable,
@@ -109,14 +120,16 @@ def demo_config(
         sweeps={
             # The reference run: 256 in / 128 out, one wave per concurrency (it ran 128 prompts
             # at concurrency 128). Real time: about two and a half minutes.
-            "default": SweepPreset(
+            "default": built_in(
+                SweepPreset,
                 concurrency=[16, 32, 64, 128],
                 input_len=256,
                 output_len=128,
                 prompts_per_concurrency=1,
             ),
-            "quick": SweepPreset(
-                concurrency=[1, 4, 16], input_len=64, output_len=32, prompts_per_concurrency=2
+            "quick": built_in(
+                SweepPreset, concurrency=[1, 4, 16], input_len=64, output_len=32,
+                prompts_per_concurrency=2,
             ),
         },
     )

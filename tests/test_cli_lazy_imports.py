@@ -62,12 +62,20 @@ async def headless(self, **kw):
     return await run_async(self, headless=True, size=(160, 48), **kw)
 textual.app.App.run_async = headless
 seen = []
+built = []
+def models(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from models(sub)
 def first_frame(self):  # what the first frame with the layout needed; then quit
     seen.extend(sorted(sys.modules))
+    from pydantic import BaseModel
+    built.extend(sorted(f"{m.__module__}.{m.__name__}" for m in models(BaseModel)
+                        if m.__dict__.get("__pydantic_complete__")))
     self.exit()
 PlateauApp._start_pumps = first_frame
 code = main(["demo", "--seed", "1"])
-print(json.dumps({"code": code, "modules": seen}))
+print(json.dumps({"code": code, "modules": seen, "built": built}))
 """
 
 # Deferred until a screen, a key, a job or the session's work first needs them.
@@ -91,6 +99,9 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "widgets.help_panel", "console.hostsources.merge", "console.config_errors",
     # the Tune view's job
     "console.session.tune_control",
+    # pydantic's plugin scan (importlib.metadata over every installed package), which the
+    # first validator built pays for; a whole-log scan's launch models
+    "pydantic.plugin._loader", "importlib.metadata", "console.logs.scan_launch",
 )
 
 
@@ -111,4 +122,7 @@ def test_demo_first_frame_imports_only_what_it_shows(tmp_path: Path) -> None:
     assert "console.app.screens.dashboard" in modules  # the probe saw the first frame
     for deferred in NOT_BEFORE_THE_FIRST_FRAME:
         assert deferred not in modules, deferred
+    # No pydantic validator is built before the first frame: the config models defer theirs
+    # to their first validation, and the demo's own config is built_in (not validated).
+    assert result["built"] == []
     assert not list(tmp_path.glob("plateau-demo-*"))  # the guard removed the temp run dir

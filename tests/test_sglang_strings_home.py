@@ -19,6 +19,10 @@ MARKERS = (
     "/generate", "/flush_cache", "/server_info", "/get_server_info", "/model_info",
     "/health_generate", "sglang:", "Decode batch", "Prefill batch", "KV cache pool is full",
     "The server is fired up",
+    # the startup steps and launch failures a launching server's log shows
+    # (console/sglang/launch_log.py, startup.py, server_args.py)
+    "server_args=", "Load weight", "KV Cache is allocated", "Memory pool end", "Capture cuda graph",
+    "Uvicorn running on", "Scheduler hit an exception", "TokenizerManager hit an exception",
 )
 
 

@@ -121,7 +121,8 @@ class LogView(Vertical):
         yield Static(id="log-status", markup=False)
         with VerticalScroll(id="log-detail-scroll"):
             yield Static(id="log-detail", markup=False)
-        yield Input(id="log-input", placeholder="regex")
+        # The filter/search input is mounted when first opened (`/`, ctrl+f): hidden until
+        # then, it is no part of the console's first frame.
 
     def on_mount(self) -> None:
         self.lines = self.query_one(LogLines)
@@ -355,9 +356,15 @@ class LogView(Vertical):
 
     def _open_input(self, mode: str, value: str) -> None:
         self._input_mode = mode
-        field = self.query_one(Input)
-        field.placeholder = "search regex" if mode == "search" else "filter regex (empty: none)"
-        field.value = value
+        placeholder = "search regex" if mode == "search" else "filter regex (empty: none)"
+        opened = self.query(Input)
+        if opened:
+            field = opened.first()
+            field.placeholder = placeholder
+            field.value = value
+        else:
+            field = Input(value, placeholder=placeholder, id="log-input")
+            self.mount(field)  # attached at once: the focus below lands once it is mounted
         field.add_class("-shown")
         field.focus()
 

@@ -17,8 +17,8 @@ import inspect
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict, Unpack
 
 import httpx
 
@@ -104,22 +104,83 @@ async def fetch_server_info(base_url: str, headers: Sequence[tuple[str, str]] = 
     return None
 
 
+class SweepOptions(TypedDict, total=False):
+    """run_sweep's keywords, all optional (SweepRun says what each is for)."""
+
+    store: RunSink | None
+    meta: RunMeta | None
+    on_event: Callable[[SweepEvent], None] | None
+    log_tail: LogTail | None
+    cancel_event: asyncio.Event | None
+    snapshot_server_info: bool
+    headers: Sequence[tuple[str, str]] | None
+    run_id: int | None
+    repeat_base: int
+    finish: bool
+    recorder: StepObserver | None
+
+
+def _no_event(_event: SweepEvent) -> None:
+    return None
+
+
+@dataclass
+class SweepRun:
+    """One sweep pass: what its phases (plan, warm, steps, store) share."""
+
+    spec: SweepPreset
+    base_url: str
+    engine: Engine
+    store: RunSink | None = None
+    meta: RunMeta = field(default_factory=RunMeta)
+    emit: Callable[[SweepEvent], None] = _no_event
+    log_tail: LogTail | None = None
+    """The server's last log lines, kept with a failed step."""
+    cancel_event: asyncio.Event | None = None
+    run_id: int | None = None
+    """The run the steps are stored in (None: a new one, when there is a store)."""
+    repeat_base: int = 0
+    """The repeat this pass is (an interleaved A/B's side runs one pass per repeat)."""
+    finish: bool = True
+    """Close the run when this pass ends well (an A/B side's last pass only)."""
+    recorder: StepObserver | None = None
+
+    def stored_run(self) -> tuple[RunSink, int] | None:
+        if self.store is None or self.run_id is None:
+            return None
+        return self.store, self.run_id
+
+
+SweepStatus = Literal["finished", "failed", "cancelled"]
+
+
+@dataclass
+class SweepPlan:
+    """The pass's steps in order: (level, repeat), indexed from `index_base`."""
+
+    levels: list[Level]
+    steps: list[tuple[Level, int]]
+    index_base: int
+    gpus: int | None
+
+    @property
+    def total(self) -> int:
+        return self.index_base + len(self.steps)
+
+
+@dataclass
+class _Outcome:
+    """Where the step loop got to."""
+
+    results: list[StepResult] = field(default_factory=list)
+    status: SweepStatus = "finished"
+    reason: str | None = None
+    warmed: Warmup | None = None
+    """The warm-up load, until the first measured step carries it."""
+
+
 async def run_sweep(
-    spec: SweepPreset,
-    base_url: str,
-    *,
-    engine: Engine,
-    store: RunSink | None = None,
-    meta: RunMeta | None = None,
-    on_event: Callable[[SweepEvent], None] | None = None,
-    log_tail: LogTail | None = None,
-    cancel_event: asyncio.Event | None = None,
-    snapshot_server_info: bool = True,
-    headers: Sequence[tuple[str, str]] | None = None,
-    run_id: int | None = None,
-    repeat_base: int = 0,
-    finish: bool = True,
-    recorder: StepObserver | None = None,
+    spec: SweepPreset, base_url: str, *, engine: Engine, **options: Unpack[SweepOptions]
 ) -> SweepFinished:
     """Run every (concurrency, repeat) step of `spec` against `base_url`, in order.
 
@@ -130,134 +191,200 @@ async def run_sweep(
 
     `recorder` (a console.diagnose EvidenceRecorder) collects each step's diagnosis
     evidence; its failures never fail the sweep."""
-    emit = on_event or (lambda _event: None)
-    meta = meta or RunMeta()
+    run = SweepRun(
+        spec, base_url, engine, store=options.get("store"),
+        meta=options.get("meta") or RunMeta(), emit=options.get("on_event") or _no_event,
+        log_tail=options.get("log_tail"), cancel_event=options.get("cancel_event"),
+        run_id=options.get("run_id"), repeat_base=options.get("repeat_base", 0),
+        finish=options.get("finish", True), recorder=options.get("recorder"),
+    )
+    await _describe_run(run, options.get("snapshot_server_info", True), options.get("headers"))
+    plan = await _start(run)
+    outcome = _Outcome()
+    try:
+        await engine.prepare(base_url, spec)
+        outcome.warmed = await _warm_up(engine, base_url, spec, plan.levels, plan.index_base,
+                                        run.emit)
+        await _run_steps(run, plan, outcome)
+    except asyncio.CancelledError:
+        engine.cancel()
+        _close(run, "cancelled", outcome.results)
+        raise
+    except Exception:
+        # e.g. the engine could not prepare (connection lost), or the disk filled: the run ends
+        # here, and must not stay 'running' in history with every finished step readable.
+        _close(run, "failed", outcome.results)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            await engine.close()
+        if run.recorder is not None:
+            await _quietly(run.recorder.close())
+    stored = run.stored_run()
+    if stored is not None and (run.finish or outcome.status != "finished"):
+        stored[0].finish_run(stored[1], outcome.status)
+    finished = SweepFinished(run.run_id, outcome.status, tuple(outcome.results), outcome.reason)
+    run.emit(finished)
+    return finished
+
+
+# -- plan ---------------------------------------------------------------------------------------
+
+
+async def _describe_run(run: SweepRun, snapshot_server_info: bool,
+                        headers: Sequence[tuple[str, str]] | None) -> None:
+    """The run's meta: the server's own description (GET /server_info), the spec, the
+    engine."""
+    meta = run.meta
     if snapshot_server_info and meta.server_info is None:
         if headers is None:  # the engine's own (e.g. Authorization for --api-key servers)
-            headers = tuple(getattr(engine, "headers", ()) or ())
-        info = await fetch_server_info(base_url, headers)
+            headers = tuple(getattr(run.engine, "headers", ()) or ())
+        info = await fetch_server_info(run.base_url, headers)
         if info is not None:
             meta = meta.model_copy(
                 update={"server_info": info, "server_version": str(info.get("version", ""))}
             )
     if not meta.spec:
-        meta = meta.model_copy(update={"spec": spec.model_dump(mode="json")})
-    meta = meta.model_copy(
-        update={"engine": engine.name, "server_url": meta.server_url or base_url}
+        meta = meta.model_copy(update={"spec": run.spec.model_dump(mode="json")})
+    run.meta = meta.model_copy(
+        update={"engine": run.engine.name, "server_url": meta.server_url or run.base_url}
     )
-    if run_id is None and store is not None:
-        run_id = store.create_run(meta)
-    if recorder is not None:
-        await _quietly(recorder.start(run_id, meta.server_info))
+
+
+async def _start(run: SweepRun) -> SweepPlan:
+    """The run in the store (a new one unless appending), the recorder started, the steps
+    planned and announced."""
+    if run.run_id is None and run.store is not None:
+        run.run_id = run.store.create_run(run.meta)
+    if run.recorder is not None:
+        await _quietly(run.recorder.start(run.run_id, run.meta.server_info))
+    spec = run.spec
     levels = sweep_levels(spec)
-    gpus = serving_gpus(meta.server_info, meta.flags).count  # per-GPU figures divide by it
-    plan = [(lv, repeat_base + r) for lv in levels for r in range(spec.repeats)]
-    index_base = repeat_base * len(levels)
-    emit(SweepStarted(run_id, tuple(level.concurrency for level in levels), spec.repeats,
-                      len(plan)))
-    results: list[StepResult] = []
-    status = "finished"
-    reason: str | None = None
+    plan = SweepPlan(
+        levels=levels,
+        steps=[(lv, run.repeat_base + r) for lv in levels for r in range(spec.repeats)],
+        index_base=run.repeat_base * len(levels),
+        # per-GPU figures divide by it
+        gpus=serving_gpus(run.meta.server_info, run.meta.flags).count,
+    )
+    run.emit(SweepStarted(run.run_id, tuple(level.concurrency for level in levels),
+                          spec.repeats, len(plan.steps)))
+    return plan
+
+
+# -- steps --------------------------------------------------------------------------------------
+
+
+async def _run_steps(run: SweepRun, plan: SweepPlan, outcome: _Outcome) -> None:
+    """Each planned step in order, until the plan ends, a cancel, a server gone or (with
+    stop_on_failure) a failed step."""
+    for index, (level, repeat) in enumerate(plan.steps, start=plan.index_base):
+        if run.cancel_event is not None and run.cancel_event.is_set():
+            outcome.status = "cancelled"
+            return
+        run.emit(StepStarted(index, level.concurrency, repeat, plan.total, rate=level.rate))
+        if run.recorder is not None:
+            await _quietly(run.recorder.step_started(index))
+        result = await _step(run, plan, outcome, index, level, repeat)
+        if result is None:  # cancelled through cancel_event
+            outcome.status = "cancelled"
+            return
+        gone = await server_gone(run.base_url) if result.error else None
+        await _keep(run, result, outcome.results)
+        if gone is not None:
+            # Every later step would fail the same way (and send its whole load into a dead
+            # port): stop here and say it once.
+            outcome.status = "failed"
+            outcome.reason = f"the server at {run.base_url} is gone ({gone}); sweep stopped"
+            return
+        if result.error and run.spec.stop_on_failure:
+            outcome.status = "failed"  # stopped early; otherwise failed steps are just recorded
+            return
+
+
+async def _step(run: SweepRun, plan: SweepPlan, outcome: _Outcome, index: int, level: Level,
+                repeat: int) -> StepResult | None:
+    """One measured step as its result (failed: with its error and the log's last lines);
+    None when cancel_event cut it off."""
+    started = time.time()
+    error: str | None = None
+    metrics: StepMetrics | None = None
+    raw = None
+    step_task = asyncio.ensure_future(run.engine.run_step(
+        run.base_url, level.spec, index, level.concurrency, lambda e: run.emit(e)))
     try:
-        await engine.prepare(base_url, spec)
-        warmed = await _warm_up(engine, base_url, spec, levels, index_base, emit)
-        for index, (level, repeat) in enumerate(plan):
-            concurrency, step_spec = level.concurrency, level.spec
-            if cancel_event is not None and cancel_event.is_set():
-                status = "cancelled"
-                break
-            index += index_base
-            emit(StepStarted(index, concurrency, repeat, index_base + len(plan),
-                             rate=level.rate))
-            if recorder is not None:
-                await _quietly(recorder.step_started(index))
-            started = time.time()
-            error: str | None = None
-            metrics = None
-            raw = None
-            step_task = asyncio.ensure_future(
-                engine.run_step(base_url, step_spec, index, concurrency, lambda e: emit(e))
-            )
-            try:
-                outcome = await _with_cancel(step_task, engine, cancel_event)
-            except StepError as exc:
-                error = str(exc)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            else:
-                if outcome is None:  # cancelled through cancel_event
-                    status = "cancelled"
-                    break
-                metrics, raw = outcome.metrics, outcome.raw
-                if recorder is not None:
-                    metrics = await _with_log_signs(recorder, metrics)
-                if warmed is not None:  # the first step says what ran before it
-                    metrics, warmed = metrics.model_copy(update={"warmup_load": warmed}), None
-                error = failure_reason(metrics)
-            result = StepResult(
-                index=index,
-                concurrency=concurrency,
-                repeat=repeat,
-                status="failed" if error else "ok",
-                metrics=metrics,
-                error=sanitize(error) if error else None,
-                log_tail=await _tail(log_tail) if error else [],
-                started_at=started,
-                finished_at=time.time(),
-                raw=raw,
-                request_rate=level.rate,
-                gpus=gpus,
-            )
-            if recorder is not None and metrics is not None:
-                result = _with_energy(recorder, result)
-            gone = await server_gone(base_url) if error else None
-            if store is not None and run_id is not None:
-                try:
-                    store.add_step(run_id, result)
-                except StoreError as exc:
-                    raise StoreError(
-                        f"{exc}; stopped at step {index + 1}, the {len(results)} step(s) "
-                        f"before it are stored as run {run_id}"
-                    ) from None
-            if recorder is not None:
-                await _quietly(recorder.step_finished(result))
-            results.append(result)
-            emit(StepFailed(result) if error else StepFinished(result))
-            if gone is not None:
-                # Every later step would fail the same way (and send its whole load into
-                # a dead port): stop here and say it once.
-                status = "failed"
-                reason = f"the server at {base_url} is gone ({gone}); sweep stopped"
-                break
-            if error and spec.stop_on_failure:
-                status = "failed"  # stopped early; otherwise failed steps are just recorded
-                break
+        measured = await _with_cancel(step_task, run.engine, run.cancel_event)
+    except StepError as exc:
+        error = str(exc)
     except asyncio.CancelledError:
-        engine.cancel()
-        if store is not None and run_id is not None:
-            store.finish_run(run_id, "cancelled")
-        emit(SweepFinished(run_id, "cancelled", tuple(results)))
         raise
-    except Exception:
-        # e.g. the engine could not prepare (connection lost), or the disk filled: the run ends
-        # here, and must not stay 'running' in history with every finished step readable.
-        if store is not None and run_id is not None:
-            with contextlib.suppress(StoreError):  # the disk may still be full
-                store.finish_run(run_id, "failed")
-        emit(SweepFinished(run_id, "failed", tuple(results)))
-        raise
-    finally:
-        with contextlib.suppress(Exception):
-            await engine.close()
-        if recorder is not None:
-            await _quietly(recorder.close())
-    if store is not None and run_id is not None and (finish or status != "finished"):
-        store.finish_run(run_id, status)  # type: ignore[arg-type]
-    finished = SweepFinished(run_id, status, tuple(results), reason)  # type: ignore[arg-type]
-    emit(finished)
-    return finished
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    else:
+        if measured is None:
+            return None
+        metrics, raw = await _measured(run, outcome, measured.metrics), measured.raw
+        error = failure_reason(metrics)
+    result = StepResult(
+        index=index,
+        concurrency=level.concurrency,
+        repeat=repeat,
+        status="failed" if error else "ok",
+        metrics=metrics,
+        error=sanitize(error) if error else None,
+        log_tail=await _tail(run.log_tail) if error else [],
+        started_at=started,
+        finished_at=time.time(),
+        raw=raw,
+        request_rate=level.rate,
+        gpus=plan.gpus,
+    )
+    if run.recorder is not None and metrics is not None:
+        result = _with_energy(run.recorder, result)
+    return result
+
+
+async def _measured(run: SweepRun, outcome: _Outcome, metrics: StepMetrics) -> StepMetrics:
+    """A step's metrics with the log's warm-up signs, and the warm-up load on the first."""
+    if run.recorder is not None:
+        metrics = await _with_log_signs(run.recorder, metrics)
+    if outcome.warmed is not None:  # the first step says what ran before it
+        metrics, outcome.warmed = metrics.model_copy(update={"warmup_load": outcome.warmed}), None
+    return metrics
+
+
+# -- store --------------------------------------------------------------------------------------
+
+
+async def _keep(run: SweepRun, result: StepResult, results: list[StepResult]) -> None:
+    """The finished step stored, shown to the recorder, kept and announced."""
+    stored = run.stored_run()
+    if stored is not None:
+        store, run_id = stored
+        try:
+            store.add_step(run_id, result)
+        except StoreError as exc:
+            raise StoreError(
+                f"{exc}; stopped at step {result.index + 1}, the {len(results)} step(s) "
+                f"before it are stored as run {run_id}"
+            ) from None
+    if run.recorder is not None:
+        await _quietly(run.recorder.step_finished(result))
+    results.append(result)
+    run.emit(StepFailed(result) if result.error else StepFinished(result))
+
+
+def _close(run: SweepRun, status: Literal["cancelled", "failed"],
+           results: list[StepResult]) -> None:
+    """A run the sweep could not finish (cancelled, or failed by an error it raises on)."""
+    stored = run.stored_run()
+    if stored is not None:
+        # A failure may be the disk filling: then closing fails too, and the failure is what
+        # is raised.
+        quiet = contextlib.suppress(StoreError) if status == "failed" else contextlib.nullcontext()
+        with quiet:
+            stored[0].finish_run(stored[1], status)
+    run.emit(SweepFinished(run.run_id, status, tuple(results)))
 
 
 async def _with_log_signs(recorder: StepObserver, metrics: StepMetrics) -> StepMetrics:

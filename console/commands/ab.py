@@ -27,10 +27,10 @@ from console.bench.report import verdict_report
 from console.bench.slo import slo_knee
 from console.commands import argtypes
 from console.commands.sweep import (
-    _int_list,
-    _progress,
     add_workload_args,
     check_trace,
+    int_list,
+    print_progress,
     workload_updates,
 )
 from console.config_models import HostConfig, PlateauConfig, SweepPreset, WarmupLoad
@@ -44,7 +44,7 @@ from console.jobs.upgrade import UnknownInstall, profile_at
 from console.server.guard import owner_guard
 from console.server.lifecycle import ServerLifecycle
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 
 DEMO_A, DEMO_B = "triton-moe", "cutlass-moe"
 
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "profile P on its install V (an upgrade A/B: --a P@0.5.18 --b P@0.5.23)")
     p.add_argument("--b", dest="profile_b", help=f"profile B (demo default: {DEMO_B})")
     p.add_argument("--preset", help="sweep preset [sweeps.NAME] (demo default: quick)")
-    p.add_argument("--concurrency", type=_int_list, help="override the preset's levels, e.g. 4,16")
+    p.add_argument("--concurrency", type=int_list, help="override the preset's levels, e.g. 4,16")
     p.add_argument("--repeats", type=int, default=3, help="sweeps per side (default 3)")
     p.add_argument("--interleave", action="store_true",
                    help="run A B A B ... (a restart per pass) to cancel drift")
@@ -122,7 +122,7 @@ def _with_workload(spec: SweepPreset, args: argparse.Namespace) -> SweepPreset:
 
 
 @contextlib.asynccontextmanager
-async def _lifecycle(host: HostConfig, stop_after: bool) -> AsyncIterator[ServerLifecycle]:
+async def host_lifecycle(host: HostConfig, stop_after: bool) -> AsyncIterator[ServerLifecycle]:
     transport = transport_for(host)
     await transport.connect()
     try:
@@ -187,7 +187,7 @@ def upgrade_lines(result: ABResult) -> list[str]:
 
 
 def _json(result: ABResult, request: ABRequest, db: str) -> str:
-    return json.dumps(_finite({
+    return json.dumps(finite_or_null({
         "verdict": result.verdict.model_dump(mode="json"),
         "flags_differing": [{"flag": f, "a": va, "b": vb} for f, va, vb in result.flags],
         "a": request.a, "b": request.b, "preset": request.preset,
@@ -246,8 +246,8 @@ async def _handle(args: argparse.Namespace) -> int:
         _say(f"A/B {request.a} vs {request.b} on {host.name}: preset {request.preset}, "
              f"concurrency {spec.concurrency}, {request.repeats} repeat(s), {order}")
         _say(f"estimate {guess.text()}")
-        progress = None if args.json else _progress
-        async with _lifecycle(host, stop_after=args.demo) as life:
+        progress = None if args.json else print_progress
+        async with host_lifecycle(host, stop_after=args.demo) as life:
             sweep = profile_sweep(life, spec, store=store, on_sweep_event=progress,
                                   label_for=lambda name: f"A/B {name} ({request.preset})")
             result = await run_ab(

@@ -16,7 +16,7 @@ from console.commands import argtypes
 from console.diagnose.models import RunEvidence
 from console.errors import UsageError
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 from console.store.models import RunRecord
 
 
@@ -58,7 +58,7 @@ def _handle(args: argparse.Namespace) -> int:
     flags = differing_settings(a.summary.meta.flags, b.summary.meta.flags, env_a, env_b)
     comparison = compare_runs(a.steps, b.steps, label_a=label_a, label_b=label_b)
     if args.json:
-        print(json.dumps(_finite({
+        print(json.dumps(finite_or_null({
             "verdict": verdict.model_dump(mode="json"),
             "flags_differing": [{"flag": f, "a": va, "b": vb} for f, va, vb in flags
                                 if not f.startswith(ENV_ROW)],

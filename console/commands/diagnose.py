@@ -21,7 +21,7 @@ from console.diagnose.models import RunEvidence
 from console.diagnose.run_crash import run_crash
 from console.errors import UsageError
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 from console.text import sanitize
 
 
@@ -62,7 +62,7 @@ def _handle_log(args: argparse.Namespace) -> int:
     client = read_client_files(args.bench)
     result = diagnose_log(open_log(args.log), client, path=args.log)
     if args.json:
-        print(json.dumps(_finite(log_diagnosis_json(result)), allow_nan=False))
+        print(json.dumps(finite_or_null(log_diagnosis_json(result)), allow_nan=False))
         return 0
     # Log text (file names, server_args values) is the host's: never terminal escapes.
     sys.stdout.write(sanitize_lines("\n".join(log_diagnosis_lines(result)) + "\n"))
@@ -113,7 +113,7 @@ def _handle(args: argparse.Namespace) -> int:
                    "evidence_stored": stored,
                    "diagnosis": diagnosis_json(diagnosis),
                    "objective": {"name": args.objective, "lines": objective}}
-        print(json.dumps(_finite(payload), allow_nan=False))
+        print(json.dumps(finite_or_null(payload), allow_nan=False))
         return 0
     if crash is not None:  # the first finding: the server died during the run
         print(f"crash: {sanitize(crash.sentence())}")

@@ -13,7 +13,7 @@ from console.bench.report import number_cell, steps_table, table
 from console.commands import argtypes
 from console.errors import UsageError
 from console.store.db import RunStore
-from console.store.export import EXPORTERS, _finite
+from console.store.export import EXPORTERS, finite_or_null
 from console.store.models import RunSummary
 
 
@@ -45,7 +45,7 @@ def _handle(args: argparse.Namespace) -> int:
                 raise UsageError(f"no run {run_id} in {store.path}") from None
             if args.show is not None:
                 if args.json:
-                    print(json.dumps(_finite(run.model_dump(mode="json"))))
+                    print(json.dumps(finite_or_null(run.model_dump(mode="json"))))
                 else:
                     print(steps_table(run.steps, width=terminal_width()))
                 return 0
@@ -63,7 +63,7 @@ def _handle(args: argparse.Namespace) -> int:
             return 0
         runs = store.list_runs(args.limit)
         if args.json:
-            print(json.dumps(_finite([r.model_dump(mode="json") for r in runs])))
+            print(json.dumps(finite_or_null([r.model_dump(mode="json") for r in runs])))
         elif not runs:
             print(f"no runs yet in {store.path}")
         else:

@@ -14,6 +14,7 @@ from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
 from console.logs.scan_launch import Launch
 from console.sglang.batch import DECODE_BATCH
+from console.sglang.startup import KV_ALLOCATED
 from console.text import sanitize_lines
 
 
@@ -247,7 +248,7 @@ def _launch_facts(launch: Launch, capture_failed: int | None = None) -> list[str
     if (launch.kv_allocated_tokens is not None
             and launch.kv_allocated_tokens != launch.max_total_num_tokens):
         out.append(f"  KV cache allocated     {launch.kv_allocated_tokens} tokens "
-                   "(KV Cache is allocated)")
+                   f"({KV_ALLOCATED})")
     return out
 
 

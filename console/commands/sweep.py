@@ -30,10 +30,10 @@ from console.jobs.target import Target, demo_target, host_target, url_target
 from console.server.lease import LeaseHolder
 from console.sglang import endpoints
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 
 
-def _int_list(text: str) -> list[int]:
+def int_list(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError:
@@ -129,7 +129,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="sweep preset from the config [sweeps.NAME]")
     p.add_argument("--wait", action="store_true",
                    help="queue behind a restart/sweep holding the host instead of refusing")
-    p.add_argument("--concurrency", type=_int_list, help="e.g. 1,2,4,8")
+    p.add_argument("--concurrency", type=int_list, help="e.g. 1,2,4,8")
     p.add_argument("--input-len", type=argtypes.positive_int)
     p.add_argument("--output-len", type=argtypes.positive_int)
     p.add_argument("--num-prompts", type=argtypes.positive_int,
@@ -245,7 +245,7 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} ms"
 
 
-def _progress(event: SweepEvent) -> None:
+def print_progress(event: SweepEvent) -> None:
     if isinstance(event, StepStarted):
         level = f"concurrency {event.concurrency}" if event.rate is None else (
             f"request rate {format_rate(event.rate)}"
@@ -329,7 +329,7 @@ async def _handle(args: argparse.Namespace) -> int:
                 spec,
                 store=store,
                 label=args.label or run_label(target, preset),
-                on_event=None if args.json else _progress,
+                on_event=None if args.json else print_progress,
                 options=engine_options(args),
                 wait=args.wait,
                 on_wait=_say_waiting,
@@ -343,7 +343,7 @@ async def _handle(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                _finite(
+                finite_or_null(
                     {
                         "run_id": outcome.run_id,
                         "status": outcome.status,

@@ -19,8 +19,8 @@ from typing import Any
 
 from console.bench.slo import slo_text
 from console.commands import argtypes
-from console.commands.ab import _lifecycle
-from console.commands.sweep import _int_list, build_spec
+from console.commands.ab import host_lifecycle
+from console.commands.sweep import build_spec, int_list
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig, ServerProfile
 from console.demo import DEMO_HOST, DEMO_STARTUP_S, temp_demo
@@ -32,7 +32,7 @@ from console.jobs.tune_models import TuneProgress, TuneRequest, TuneState, ladde
 from console.jobs.tune_objective import DEFAULT_OBJECTIVE, OBJECTIVES, value_text
 from console.session.profiles import ProfileSaveError, profiles_dir, save_profile
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 
 DEMO_PROFILE = "cutlass-moe"  # the reference profile: plateau at ~806 total tok/s at 128
 
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--profile", type=argtypes.plain_text,
                    help=f"the starting profile (default: the host's; demo: {DEMO_PROFILE})")
     p.add_argument("--preset", type=argtypes.plain_text, help="sweep preset (default: default)")
-    p.add_argument("--concurrency", type=_int_list, help="override the preset's levels")
+    p.add_argument("--concurrency", type=int_list, help="override the preset's levels")
     p.add_argument("--input-len", type=argtypes.positive_int)
     p.add_argument("--output-len", type=argtypes.positive_int)
     p.add_argument("--num-prompts", type=argtypes.positive_int, help="requests per step")
@@ -182,7 +182,7 @@ def _print_ladder(state: TuneState, tune_id: int | None) -> None:
 def _output(state: TuneState, tune_id: int | None, as_json: bool, db: str) -> None:
     if as_json:
         data: dict[str, Any] = {**state_json(state, tune_id), "db": db}
-        print(json.dumps(_finite(data), allow_nan=False))
+        print(json.dumps(finite_or_null(data), allow_nan=False))
     else:
         _print_ladder(state, tune_id)
 
@@ -240,7 +240,7 @@ async def _tune(args: argparse.Namespace, config: PlateauConfig, directory: Path
                  + (f" under {slo_text(slo)}" if slo is not None else "") + ", "
                  f"{request.repeats} interleaved repeats per side")
         stop = asyncio.Event()
-        async with _lifecycle(host, stop_after=args.demo) as life, _ctrl_c(stop):
+        async with host_lifecycle(host, stop_after=args.demo) as life, _ctrl_c(stop):
             bench = HostBench(life, store)
             state, tune_id = await run_tune(bench, state, store=store, tune_id=resumed,
                                             on_progress=_on_progress, stop=stop)

@@ -33,6 +33,7 @@ from console.sglang.dp import NodeBatches, NodeSample
 from console.sglang.metrics_names import normalise_text
 from console.sglang.prefix import dp_rank, parse_prefix
 from console.sglang.server_args import (
+    SERVER_ARGS,
     decode_graph_ceiling,
     decode_graph_disabled,
     parse_server_args,
@@ -252,7 +253,7 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     requested_running: int | None = None
     for line in lines:
         message = message_of(line)
-        if message.startswith("server_args="):
+        if message.startswith(SERVER_ARGS):
             args = parse_server_args(message)
             if args is not None:
                 facts.update(_from_server_args(args))

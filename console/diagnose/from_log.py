@@ -60,11 +60,12 @@ from console.sglang.prefix import (
     parse_prefix,
     timestamp_seconds,
 )
+from console.sglang.server_args import SERVER_ARGS
 from console.sglang.warning_lines import WARNING_IDS
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
 # server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
-STARTUP_NEEDLES = ("server_args=", "Using default MoE", "apture", "max_total_num_tokens=",
+STARTUP_NEEDLES = (SERVER_ARGS, "Using default MoE", "apture", "max_total_num_tokens=",
                    "Max running requests is reset", " was reduced from ")
 NOTABLE = re.compile("|".join(re.escape(n) for n in (
     *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS, *CRASH_NEEDLES)))

@@ -1,7 +1,9 @@
 """Typed GPU telemetry: what the agent's JSON lines become. `None` means N/A (unsupported,
 not reported, or garbled); it is a value, never an exception."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic evaluates every field's annotation
+# when the class is made, and a string one is compiled first (typing.ForwardRef) — a few ms
+# of the console's start-up for these classes.
 
 import math
 from typing import Annotated, Any, Literal

@@ -40,6 +40,7 @@ from console.sglang.batch import BATCH_PREFIXES
 from console.sglang.crash import CHAIN as _CHAIN
 from console.sglang.crash import TRACEBACK
 from console.sglang.prefix import damaged_groups, damaged_match, unglue_progress
+from console.sglang.server_args import SERVER_ARGS
 from console.text import redact_secrets
 
 # Unprefixed lines that are never part of a preceding block.
@@ -307,7 +308,7 @@ class EventAssembler:
             if access is not None:
                 severity = access_severity(int(access.group(4)), access.group(2), access.group(3))
                 return severity, None, _MODE_NONE, "access"
-        if message.startswith("server_args="):
+        if message.startswith(SERVER_ARGS):
             # The resolved-arguments dump (reference §2.4 item 2): flag names such as
             # `disable_fallback` or `retract_*` are not warnings. A launch milestone, not noise.
             return Severity.INFO, None, _MODE_NONE, kind

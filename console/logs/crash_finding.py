@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from console.logs.models import LogEvent, Severity
-from console.logs.scan_launch import FATAL_IDS
 from console.sglang.crash import (
     SERVER_FRAMES,
     TRACEBACK,
@@ -27,6 +26,25 @@ from console.sglang.crash import (
     looks_like_exception,
 )
 from console.sglang.startup import parse_startup
+
+FATAL_IDS = frozenset(
+    {
+        "scheduler-exception",
+        "manager-exception",
+        "sigquit-child-launch",
+        "sigquit-running",
+        "warmup-failed",
+        "scheduler-died-init",
+        "not-enough-memory",
+        "cuda-graph-capture-failed",
+        "decode-oom",
+        "subprocess-crashed",
+        "watchdog-timeout",
+    }
+)
+"""Catalogue entries that end a launch (a whole-log scan's launch outcome: scan_launch.py).
+Here, not beside the scan's pydantic models: the console's session watches for crashes from
+its start, and the scan's models are no part of its first frame."""
 
 CrashKind = Literal["oom", "nccl", "capture", "fatal", "exception"]
 _RANK: dict[str, int] = {"oom": 5, "nccl": 4, "capture": 3, "fatal": 2, "exception": 1}

@@ -12,7 +12,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from console.logs.crash_finding import FATAL_IDS
 from console.logs.models import LogEvent
+from console.sglang.launch_log import HTTP_UP
 from console.sglang.prefix import parse_timestamp
 from console.sglang.server_args import (
     decode_graph_ceiling,
@@ -23,22 +25,6 @@ from console.sglang.server_args import (
 from console.sglang.startup import CaptureSizes, StartupLine, parse_sizing, parse_startup
 
 _SIZING_AT = "max_total_num_tokens="
-
-FATAL_IDS = frozenset(
-    {
-        "scheduler-exception",
-        "manager-exception",
-        "sigquit-child-launch",
-        "sigquit-running",
-        "warmup-failed",
-        "scheduler-died-init",
-        "not-enough-memory",
-        "cuda-graph-capture-failed",
-        "decode-oom",
-        "subprocess-crashed",
-        "watchdog-timeout",
-    }
-)
 
 
 class StartupPhase(BaseModel):
@@ -188,7 +174,7 @@ class LaunchState:
     def milestone(self, event: LogEvent) -> None:
         """Readiness, fatal errors and shutdown (catalogue ids), and the HTTP server."""
         launch = self.launch
-        if event.message.startswith("Uvicorn running on"):
+        if event.message.startswith(HTTP_UP):
             self.mark("http_up", event)
         elif event.catalogue_id == "server-ready" and launch.outcome == "unknown":
             launch.outcome = "ready"

@@ -11,6 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+# SGLang's startup steps, read from its log by console/sglang/launch_log.py; the lifecycle's
+# events carry them (re-exported: the server's event vocabulary).
+from console.sglang.launch_log import StartupStep as StartupStep
+
 
 class Phase(StrEnum):
     VALIDATE = "validate"
@@ -20,19 +24,6 @@ class Phase(StrEnum):
     STARTUP = "startup"
     READY = "ready"
     DONE = "done"
-
-
-class StartupStep(StrEnum):
-    """What the server's log says it is doing (docs/sglang.md §2.4), in order."""
-
-    LAUNCHED = "launched"
-    ARGS = "server args"
-    LOAD_WEIGHTS = "load weights"
-    KV_CACHE = "KV cache"
-    CUDA_GRAPHS = "CUDA graphs"
-    HTTP = "HTTP server"
-    WARMUP = "warmup"
-    READY = "ready"
 
 
 @dataclass(frozen=True)

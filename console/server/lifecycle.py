@@ -49,11 +49,11 @@ from console.server.events import (
 from console.server.hostscript import run_host_script
 from console.server.lease import host_lease
 from console.server.records import LaunchRecord, display_command, redact_argv
-from console.server.startup import diagnose, step_fraction, step_of
 from console.server.startup_log import OwnFollower, StartupFeed, StartupLog
 from console.server.translate import translate_profile
 from console.server.validate import ValidationReport, check_safety, validate_profile
 from console.sglang import endpoints
+from console.sglang.launch_log import diagnose, step_fraction, step_of
 from console.text import sanitize
 
 if TYPE_CHECKING:

@@ -14,6 +14,8 @@ new SGLang version is taught in one place. Entry points:
 * server_args.parse_server_args(message) -> dict (dict repr or ServerArgs(...) dataclass repr,
   no eval); server_args_form, decode_graph_ceiling, decode_graph_disabled.
 * crash.exception_line(lines), crash.is_oom(text).
+* launch_log.step_of(line) -> StartupStep | None (a launching server's progress), launch_log.
+  diagnose(lines) -> FailureDiagnosis (why a launch failed: port in use, OOM, argparse, ...).
 * metrics_names.normalise_text / normalise_name, SUMMED, MAXED, KV_GAUGES, RANK_LABELS.
 * dp.NodeBatches (per-rank decode lines -> node samples), dp.imbalance.
 * endpoints: SGLang's own HTTP paths (GENERATE, FLUSH_CACHE, SERVER_INFO_PATHS, ...);

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 ServerArgsForm = Literal["dict", "dataclass"]
+SERVER_ARGS = "server_args="
+"""How the resolved-arguments line starts (both forms)."""
 _ENUM_REPR = re.compile(r"<([\w.]+): ('[^']*'|-?\d+)>")
 _MAX_CHARS = 1 << 20
 

@@ -59,6 +59,7 @@ _RESET = re.compile(r"Max running requests is reset to ([0-9]+)")
 _TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)[^)]*\):.*?\| *([0-9]+)/([0-9]+) ")
 _TQDM_BS_ONLY = re.compile(r"Capturing batches \(bs=([0-9]+)")
 _SIZING_AT = "max_total_num_tokens="
+KV_ALLOCATED = "KV Cache is allocated"
 READY = "The server is fired up and ready to roll!"
 """0.5.23 `srt/entrypoints/http_server.py:2600`; the same words since 0.1."""
 # The capture phases a decode step runs in: old-wording graphs are decode graphs (the
@@ -93,7 +94,7 @@ def parse_startup(message: str) -> StartupLine | None:
         return None
     if head.startswith("Capture "):
         return _capture(message)
-    if "KV Cache is allocated" in message:
+    if KV_ALLOCATED in message:
         found = _KV_TOKENS.search(message)
         return StartupLine("kv_allocated",
                            values={"tokens": float(found.group(1))} if found else {})

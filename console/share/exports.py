@@ -11,7 +11,7 @@ from typing import Any
 from console.diagnose.models import RunEvidence
 from console.share.benchmark_report import benchmark_reports
 from console.share.openmetrics import to_openmetrics
-from console.store.export import _finite, to_csv, to_json
+from console.store.export import finite_or_null, to_csv, to_json
 from console.store.models import RunRecord
 
 FORMATS = ("csv", "json", "openmetrics", "benchmark-report")
@@ -19,7 +19,7 @@ FORMATS = ("csv", "json", "openmetrics", "benchmark-report")
 
 def benchmark_report_lines(run: RunRecord, evidence: RunEvidence | None) -> str:
     """JSON Lines: one Benchmark Report per step, each line a whole report."""
-    return "".join(json.dumps(_finite(r), allow_nan=False) + "\n"
+    return "".join(json.dumps(finite_or_null(r), allow_nan=False) + "\n"
                    for r in benchmark_reports(run, evidence))
 
 
@@ -43,6 +43,6 @@ def write_benchmark_reports(path: Path, run: RunRecord, evidence: RunEvidence | 
     else:
         targets = [path.with_name(f"{path.stem}_{n}{path.suffix}") for n in range(len(reports))]
     for target, report in zip(targets, reports, strict=True):
-        target.write_text(json.dumps(_finite(report), indent=2, allow_nan=False) + "\n",
+        target.write_text(json.dumps(finite_or_null(report), indent=2, allow_nan=False) + "\n",
                           encoding="utf-8")
     return targets

@@ -60,14 +60,14 @@ def _steady(step: StepResult) -> bool | None:
     return True if steady is not None and steady.reached else None
 
 
-def _finite(value: Any) -> Any:
+def finite_or_null(value: Any) -> Any:
     """JSON has no Infinity/NaN (bench_serving writes a bare `Infinity`): make them null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_or_null(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return [finite_or_null(v) for v in value]
     return value
 
 
@@ -101,7 +101,7 @@ def to_json(run: RunRecord) -> str:
     meta = run.summary.meta
     data.update(run_summary(run.steps, meta.spec, run.id, None, meta.server_info,
                             run.label).json())
-    return json.dumps(_finite(data), indent=2, allow_nan=False)
+    return json.dumps(finite_or_null(data), indent=2, allow_nan=False)
 
 
 def _cell(value: Any) -> str:

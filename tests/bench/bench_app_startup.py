@@ -25,10 +25,16 @@ app's first refresh. Less load-sensitive than the terminal figure, and read at t
 (the terminal figure's "app CPU by then" is read once the pane shows the frame, so it also
 counts what the app did meanwhile).
 
+Instructions (--instructions; needs valgrind): the same two scripts as --cpu under valgrind's
+cachegrind, which counts the instructions executed from the interpreter's start to the first
+frame (the process ends there). Unmoved by load, so two revisions compare on a busy box; the
+least of 3 runs (a run's count varies by a few % with how the event loop's wake-ups fall).
+
     .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless] [--cpu]
         [--cpu-runs N] [--no-terminal]  (the CPU figure alone, e.g. on a loaded box where
         the terminal's wall times spread too far to compare)
         [--compare-baseline REV]  (also `plateau demo` as of git REV, interleaved)
+        [--instructions]  (the instruction counts alone)
 """
 
 from __future__ import annotations
@@ -251,6 +257,45 @@ def cpu_run(code: str, cwd: Path, home: Path) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["cpu"])
 
 
+def instructions_run(code: str, cwd: Path, home: Path) -> int:
+    """Instructions to the first frame: the CPU script, ending the process at its frame."""
+    code = code.replace("self.app.exit()", "os._exit(0)").replace("self.exit()", "os._exit(0)")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "", "PYTHONHASHSEED": "0",
+           "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
+    env.pop("PLATEAU_DB", None)
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", code],
+                          cwd=cwd, capture_output=True, text=True, timeout=600, check=True,
+                          env=env)
+    refs = [line for line in done.stderr.splitlines() if "I   refs:" in line or
+            "I refs:" in line]
+    if not refs:
+        raise SystemExit(f"no instruction count from valgrind:\n{done.stderr[-2000:]}")
+    return int(refs[-1].split(":")[1].replace(",", "").strip())
+
+
+def instructions_only(args: argparse.Namespace) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install -y valgrind)")
+    with tempfile.TemporaryDirectory() as home_name:
+        home = Path(home_name)
+        apps = {"plateau demo": (CPU_DEMO, ROOT)}
+        if args.compare_baseline:
+            apps[f"demo@{args.compare_baseline}"] = (
+                CPU_DEMO, extract(args.compare_baseline, home))
+        apps["bare Textual app"] = (CPU_BARE, ROOT)
+        for code, cwd in apps.values():  # bytecode written, as by an install
+            cpu_run(code, cwd, home)
+        counts = {name: min(instructions_run(code, cwd, home) for _ in range(3))
+                  for name, (code, cwd) in apps.items()}
+    bare = counts["bare Textual app"]
+    print("instructions (cachegrind), interpreter start to the first frame with the layout; "
+          "least of 3")
+    for name, count in counts.items():
+        print(f"  {name:<24} {count / 1e9:6.3f} G  x{count / bare:.2f} peer")
+
+
 def headless_run(code: str) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, check=True)
@@ -327,7 +372,12 @@ def main() -> None:
                         help="the CPU figure only (implies --cpu)")
     parser.add_argument("--compare-baseline", metavar="REV",
                         help="also `plateau demo` as of git REV, interleaved in the same run")
+    parser.add_argument("--instructions", action="store_true",
+                        help="the instructions to the first frame alone (valgrind)")
     args = parser.parse_args()
+    if args.instructions:
+        instructions_only(args)
+        return
     args.cpu = args.cpu or args.no_terminal
     if args.no_terminal:
         cpu_only(args)

@@ -1,25 +1,46 @@
-"""Reading SGLang's startup log: which phase it is in, and why it failed.
+"""Reading a launching SGLang server's log: which startup step it is in, and why it failed
+(the server lifecycle's progress and failure reasons: console/server/lifecycle.py).
 
 The strings are SGLang 0.5.23's (docs/sglang.md §2.4, §2.5); they have been stable for several
 releases. Unknown lines are simply not progress; failure reasons fall back to the last lines.
+The startup lines' numbers (sizes, timings) are read by console/sglang/startup.py.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-from console.server.events import StartupStep
 from console.sglang.batch import PREFILL_BATCH
 from console.sglang.endpoints import GENERATE, MODEL_INFO
+from console.sglang.server_args import SERVER_ARGS
+from console.sglang.startup import KV_ALLOCATED
 from console.sglang.startup import READY as READY_LINE
 
+HTTP_UP = "Uvicorn running on"
+"""The HTTP server's first line (uvicorn's, as SGLang serves it)."""
+
+
+class StartupStep(StrEnum):
+    """What the server's log says it is doing (docs/sglang.md §2.4), in order."""
+
+    LAUNCHED = "launched"
+    ARGS = "server args"
+    LOAD_WEIGHTS = "load weights"
+    KV_CACHE = "KV cache"
+    CUDA_GRAPHS = "CUDA graphs"
+    HTTP = "HTTP server"
+    WARMUP = "warmup"
+    READY = "ready"
+
+
 _STEPS: list[tuple[re.Pattern[str], StartupStep]] = [
-    (re.compile(r"server_args="), StartupStep.ARGS),
+    (re.compile(re.escape(SERVER_ARGS)), StartupStep.ARGS),
     (re.compile(r"Load weight (?:begin|end)"), StartupStep.LOAD_WEIGHTS),
-    (re.compile(r"KV Cache is allocated|Memory pool end"), StartupStep.KV_CACHE),
+    (re.compile(f"{KV_ALLOCATED}|Memory pool end"), StartupStep.KV_CACHE),
     (re.compile(r"Capture .*(?:CUDA|cuda) graph (?:begin|end)"), StartupStep.CUDA_GRAPHS),
-    (re.compile(r"Uvicorn running on|Application startup complete"), StartupStep.HTTP),
+    (re.compile(f"{HTTP_UP}|Application startup complete"), StartupStep.HTTP),
     (re.compile(f"\"GET {MODEL_INFO}|\"POST {GENERATE}|{PREFILL_BATCH}"), StartupStep.WARMUP),
     (re.compile(re.escape(READY_LINE)), StartupStep.READY),
 ]
