@@ -46,6 +46,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from console.sglang.graph_ladder import default_decode_ladder
+
 # --- per-step fixed work -------------------------------------------------------------------
 STEP_BASE_S = 0.006  # scheduler iteration, sampling, graph launch (one decode step)
 PREFILL_BASE_S = 0.012
@@ -117,12 +119,7 @@ KV_DTYPE_TORCH = {"fp8_e5m2": "torch.float8_e5m2", "fp8_e4m3": "torch.float8_e4m
 def decode_graph_ladder(max_bs: int) -> list[int]:
     """SGLang 0.5.23's decode capture sizes (cuda_graph_hook.py
     `generate_decode_cuda_graph_batch_sizes`, no speculative decoding, padding on)."""
-    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16),
-             *range(512, max_bs + 1, 32)]
-    ladder = [bs for bs in sizes if bs <= max_bs]
-    if max_bs not in ladder:
-        ladder.append(max_bs)
-    return ladder
+    return default_decode_ladder(max_bs)
 
 
 @dataclass(frozen=True)
