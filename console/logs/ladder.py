@@ -71,9 +71,17 @@ class GraphMemory(BaseModel):
 class EagerPenalty(BaseModel):
     measured: bool = False
     ratio: float | None = None
-    """Median eager step time over median graph step time."""
+    """The median over the eager lines of their step time over the graph step time at their
+    batch."""
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    """The 10th and 90th percentiles of those per-line ratios (the middle 80 % of the eager
+    lines): the spread the prediction carries."""
     graph_step_ms: float | None = None
     eager_step_ms: float | None = None
+    graph_fit_s: tuple[float, float] | None = None
+    """(intercept, slope per request) of the graph step seconds the ratios were taken
+    against; slope 0 when the graph lines hold one batch size."""
     graph_samples: int = 0
     eager_samples: int = 0
     graph_batches: tuple[int, int] | None = None
@@ -82,11 +90,27 @@ class EagerPenalty(BaseModel):
     """`same batch` or `either side of the ceiling`; why not, when not measured."""
 
 
+class GainAt(BaseModel):
+    """The predicted throughput gain at one batch size the proposal moves onto graphs: its
+    Decode lines' intervals (prefill included) with only their decode steps sped up."""
+
+    batch: int
+    lines: int
+    gain: float
+    low: float
+    high: float
+
+
 class LadderProposal(BaseModel):
     sizes: list[int]
     added: list[int]
     flags: list[str]
     """In the host version's names (`--cuda-graph-bs-decode` / `--cuda-graph-bs`)."""
+    change: dict[str, int]
+    """The one-flag change a launch profile can hold (its values are single words):
+    `cuda-graph-max-bs-decode: N` (`cuda-graph-max-bs` before 0.5.18), SGLang's default ladder
+    up to N; `change_is_sizes` says whether that is exactly `sizes`."""
+    change_is_sizes: bool = True
     version_basis: str
     target: int
     """The largest batch the proposal means to cover (the log's largest)."""
@@ -105,6 +129,9 @@ class LadderProposal(BaseModel):
     capture_s: float | None = None
     predicted_step_gain: float | None = None
     """Eager steps the ladder moves run this much faster (penalty - 1); None unmeasured."""
+    predicted_step_gain_range: tuple[float, float] | None = None
+    """The same from the penalty's 10th..90th percentile lines."""
+    predicted_gain_at: list[GainAt] = Field(default_factory=list)
     predicted_decode_gain: float | None = None
     """Over the log's decode time: saved time on moved lines over the rest (None unmeasured)."""
     notes: list[str] = Field(default_factory=list)
@@ -156,6 +183,10 @@ class StepSample:
     batch: int
     step_s: float
     graph: bool | None
+    clean: bool = True
+    """No Prefill line since the previous Decode line: the interval's time is decode steps
+    only (a prefill in it inflates the step time, more for a fast graph step than an eager
+    one)."""
 
 
 @dataclass
@@ -185,6 +216,7 @@ class LadderReader:
         self._launch = _Launch()
         self._done: _Launch | None = None
         self._gate = DecodeRateGate()
+        self._prefill_since = True  # the first interval began before the log
 
     def feed_text(self, text: str) -> None:
         """Whole lines of a log, `\\n`-separated."""
@@ -213,7 +245,9 @@ class LadderReader:
             return
         if stats.kind == "prefill":
             self._gate.prefill(stats.running_reqs, timestamp)
+            self._prefill_since = True
             return
+        clean, self._prefill_since = not self._prefill_since, False
         rate = self._gate.decode_is_rate(timestamp)
         batch = stats.running_reqs
         if batch is None or batch <= 0:
@@ -233,7 +267,7 @@ class LadderReader:
             # gen throughput is the tokens of the interval over its seconds
             # (metrics_reporter.py:942-944); a step makes batch x accept len tokens.
             tokens = batch * (stats.accept_len or 1.0)
-            launch.samples.append(StepSample(batch, tokens / gen, stats.cuda_graph))
+            launch.samples.append(StepSample(batch, tokens / gen, stats.cuda_graph, clean))
 
     def _startup(self, line: StartupLine, ranks: str) -> None:
         if line.kind == "kv_allocated" and self._launch.kv is None and "kv_gb" in line.values:

@@ -82,7 +82,13 @@ def proposal_lines(proposal: LadderProposal | None) -> list[str]:
     if proposal.predicted_step_gain is not None:
         decode = ("" if proposal.predicted_decode_gain is None
                   else f", {proposal.predicted_decode_gain:+.1%} over the log's decode time")
-        out.append(f"  predicted: moved steps {proposal.predicted_step_gain:+.1%} faster{decode}")
+        spread = proposal.predicted_step_gain_range
+        around = "" if spread is None else f" ({spread[0]:+.1%}..{spread[1]:+.1%})"
+        out.append(f"  predicted: moved steps {proposal.predicted_step_gain:+.1%}{around} "
+                   f"faster{decode}")
+        for at in proposal.predicted_gain_at[:4]:
+            out.append(f"    at batch {at.batch} ({at.lines} lines): {at.gain:+.1%} "
+                       f"({at.low:+.1%}..{at.high:+.1%}), prefill in its intervals included")
     out += [f"  {note}" for note in proposal.notes]
     return out
 
