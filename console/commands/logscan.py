@@ -71,11 +71,11 @@ def _scan_readable(handle: IO[bytes], source: str) -> ScanReport:
 def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
     """Read, parse and scan in chunks: memory holds one chunk's lines at a time."""
     scanner = LogScanner(source)
-    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source))
     ladder = LadderReader()
+    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source),
+                            rows_sink=ladder.feed_rows)
     for text in bounded_text_chunks(handle):
         pipeline.feed_text(text)
-        ladder.feed_text(text)
     report = pipeline.finish()
     found = plan(ladder)
     report.ladder = found if found.decode_lines else None

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
 from console.diagnose.effects import CLEAR_EFFECT, MIN_EFFECT, noise_share
+from console.diagnose.ladder_facts import evidence_ladder
 from console.diagnose.models import (
     EFFECT_TIER,
     Cause,
@@ -66,14 +67,16 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
     levels = {s.index: step_level(s) for s in steps}
+    ladder = evidence_ladder(evidence)
     ctx = Context(knee=knee, late=_late(knee, step_evidence, levels), all=step_evidence,
-                  lines=evidence.split_from_log)
+                  lines=evidence.split_from_log, ladder=ladder)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
     found = [_unread(cause) for rule in rules if (cause := rule(evidence, ctx)) is not None]
     causes, candidates = rank_causes(found, max(CLEAR_EFFECT, noise), noise)
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
-                     checked=[r.checked for r in rules], sources=list(evidence.sources))
+                     checked=[r.checked for r in rules], sources=list(evidence.sources),
+                     ladder=ladder)
 
 
 def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:

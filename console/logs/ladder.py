@@ -21,12 +21,25 @@ The eager penalty and the proposal are console/logs/ladder_plan.py's.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
 from console.logs.decode_rate import DecodeRateGate
+from console.logs.scan_rows import (
+    D_ALEN,
+    D_GEN,
+    D_GRAPH,
+    D_RUN,
+    DECODE_MARK,
+    P_RUN,
+    PREFILL_MARK,
+    RAW,
+    ROWS,
+    TS,
+    Row,
+)
 from console.sglang.batch import is_batch_message, parse_batch
 from console.sglang.graph_ladder import padded_size
 from console.sglang.prefix import parse_prefix
@@ -176,7 +189,7 @@ class Ladder(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class StepSample:
     """A Decode line whose throughput is a rate: its batch, step seconds and graph state."""
 
@@ -219,11 +232,48 @@ class LadderReader:
         self._prefill_since = True  # the first interval began before the log
 
     def feed_text(self, text: str) -> None:
-        """Whole lines of a log, `\\n`-separated."""
-        for found in _NEEDLES.finditer(text):
-            start = text.rfind("\n", 0, found.start()) + 1
-            end = text.find("\n", found.end())
-            self.feed_line(text[start:] if end < 0 else text[start:end])
+        """Whole lines of a log, `\\n`-separated. The standard batch lines (the bulk of a log)
+        are read by one regex call per chunk (console/logs/scan_rows.py, as logscan reads
+        them); the other lines only when they hold what the ladder reads."""
+        if text and not text.endswith("\n"):
+            text += "\n"
+        self.feed_rows(ROWS.findall(text))
+
+    def feed_rows(self, rows: Sequence[Row]) -> None:
+        """Lines as scan_rows.ROWS read them (logscan hands over the rows it read). The loop
+        keeps its state in locals (batch lines are most of a log): what add_decode does."""
+        gate = self._gate
+        for row in rows:
+            if row[DECODE_MARK]:
+                clean, self._prefill_since = not self._prefill_since, False
+                ts = row[TS]
+                if ts == gate.last_stamp and not gate.after_idle:
+                    rate = True  # within the second of the last line: no gap (decode_rate.py)
+                else:
+                    rate = gate.decode_is_rate(ts)
+                run = int(row[D_RUN])
+                if run <= 0:
+                    continue
+                launch = self._launch
+                launch.decode_lines += 1
+                counts = launch.bins.get(run)
+                if counts is None:
+                    counts = launch.bins[run] = [0, 0, 0]
+                counts[0] += 1
+                graph = row[D_GRAPH] == "True"
+                counts[1 if graph else 2] += 1
+                alen = row[D_ALEN]
+                if alen:
+                    launch.speculative = True
+                gen = float(row[D_GEN])
+                if rate and gen > 0 and len(launch.samples) < _MAX_SAMPLES:
+                    tokens = run * float(alen) if alen else run
+                    launch.samples.append(StepSample(run, tokens / gen, graph, clean))
+            elif row[PREFILL_MARK]:
+                gate.prefill(int(row[P_RUN]), row[TS])
+                self._prefill_since = True
+            elif not row[TS] and _NEEDLES.search(row[RAW]):
+                self.feed_line(row[RAW])
 
     def feed_lines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -249,25 +299,47 @@ class LadderReader:
             return
         clean, self._prefill_since = not self._prefill_since, False
         rate = self._gate.decode_is_rate(timestamp)
-        batch = stats.running_reqs
-        if batch is None or batch <= 0:
+        if stats.running_reqs is not None:
+            self.add_decode(stats.running_reqs, stats.cuda_graph, stats.gen_throughput,
+                            stats.accept_len, rate=rate, clean=clean)
+
+    def add_decode(self, batch: int, graph: bool | None, gen: float | None,
+                   accept_len: float | None = None, *, rate: bool = True,
+                   clean: bool = False) -> None:
+        """One Decode line's facts (from its text, or as a stored run keeps them)."""
+        if batch <= 0:
             return
         launch = self._launch
         launch.decode_lines += 1
         counts = launch.bins.setdefault(batch, [0, 0, 0])
         counts[0] += 1
-        if stats.cuda_graph is True:
+        if graph is True:
             counts[1] += 1
-        elif stats.cuda_graph is False:
+        elif graph is False:
             counts[2] += 1
-        if stats.accept_len is not None:
+        if accept_len is not None:
             launch.speculative = True
-        gen = stats.gen_throughput
         if rate and gen and gen > 0 and len(launch.samples) < _MAX_SAMPLES:
             # gen throughput is the tokens of the interval over its seconds
             # (metrics_reporter.py:942-944); a step makes batch x accept len tokens.
-            tokens = batch * (stats.accept_len or 1.0)
-            launch.samples.append(StepSample(batch, tokens / gen, stats.cuda_graph, clean))
+            tokens = batch * (accept_len or 1.0)
+            launch.samples.append(StepSample(batch, tokens / gen, graph, clean))
+
+    def set_capture(self, sizes: list[int], *, wording: str | None = None,
+                    mem_gb: float | None = None, capture_s: float | None = None,
+                    kv_gb: float | None = None, kv_tokens: int | None = None,
+                    max_running: int | None = None) -> None:
+        """The capture facts a stored run keeps (console.diagnose StartupFacts), instead of
+        its startup lines."""
+        launch = self._launch
+        launch.sizes.listed.update(sizes)
+        launch.wording = wording
+        launch.max_running = max_running
+        if mem_gb is not None or capture_s is not None:
+            values = {} if mem_gb is None else {"mem_gb": mem_gb}
+            launch.ends[""] = StartupLine("capture_end", elapsed=capture_s, values=values)
+        if kv_gb is not None and kv_tokens:
+            launch.kv = {"kv_gb": kv_gb, "tokens": float(kv_tokens)}
 
     def _startup(self, line: StartupLine, ranks: str) -> None:
         if line.kind == "kv_allocated" and self._launch.kv is None and "kv_gb" in line.values:
