@@ -6,27 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from textual.app import App, ComposeResult
-
-from console.diagnose.log_diagnosis import diagnose_log, log_diagnosis_lines, open_log
-from widgets.why_view import WhyView, why_text
+from console.diagnose.log_diagnosis import diagnose_log, open_log
+from tests.test_diagnose_crash_first import WhyApp
+from widgets.why_view import why_text
 
 REAL = Path(__file__).parent / "data" / "logs" / "real"
 LOG = REAL / "hwaminjung-qwen3-4b-v0.5.18-eager-above-24-kv-retract.log"
-
-
-class LadderWhyApp(App[None]):
-    def __init__(self, log: Path) -> None:
-        super().__init__()
-        self.result = diagnose_log(open_log(str(log)), path=log.name)
-
-    def compose(self) -> ComposeResult:
-        yield WhyView("", id="why-view")
-
-    def on_mount(self) -> None:
-        result = self.result
-        self.query_one(WhyView).show(result.diagnosis, log_diagnosis_lines(result)[0],
-                                     result.effective)
 
 
 def test_the_why_text_has_one_ladder_line_that_fits_80_columns() -> None:
@@ -42,4 +27,4 @@ def test_the_why_text_has_one_ladder_line_that_fits_80_columns() -> None:
 
 
 def test_why_view_ladder_line_snapshot(snap_compare: Any) -> None:
-    assert snap_compare(LadderWhyApp(LOG), terminal_size=(80, 24))
+    assert snap_compare(WhyApp(LOG), terminal_size=(80, 24))
