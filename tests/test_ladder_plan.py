@@ -107,3 +107,21 @@ def test_the_why_line_fits_80_columns() -> None:
         assert len(line) <= 78
         assert line.startswith("ladder ")
         assert "|" in line  # the ceiling inside the traffic's range
+
+
+def _per_line(path: Path) -> LadderReader:
+    reader = LadderReader()
+    reader.feed_lines(path.read_text(encoding="utf-8").splitlines())
+    return reader
+
+
+def test_the_rows_path_reads_what_the_per_line_path_reads() -> None:
+    """feed_text (logscan's rows, one regex call per chunk) against every line parsed on its
+    own: the same ladder on every real log and on a two-launch log (the last launch's)."""
+    logs = [*sorted(REAL.glob("*.log")), REAL.parent / "sglang_two_launches.log"]
+    for path in logs:
+        fast = plan(_reader(path)).model_dump()
+        slow = plan(_per_line(path)).model_dump()
+        assert fast == slow, path.name
+    two = plan(_reader(REAL.parent / "sglang_two_launches.log"))
+    assert two.decode_lines > 0

@@ -26,14 +26,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from console.logs.decode_rate import DecodeRateGate
 from console.logs.scan_rows import (
     D_ALEN,
     D_GEN,
     D_GRAPH,
     D_RUN,
     DECODE_MARK,
-    P_RUN,
     PREFILL_MARK,
     RAW,
     ROWS,
@@ -46,7 +44,8 @@ from console.sglang.prefix import parse_prefix
 from console.sglang.startup import CaptureSizes, StartupLine, is_decode_phase, parse_startup
 
 # Substrings of every line the ladder reads; the rest of a log is skipped unparsed.
-_NEEDLES = re.compile(r"Decode batch|Prefill batch|apture|KV Cache is allocated")
+_NEEDLES = re.compile(r"Decode batch|Prefill batch|aptur|KV Cache is allocated|"
+                      r"max_total_num_tokens=|Max running requests is reset| was reduced from ")
 _MAX_SAMPLES = 200_000
 
 
@@ -199,7 +198,9 @@ class StepSample:
     clean: bool = True
     """No Prefill line since the previous Decode line: the interval's time is decode steps
     only (a prefill in it inflates the step time, more for a fast graph step than an eager
-    one)."""
+    one). The first Decode line after an idle spell is never clean: work arrives as a
+    Prefill line first, and that line's window spans the idle time (console/logs/
+    decode_rate.py says why it is no rate)."""
 
 
 @dataclass
@@ -218,6 +219,9 @@ class _Launch:
     bins: dict[int, list[int]] = field(default_factory=dict)
     """batch -> [lines, graph, eager]."""
     samples: list[StepSample] = field(default_factory=list)
+    raw_samples: list[tuple[int, float, bool, bool]] = field(default_factory=list)
+    """Rows' samples as tuples (batch, step s, graph, clean): made StepSamples
+    only when asked (a tuple per line costs less than an object in logscan's loop)."""
     decode_lines: int = 0
     speculative: bool = False
 
@@ -228,7 +232,6 @@ class LadderReader:
     def __init__(self) -> None:
         self._launch = _Launch()
         self._done: _Launch | None = None
-        self._gate = DecodeRateGate()
         self._prefill_since = True  # the first interval began before the log
 
     def feed_text(self, text: str) -> None:
@@ -242,38 +245,49 @@ class LadderReader:
     def feed_rows(self, rows: Sequence[Row]) -> None:
         """Lines as scan_rows.ROWS read them (logscan hands over the rows it read). The loop
         keeps its state in locals (batch lines are most of a log): what add_decode does."""
-        gate = self._gate
+        launch = self._launch
+        bins, raw_samples = launch.bins, launch.raw_samples
+        room = _MAX_SAMPLES - len(raw_samples)
+        prefill_since = self._prefill_since
+        added = 0
+        spec = False
         for row in rows:
             if row[DECODE_MARK]:
-                clean, self._prefill_since = not self._prefill_since, False
-                ts = row[TS]
-                if ts == gate.last_stamp and not gate.after_idle:
-                    rate = True  # within the second of the last line: no gap (decode_rate.py)
-                else:
-                    rate = gate.decode_is_rate(ts)
+                clean = not prefill_since
+                prefill_since = False
                 run = int(row[D_RUN])
                 if run <= 0:
                     continue
-                launch = self._launch
-                launch.decode_lines += 1
-                counts = launch.bins.get(run)
+                added += 1
+                counts = bins.get(run)
                 if counts is None:
-                    counts = launch.bins[run] = [0, 0, 0]
+                    counts = bins[run] = [0, 0, 0]
                 counts[0] += 1
                 graph = row[D_GRAPH] == "True"
                 counts[1 if graph else 2] += 1
                 alen = row[D_ALEN]
                 if alen:
-                    launch.speculative = True
+                    spec = True
                 gen = float(row[D_GEN])
-                if rate and gen > 0 and len(launch.samples) < _MAX_SAMPLES:
-                    tokens = run * float(alen) if alen else run
-                    launch.samples.append(StepSample(run, tokens / gen, graph, clean))
+                if gen > 0 and room > 0:
+                    room -= 1
+                    raw_samples.append((run, (run * float(alen) if alen else run) / gen,
+                                        graph, clean))
             elif row[PREFILL_MARK]:
-                gate.prefill(int(row[P_RUN]), row[TS])
-                self._prefill_since = True
+                prefill_since = True
             elif not row[TS] and _NEEDLES.search(row[RAW]):
+                self._prefill_since = prefill_since
+                launch.decode_lines += added  # a capture line after served lines: new launch
+                added = 0
                 self.feed_line(row[RAW])
+                prefill_since = self._prefill_since
+                if self._launch is not launch:  # a capture line opened a new launch
+                    launch = self._launch
+                    bins, raw_samples = launch.bins, launch.raw_samples
+                    room = _MAX_SAMPLES - len(raw_samples)
+        self._prefill_since = prefill_since
+        launch.decode_lines += added
+        launch.speculative = launch.speculative or spec
 
     def feed_lines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -283,25 +297,23 @@ class LadderReader:
         prefix = parse_prefix(line)
         message = prefix.message
         if is_batch_message(message):
-            self._batch(message, prefix.timestamp)
+            self._batch(message)
             return
         startup = parse_startup(message)
         if startup is not None:
             self._startup(startup, prefix.ranks)
 
-    def _batch(self, message: str, timestamp: str | None) -> None:
-        stats = parse_batch(message, timestamp=timestamp)
+    def _batch(self, message: str) -> None:
+        stats = parse_batch(message)
         if stats is None:
             return
         if stats.kind == "prefill":
-            self._gate.prefill(stats.running_reqs, timestamp)
             self._prefill_since = True
             return
         clean, self._prefill_since = not self._prefill_since, False
-        rate = self._gate.decode_is_rate(timestamp)
         if stats.running_reqs is not None:
             self.add_decode(stats.running_reqs, stats.cuda_graph, stats.gen_throughput,
-                            stats.accept_len, rate=rate, clean=clean)
+                            stats.accept_len, clean=clean)
 
     def add_decode(self, batch: int, graph: bool | None, gen: float | None,
                    accept_len: float | None = None, *, rate: bool = True,
@@ -371,7 +383,9 @@ class LadderReader:
             launch.ends.setdefault(ranks, line)
 
     def samples(self) -> list[StepSample]:
-        return list(self._chosen().samples)
+        launch = self._chosen()
+        return [*launch.samples, *(StepSample(b, t, g, c) for b, t, g, c in
+                                   launch.raw_samples)]
 
     def _chosen(self) -> _Launch:
         launch = self._launch
