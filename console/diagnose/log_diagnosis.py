@@ -101,7 +101,8 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         _check_server_log(read, path)
     split = split_steps(read, client)
     evidence, inferred = log_evidence(read, split)
-    diagnosis = diagnose(split.steps, evidence)
+    ladder = _ladder(reader)
+    diagnosis = diagnose(split.steps, evidence, ladder)
     blocked = blocking(evidence)
     update: dict[str, Any] = {
         "causes": [c for c in diagnosis.causes if c.id not in blocked],
@@ -126,7 +127,7 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
         effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from,
                                   capture_failed=crash is not None and crash.capture),
-        skipped=client.skipped if client else [], crash=crash, ladder=_ladder(reader))
+        skipped=client.skipped if client else [], crash=crash, ladder=ladder)
 
 
 def _teed(chunks: Iterable[str], reader: LadderReader) -> Iterator[str]:
