@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from console.diagnose.diagnose import suggestion_text
 from console.diagnose.models import Cause, Diagnosis
+from console.logs.ladder_text import why_line
 
 MAX_CAUSES = 9  # keys 1..9 open an A/B of a cause's suggestion
 
@@ -39,6 +40,10 @@ def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = 
     for line in effective:
         text.append("effective: ", style="dim")
         text.append(f"{line}\n")
+    if diagnosis.ladder is not None and diagnosis.ladder.ceiling is not None:
+        # One line at 80 columns: the decode batches against the captured ladder, `|` at its
+        # largest size, `→ N` the proposed one (console/logs/ladder_text.py).
+        text.append(f"{why_line(diagnosis.ladder)}\n", style="dim")
     text.append("\n")
     if not diagnosis.causes:
         return _no_clear_cause(text, diagnosis)

@@ -112,7 +112,9 @@ def _handle(args: argparse.Namespace) -> int:
                        **crash.finding.as_json()},
                    "evidence_stored": stored,
                    "diagnosis": diagnosis_json(diagnosis),
-                   "objective": {"name": args.objective, "lines": objective}}
+                    "objective": {"name": args.objective, "lines": objective},
+                    "ladder": None if diagnosis.ladder is None
+                    else diagnosis.ladder.model_dump(mode="json")}
         print(json.dumps(finite_or_null(payload), allow_nan=False))
         return 0
     if crash is not None:  # the first finding: the server died during the run

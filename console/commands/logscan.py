@@ -9,6 +9,9 @@ from typing import IO, Any
 from console.errors import PlateauError, file_as_usage_error
 from console.logs.assembler import EventAssembler
 from console.logs.bounded_lines import bounded_text_chunks
+from console.logs.ladder import LadderReader
+from console.logs.ladder_plan import plan
+from console.logs.ladder_text import ladder_lines
 from console.logs.models import Severity
 from console.logs.scan import LogScanner, ScanReport
 from console.logs.scan_fast import ScanPipeline
@@ -69,10 +72,15 @@ def _scan_readable(handle: IO[bytes], source: str) -> ScanReport:
 def scan_stream(handle: IO[bytes], *, source: str) -> ScanReport:
     """Read, parse and scan in chunks: memory holds one chunk's lines at a time."""
     scanner = LogScanner(source)
-    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source))
+    ladder = LadderReader()
+    pipeline = ScanPipeline(scanner, EventAssembler(scanner.catalogue, source=source),
+                            rows_sink=ladder.feed_rows)
     for text in bounded_text_chunks(handle):
         pipeline.feed_text(text)
-    return pipeline.finish()
+    report = pipeline.finish()
+    found = plan(ladder)
+    report.ladder = found if found.decode_lines else None
+    return report
 
 
 # -- text report ----------------------------------------------------------------------------
@@ -192,6 +200,10 @@ def format_report(report: ScanReport) -> str:
                 )
         else:
             out.append("  cuda graph off        never (in decode lines)")
+    if report.ladder is not None:
+        out.append("")
+        out.append("Decode CUDA-graph ladder (batch sizes against the captured sizes)")
+        out += [f"  {line}" for line in ladder_lines(report.ladder)]
     return "\n".join(out) + "\n"
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from console.bench.knee import knee_of_steps, step_level
 from console.bench.models import StepResult
 from console.diagnose.effects import CLEAR_EFFECT, MIN_EFFECT, noise_share
+from console.diagnose.ladder_facts import evidence_ladder
 from console.diagnose.models import (
     EFFECT_TIER,
     Cause,
@@ -24,6 +25,7 @@ from console.diagnose.models import (
 )
 from console.diagnose.registry import RULES, Context
 from console.diagnose.rules import CAUSE_IDS
+from console.logs.ladder import Ladder
 
 
 def _knee_info(steps: Sequence[StepResult]) -> KneeInfo:
@@ -55,10 +57,12 @@ def _late(knee: KneeInfo, steps: list[StepEvidence],
     return [s for s in ordered if level(s) == top]
 
 
-def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
+def diagnose(steps: Sequence[StepResult], evidence: RunEvidence,
+             ladder: Ladder | None = None) -> Diagnosis:
     """Causes are mechanisms explaining at least CLEAR_EFFECT of the step's throughput, largest
     first; candidates explain less but more than the run's noise; smaller effects are not
-    reported (they would be noise)."""
+    reported (they would be noise). `ladder`: the run's decode CUDA-graph ladder when the caller
+    read it already (a log's text says more than its stored rows); else made from `evidence`."""
     knee = _knee_info(steps)
     unmeasured = why_nothing_completed(steps)
     if unmeasured is not None:
@@ -66,14 +70,17 @@ def diagnose(steps: Sequence[StepResult], evidence: RunEvidence) -> Diagnosis:
     ok = {s.index for s in steps if s.status == "ok"}
     step_evidence = [s for s in evidence.steps if s.index in ok] or list(evidence.steps)
     levels = {s.index: step_level(s) for s in steps}
+    if ladder is None:
+        ladder = evidence_ladder(evidence)
     ctx = Context(knee=knee, late=_late(knee, step_evidence, levels), all=step_evidence,
-                  lines=evidence.split_from_log)
+                  lines=evidence.split_from_log, ladder=ladder)
     noise = noise_share(_repeats(steps))
     rules = [RULES[cause_id] for cause_id in CAUSE_IDS]  # importing rules.py registered them
     found = [_unread(cause) for rule in rules if (cause := rule(evidence, ctx)) is not None]
     causes, candidates = rank_causes(found, max(CLEAR_EFFECT, noise), noise)
     return Diagnosis(knee=knee, causes=causes, candidates=candidates, noise=round(noise, 3),
-                     checked=[r.checked for r in rules], sources=list(evidence.sources))
+                     checked=[r.checked for r in rules], sources=list(evidence.sources),
+                     ladder=ladder)
 
 
 def why_nothing_completed(steps: Sequence[StepResult]) -> str | None:

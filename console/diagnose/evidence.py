@@ -39,7 +39,7 @@ from console.sglang.server_args import (
     parse_server_args,
     requested_running_per_rank,
 )
-from console.sglang.startup import CaptureSizes, parse_startup
+from console.sglang.startup import CaptureSizes, StartupLine, is_decode_phase, parse_startup
 from console.sglang.warning_lines import WARNING_IDS
 
 
@@ -239,6 +239,23 @@ def _num(value: Any) -> float | None:
         return None
 
 
+def _ladder_costs(line: StartupLine, facts: dict[str, Any]) -> None:
+    """The first decode capture end line's memory and seconds, the first KV pool's size, the
+    capture wording (what the ladder's proposal costs: console/logs/ladder_plan.py)."""
+    if line.wording and is_decode_phase(line.phase):
+        facts.setdefault("capture_wording", line.wording)
+    if line.kind == "capture_end" and is_decode_phase(line.phase) \
+            and "graph_mem_gb" not in facts:
+        if "mem_gb" in line.values:
+            facts["graph_mem_gb"] = line.values["mem_gb"]
+        if line.elapsed is not None:
+            facts["graph_capture_s"] = line.elapsed
+    elif line.kind == "kv_allocated" and "kv_gb" in line.values and "tokens" in line.values \
+            and "kv_pool_gb" not in facts:
+        facts["kv_pool_gb"] = line.values["kv_gb"]
+        facts["kv_pool_tokens"] = int(line.values["tokens"])
+
+
 def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = None,
                   flags: Mapping[str, Any] | None = None) -> StartupFacts:
     """Facts from the startup log lines (console/sglang/startup.py, server_args.py: every
@@ -265,6 +282,7 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
         startup = parse_startup(message)
         if startup is None:
             continue
+        _ladder_costs(startup, facts)
         if sizes.add(startup):
             # tqdm bars alone may show one size of many: the list only when all are shown
             # (console/sglang/startup.py CaptureSizes), the largest when the first bar is.

@@ -61,12 +61,14 @@ from console.sglang.prefix import (
     timestamp_seconds,
 )
 from console.sglang.server_args import SERVER_ARGS
+from console.sglang.startup import KV_ALLOCATED
 from console.sglang.warning_lines import WARNING_IDS
 
 # Substrings of every line startup_facts reads (the rest of a long log is skipped unparsed):
-# server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning.
+# server_args, capture sizes (old and new wording), the sizing line, clamps, the MoE warning,
+# the KV pool's size (the ladder's cost in KV tokens).
 STARTUP_NEEDLES = (SERVER_ARGS, "Using default MoE", "apture", "max_total_num_tokens=",
-                   "Max running requests is reset", " was reduced from ")
+                   "Max running requests is reset", " was reduced from ", KV_ALLOCATED)
 NOTABLE = re.compile("|".join(re.escape(n) for n in (
     *STARTUP_NEEDLES, *RETRACT_NEEDLES, *WARNING_IDS, *CRASH_NEEDLES)))
 # The bulk of a serving log, standard batch lines with the default prefix, read by one match

@@ -25,6 +25,9 @@ from console.diagnose.models import Diagnosis
 from console.errors import UsageError
 from console.inputfile import SERVER_LOG, text_chunks
 from console.logs.crash_finding import CrashFinding
+from console.logs.ladder import Ladder, LadderReader
+from console.logs.ladder_plan import plan
+from console.logs.ladder_text import ladder_lines
 from console.logs.line_format import resolve_redraws
 from console.sglang.batch import PREFILL_BATCH
 from console.sglang.resolved import resolved_settings
@@ -47,6 +50,8 @@ class LogDiagnosis:
     skipped: list[str] = field(default_factory=list)
     crash: CrashFinding | None = None
     """The crash or failed launch the log ends in: the first finding everywhere."""
+    ladder: Ladder | None = None
+    """The decode CUDA-graph ladder against the batches, when the log has Decode lines."""
 
 
 def open_log(path: str) -> Iterator[str]:
@@ -89,13 +94,15 @@ def diagnose_log(chunks: Iterable[str], client: ClientSide | None = None,
 
 def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
                   ) -> LogDiagnosis:
-    read = read_log(chunks)
+    reader = LadderReader()
+    read = read_log(_teed(chunks, reader))
     crash = read.crash.finding()
     if crash is None:
         _check_server_log(read, path)
     split = split_steps(read, client)
     evidence, inferred = log_evidence(read, split)
-    diagnosis = diagnose(split.steps, evidence)
+    ladder = _ladder(reader)
+    diagnosis = diagnose(split.steps, evidence, ladder)
     blocked = blocking(evidence)
     update: dict[str, Any] = {
         "causes": [c for c in diagnosis.causes if c.id not in blocked],
@@ -120,7 +127,19 @@ def _diagnose_log(chunks: Iterable[str], client: ClientSide | None, path: str
         split=split, diagnosis=diagnosis, lacking=missing, inferred=list(inferred.notes),
         effective=effective_lines(read.startup, evidence.startup.running_cap_reduced_from,
                                   capture_failed=crash is not None and crash.capture),
-        skipped=client.skipped if client else [], crash=crash)
+        skipped=client.skipped if client else [], crash=crash, ladder=ladder)
+
+
+def _teed(chunks: Iterable[str], reader: LadderReader) -> Iterator[str]:
+    """The chunks, each read by the ladder too on its way (one pass over the file)."""
+    for chunk in chunks:
+        reader.feed_text(chunk)
+        yield chunk
+
+
+def _ladder(reader: LadderReader) -> Ladder | None:
+    found = plan(reader)
+    return found if found.decode_lines else None
 
 
 def _repeated(split: Split) -> bool:
@@ -161,6 +180,7 @@ def log_diagnosis_json(result: LogDiagnosis) -> dict[str, Any]:
         "effective": result.effective,
         "skipped": result.skipped,
         "diagnosis": body,
+        "ladder": None if result.ladder is None else result.ladder.model_dump(mode="json"),
     }
 
 
@@ -183,6 +203,8 @@ def log_diagnosis_lines(result: LogDiagnosis, top: int = 5) -> list[str]:
         out.append(f"effective: {text}")
     for note in result.inferred:
         out.append(f"inferred: {note}")
+    if result.ladder is not None:
+        out += [f"ladder: {line}" for line in ladder_lines(result.ladder)]
     if not d.causes:
         out.append("why: no clear cause (abstaining rather than guessing)")
         out.append("  checked: " + "; ".join(d.checked))

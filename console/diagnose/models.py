@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from console.logs.ladder import Ladder
+
 
 class Frozen(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -143,6 +145,14 @@ class StartupFacts(Frozen):
     sglang_version: str | None = None  # /server_info "version": suggestions use its flag names
     max_total_tokens: int | None = None  # server_args' explicit --max-total-tokens (a cap)
     num_layers: int | None = None  # the model's hidden layers, when the server said
+    # The decode capture's own figures (its end line's `mem usage=` and seconds), the KV pool's
+    # GB and tokens (`KV Cache is allocated`) and the capture wording: the ladder's cost
+    # (console/logs/ladder.py).
+    graph_mem_gb: float | None = None
+    graph_capture_s: float | None = None
+    kv_pool_gb: float | None = None
+    kv_pool_tokens: int | None = None
+    capture_wording: str | None = None
 
 
 class GpuFacts(Frozen):
@@ -291,6 +301,8 @@ class Diagnosis(Frozen):
     # Set when no request of the run completed: there is nothing to explain, only why every
     # step failed (its first error, deduplicated), and no cause is named.
     no_measurement: str | None = None
+    # The decode CUDA-graph ladder against the run's batches (console/logs/ladder.py).
+    ladder: Ladder | None = None
 
     @property
     def verdict(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from console.diagnose.effects import Fit, fit, line_fits
 from console.diagnose.models import Cause, KneeInfo, RunEvidence, StepEvidence
+from console.logs.ladder import Ladder
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class Context:
     late: list[StepEvidence]  # the knee's step and every step above it
     all: list[StepEvidence]
     lines: bool = False  # steps split from a log file: fit on its Decode lines (fit_lines)
+    # The decode CUDA-graph ladder against the run's batches, with its proposal
+    # (console/diagnose/ladder_facts.py); None without a captured list.
+    ladder: Ladder | None = None
     # Fits asked for by several rules, computed once (a long log's fit takes about a second).
     _fits: dict[bool | None, Fit | None] = field(default_factory=dict, compare=False,
                                                  repr=False)

@@ -63,6 +63,7 @@ from console.diagnose.rule_parts import (
     wall_said,
     window_text,
 )
+from console.logs.ladder import LadderProposal
 from console.sglang import metrics_names as mn
 from console.sglang.batch import KV_POOL_FULL, RETRACT_LINE
 from console.sglang.flags import graph_max_bs_flag
@@ -91,6 +92,25 @@ DEFAULT_LAYERS = 61  # when the model's layer count is not known (DeepSeek-V3 cl
 
 
 # ------------------------------------------------------------------------------ graph
+
+
+def ladder_said(proposal: LadderProposal) -> str:
+    """The proposed ladder and what it costs, a clause each, each derived figure said so."""
+    clauses = [f"proposed ladder: {len(proposal.sizes)} sizes to {proposal.sizes[-1]} "
+               "(derived: SGLang's default sizes up to the largest batch, within the budget)",
+               f"covers {proposal.coverage:.0%} of the Decode lines and moves "
+               f"{proposal.moved_lines} eager lines to graphs (derived: counted on the lines)"]
+    if proposal.memory_gb is not None:
+        clauses.append(f"graph memory ~{proposal.memory_gb:.2f} GB (derived: the capture's "
+                       "memory scaled by the new largest size, against a budget of "
+                       f"{proposal.budget_rule})")
+    if proposal.kv_tokens_cost is not None:
+        clauses.append(f"{proposal.kv_tokens_cost:,} KV tokens (derived: the added memory over "
+                       "the KV pool's GB per token)")
+    if proposal.padding_waste is not None:
+        clauses.append(f"padding waste {proposal.padding_waste:.1%} (derived: padded slots over "
+                       "the lines' batches)")
+    return "; ".join(clauses)
 
 
 def graph_ceiling(ev: RunEvidence) -> int | None:
@@ -223,6 +243,16 @@ def cuda_graph_ceiling(ev: RunEvidence, ctx: Context) -> Cause | None:
             source="/metrics", text=f"{mn.IS_CUDA_GRAPH} 0 in {zeros} of {scrapes} scrapes",
             values={"zero": zeros, "scrapes": scrapes}))
     target = _graph_target(ctx, step, seen["running_median"])
+    proposal = ctx.ladder.proposal if ctx.ladder is not None else None
+    if proposal is not None and proposal.change_is_sizes and proposal.sizes[-1] >= target:
+        # The ladder planned from the run's own batches, within its graph-memory budget
+        # (console/logs/ladder_plan.py): the A/B and tune measure that one when it covers the
+        # traffic (a budget that caps it below would make the A/B measure a partial fix).
+        target = proposal.sizes[-1]
+        evidence.append(EvidenceItem(source="ladder", text=ladder_said(proposal),
+                                     values={"sizes": proposal.sizes,
+                                             "memory_gb": proposal.memory_gb,
+                                             "padding_waste": proposal.padding_waste}))
     gain, said = predict(explained, step, f"batches up to {target} ran in graphs")
     kind = None if seen["graph_fit"] else "prior"
     return Cause(

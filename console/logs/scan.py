@@ -15,6 +15,7 @@ from console.logs.catalogue import Catalogue, default_catalogue
 from console.logs.classify import access_severity
 from console.logs.crash_finding import CrashWatch
 from console.logs.decode_rate import DecodeRateGate
+from console.logs.ladder import Ladder
 from console.logs.models import LogEvent, Severity
 from console.logs.scan_launch import Launch, LaunchState, feed_launch, finish_launch
 from console.logs.scan_rows import A_STATUS, Row, batch_row
@@ -137,6 +138,9 @@ class ScanReport(BaseModel):
     exceptions: list[ExceptionSummary] = Field(default_factory=list)
     oom: bool = False
     """Some line reports the GPU out of memory, in any wording (console/sglang/crash.py)."""
+    ladder: Ladder | None = None
+    """The decode CUDA-graph ladder against the batches (console/logs/ladder.py), when the
+    log has Decode lines."""
 
 
 class LogScanner:

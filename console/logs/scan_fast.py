@@ -17,6 +17,7 @@ so the result is the one feeding every line through EventAssembler.feed gives
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 
 from console.logs.assembler import EventAssembler
@@ -31,9 +32,12 @@ _MAY_CONTINUE = (" ", "\t", TRACEBACK)
 class ScanPipeline:
     """Feed a file's text in order (`feed_text`, chunks of whole lines), then `finish()`."""
 
-    def __init__(self, scanner: LogScanner, assembler: EventAssembler) -> None:
+    def __init__(self, scanner: LogScanner, assembler: EventAssembler,
+                 rows_sink: Callable[[Sequence[Row]], None] | None = None) -> None:
         self.scanner = scanner
         self.assembler = assembler
+        self.rows_sink = rows_sink
+        """Also given every line's row, in order (the ladder reads them: one regex pass)."""
         self._held = ""  # the previous chunk's last line, when standard
         self._seq = assembler.next_seq  # the line number of the next row
 
@@ -50,12 +54,16 @@ class ScanPipeline:
         if count and rows[-1][TS]:
             self._held = text[text.rfind("\n", 0, len(text) - 1) + 1 :]
             count -= 1
+        if self.rows_sink is not None:
+            self.rows_sink(rows[:count] if count < len(rows) else rows)
         self._rows(rows, count, text)
 
     def finish(self) -> ScanReport:
         if self._held:
             text, self._held = self._held, ""
             rows = ROWS.findall(text)
+            if self.rows_sink is not None:
+                self.rows_sink(rows)
             self._rows(rows, len(rows), text)
         last = self.assembler.flush()
         if last is not None:

@@ -55,6 +55,10 @@ _PAIRS = re.compile(r"(\w+)=(-?[0-9.]+)")
 _TIMINGS = re.compile(r"(\w+)=([0-9.]+)")
 _CLAMP = re.compile(r"(\w+) was reduced from (?:the requested )?([0-9]+) to ([0-9]+)")
 _KV_TOKENS = re.compile(r"#tokens: ([0-9]+)")
+_KV_GB = re.compile(r"\b(K|V|KV) size: ([0-9.]+) GB")
+_AVAIL = re.compile(r"avail mem=([0-9.]+) ?GB")
+_MEM_USAGE = re.compile(r"mem usage=([0-9.]+) ?GB")
+_PER_REQ = re.compile(r"num_tokens_per_req=([0-9]+)")
 _RESET = re.compile(r"Max running requests is reset to ([0-9]+)")
 _TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)[^)]*\):.*?\| *([0-9]+)/([0-9]+) ")
 _TQDM_BS_ONLY = re.compile(r"Capturing batches \(bs=([0-9]+)")
@@ -78,7 +82,9 @@ class StartupLine:
     bs: tuple[int, ...] | None = None
     """Capture batch sizes printed on this line."""
     values: dict[str, float] = field(default_factory=dict)
-    """sizing: every key=number; clamp: requested/effective; engine_timings: by name."""
+    """sizing: every key=number; clamp: requested/effective; engine_timings: by name;
+    kv_allocated: `tokens`, `kv_gb` (K + V, or KV size); capture begin/end: `avail_gb`,
+    `mem_gb` (`mem usage=`), `tokens_per_req` (`num_tokens_per_req=`, new wording)."""
     name: str = ""
     """clamp: the setting that was reduced."""
 
@@ -95,9 +101,7 @@ def parse_startup(message: str) -> StartupLine | None:
     if head.startswith("Capture "):
         return _capture(message)
     if KV_ALLOCATED in message:
-        found = _KV_TOKENS.search(message)
-        return StartupLine("kv_allocated",
-                           values={"tokens": float(found.group(1))} if found else {})
+        return StartupLine("kv_allocated", values=_kv_values(message))
     if head.startswith("Memory pool"):
         return StartupLine("memory_pool_end") if message.startswith("Memory pool end") else None
     if message.startswith(_SIZING_AT):
@@ -151,7 +155,34 @@ def _capture(message: str) -> StartupLine | None:
     bs = _BS.search(message)
     kind: StartupKind = "capture_begin" if found.group(2) == "begin" else "capture_end"
     return StartupLine(kind, elapsed=_elapsed(message), phase=phase, wording=wording,
-                       bs=None if bs is None else _ints(bs.group(1)))
+                       bs=None if bs is None else _ints(bs.group(1)),
+                       values=_capture_values(message))
+
+
+def _capture_values(message: str) -> dict[str, float]:
+    """A capture line's memory figures (`avail mem=`, `mem usage=`, GB as SGLang prints:
+    0.5.23 cuda_graph_setup.py:757-790, the old model_runner.py init_cuda_graphs) and the
+    verify width (`num_tokens_per_req=`)."""
+    values: dict[str, float] = {}
+    for key, pattern in (("avail_gb", _AVAIL), ("mem_gb", _MEM_USAGE),
+                         ("tokens_per_req", _PER_REQ)):
+        found = pattern.search(message)
+        if found is not None:
+            values[key] = float(found.group(1))
+    return values
+
+
+def _kv_values(message: str) -> dict[str, float]:
+    """`#tokens: N` and the pool's GB (`K size: a GB, V size: b GB` or `KV size: c GB`,
+    0.5.23 memory_pool.py:2087-2098)."""
+    values: dict[str, float] = {}
+    found = _KV_TOKENS.search(message)
+    if found is not None:
+        values["tokens"] = float(found.group(1))
+    sizes = _KV_GB.findall(message)
+    if sizes:
+        values["kv_gb"] = sum(float(gb) for _name, gb in sizes)
+    return values
 
 
 def _capture_bar(message: str) -> StartupLine | None:

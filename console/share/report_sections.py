@@ -20,6 +20,7 @@ from console.share.levels import (
     optional_columns,
     optional_value,
 )
+from console.share.report_ladder import ladder_html
 from console.share.report_svg import Interval, Series, interval_chart, line_chart
 
 Cell = str | int | float | None
@@ -148,6 +149,8 @@ def diagnosis_html(view: RunView) -> str:
         if d.candidates:
             out.append("<p>Strongest small effects: " + escape(", ".join(
                 f"{c.id} {c.confidence:.0%}" for c in d.candidates[:3])) + "</p>")
+    if d.ladder is not None:
+        out.append(ladder_html(d.ladder, f"ladder-{view.run.id}"))
     out.append(_quoted(view))
     out.append("<details><summary>What was checked</summary><ul>"
                + "".join(f"<li>{escape(c)}</li>" for c in d.checked) + "</ul></details>")

@@ -18,7 +18,6 @@ from console.sim.model import (
     Profile,
     auto_chunked_and_graph_bs,
     auto_mem_fraction,
-    decode_graph_ladder,
     default_max_running_requests,
 )
 
@@ -71,7 +70,7 @@ class SimConfig:
                 if key in fields:
                     fields[key] = self.requested.get(key)
             graph = {phase: dict(cfg) for phase, cfg in sa["cuda_graph_config"].items()}
-            graph["decode"]["bs"] = decode_graph_ladder(int(sa["cuda_graph_max_bs_decode"]))
+            graph["decode"]["bs"] = self.profile.decode_ladder
             fields["cuda_graph_config"] = graph
         else:
             fields["cuda_graph_max_bs"] = sa["cuda_graph_max_bs_decode"]
@@ -100,6 +99,15 @@ class SimConfig:
 
     def gpus_in_use(self) -> int:
         return min(self.sim.num_gpus, self.profile.tp * int(self.server_args["dp_size"]))
+
+
+def _listed_sizes(sa: dict[str, Any]) -> list[int]:
+    """`--cuda-graph-bs-decode` (0.5.18+) or `--cuda-graph-bs` (older): the decode sizes."""
+    for key in ("cuda_graph_bs_decode", "cuda_graph_bs"):
+        value = sa.get(key)
+        if isinstance(value, list) and value:
+            return sorted({int(v) for v in value if int(v) > 0})
+    return []
 
 
 def rank_prefix(sa: dict[str, Any], tp_rank: int, dp_rank: int = 0) -> str:
@@ -139,8 +147,9 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     if sa.get("chunked_prefill_size") is None:
         sa["chunked_prefill_size"] = chunked_auto
     chunked = int(sa["chunked_prefill_size"])
-    if sa.get("mem_fraction_static") is None:
-        sa["mem_fraction_static"] = auto_mem_fraction(sim.gpu_memory_mib, max(chunked, 0), tp, pp)
+    listed = _listed_sizes(sa)
+    if listed:  # memory_hook.py:201-207: a listed ladder sets the max to its largest size
+        sa["cuda_graph_max_bs_decode"] = max(listed)
     if sa.get("cuda_graph_max_bs_decode") is None:
         sa["cuda_graph_max_bs_decode"] = graph_bs_auto
         if sa.get("max_running_requests"):
@@ -158,6 +167,11 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         prefill_graph_backend = "disabled"
     sa["cuda_graph_backend_decode"] = decode_graph_backend or "full"
     sa["cuda_graph_backend_prefill"] = prefill_graph_backend or "breakable"
+    if sa.get("mem_fraction_static") is None:
+        decode_graphs = sa["cuda_graph_backend_decode"] != "disabled"
+        sa["mem_fraction_static"] = auto_mem_fraction(
+            sim.gpu_memory_mib, max(chunked, 0), tp, pp,
+            int(sa["cuda_graph_max_bs_decode"]) if decode_graphs else 0)
     sa["cuda_graph_config"] = {
         "decode": {"backend": sa["cuda_graph_backend_decode"],
                    "max_bs": sa["cuda_graph_max_bs_decode"]},
@@ -196,6 +210,7 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         moe_runner_backend=sa.get("moe_runner_backend") or "auto",
         sampling_backend=sa["sampling_backend"],
         cuda_graph_max_bs=int(sa["cuda_graph_max_bs_decode"]),
+        cuda_graph_bs=tuple(listed),
         decode_cuda_graph=sa["cuda_graph_backend_decode"] != "disabled",
         torch_compile=bool(sa.get("enable_torch_compile")),
         max_total_tokens_override=sa.get("max_total_tokens"),

@@ -19,9 +19,18 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   whose ring latency grows with TP; `--disable-custom-all-reduce` forces NCCL and
   `NCCL_P2P_DISABLE=1` routes it through host memory (local-inference-lab/rtx6kpro#15).
 - CUDA-graph ceiling: a decode batch above the captured ladder (`--cuda-graph-max-bs-decode`,
-  ladder from cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`) runs eagerly: every
-  kernel is launched from Python and every all-reduce waits for the slowest rank's launch
-  [sglang#33483, PR #21005]. `--disable-cuda-graph` makes every step eager.
+  ladder from cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`, or the sizes
+  `--cuda-graph-bs-decode` lists, whose largest is then the max, memory_hook.py:201-207) runs
+  eagerly: every kernel is launched from Python and every all-reduce waits for the slowest
+  rank's launch [sglang#33483, PR #21005]. `--disable-cuda-graph` makes every step eager.
+- Padding: a batch in a graph runs the smallest captured size at or above it, so its
+  per-sequence compute is the padded size's (a batch of 33 runs the 40 graph:
+  model_executor/runner/base_cuda_graph_runner.py:166-180 `_pad_to_bucket`).
+- Graph memory: the capture's memory grows with the largest size (captured first, the smaller
+  graphs reuse its pool: decode_cuda_graph_runner.py:1324-1329), and with auto
+  `--mem-fraction-static` SGLang reserves `max_bs * 2` MB for decode graphs out of the static
+  fraction, i.e. out of the KV pool (memory_hook.py:357-368 `reserve_for_graph_mb`).
+  Capture time is per size (console/sim/runner.py).
 - Prefill scheduling (console/sim/engine.py): prefill runs first and a chunked prompt
   continues in the next round (scheduler.py `get_next_batch_to_run`), so decode waits for all
   chunks unless `--enable-mixed-chunk` lets the running batch decode inside each chunk
@@ -45,6 +54,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from console.sglang.graph_ladder import default_decode_ladder, padded_size
 
 # --- per-step fixed work -------------------------------------------------------------------
 STEP_BASE_S = 0.006  # scheduler iteration, sampling, graph launch (one decode step)
@@ -117,12 +128,7 @@ KV_DTYPE_TORCH = {"fp8_e5m2": "torch.float8_e5m2", "fp8_e4m3": "torch.float8_e4m
 def decode_graph_ladder(max_bs: int) -> list[int]:
     """SGLang 0.5.23's decode capture sizes (cuda_graph_hook.py
     `generate_decode_cuda_graph_batch_sizes`, no speculative decoding, padding on)."""
-    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16),
-             *range(512, max_bs + 1, 32)]
-    ladder = [bs for bs in sizes if bs <= max_bs]
-    if max_bs not in ladder:
-        ladder.append(max_bs)
-    return ladder
+    return default_decode_ladder(max_bs)
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,9 @@ class Profile:
     moe_runner_backend: str = "auto"
     sampling_backend: str = "flashinfer"
     cuda_graph_max_bs: int = 256
+    cuda_graph_bs: tuple[int, ...] = ()
+    """The sizes `--cuda-graph-bs-decode` (`--cuda-graph-bs` before 0.5.18) lists; empty: the
+    default ladder up to cuda_graph_max_bs."""
     decode_cuda_graph: bool = True
     torch_compile: bool = False
     max_total_tokens_override: int | None = None
@@ -167,8 +176,16 @@ class Profile:
         return self.kv_bytes_per_token * factor / self.tp
 
     @property
+    def decode_ladder(self) -> list[int]:
+        """The decode sizes captured: the listed ones, else SGLang's default ladder."""
+        if self.cuda_graph_bs:
+            return sorted(set(self.cuda_graph_bs))
+        return decode_graph_ladder(self.cuda_graph_max_bs)
+
+    @property
     def graph_gb(self) -> float:
-        return 0.35 + self.cuda_graph_max_bs * 0.0025 if self.decode_cuda_graph else 0.0
+        """Decode graph memory: the largest size's (the pool the smaller graphs reuse)."""
+        return 0.35 + self.decode_ladder[-1] * 0.0025 if self.decode_cuda_graph else 0.0
 
     @property
     def kv_pool_gb(self) -> float:
@@ -245,10 +262,11 @@ class Profile:
             base *= 0.93
         kv_factor = 0.6 if self.kv_cache_dtype.startswith("fp8") else 1.0
         attention = PER_KV_TOKEN_S * ATTENTION_FACTOR.get(attn, 1.0) * kv_factor * kv_tokens
+        rows = self.graph_rows(batch)
         return {
             "base": base / clock,
             "weights": self.weight_stream_seconds(),
-            "compute": (batch * self._per_seq() + attention * self._compute_scale) / clock,
+            "compute": (rows * self._per_seq() + attention * self._compute_scale) / clock,
             "allreduce": self.comm_seconds(),
             "eager": 0.0 if self.uses_graph(batch) else self.eager_penalty_seconds(),
         }
@@ -264,7 +282,13 @@ class Profile:
         return compute + self.weight_stream_seconds() + self.comm_seconds()
 
     def uses_graph(self, batch: int) -> bool:
-        return self.decode_cuda_graph and batch <= self.cuda_graph_max_bs
+        return self.decode_cuda_graph and batch <= self.decode_ladder[-1]
+
+    def graph_rows(self, batch: int) -> int:
+        """The rows a decode step computes: the padded size in a graph, the batch eager."""
+        if not self.uses_graph(batch):
+            return batch
+        return padded_size(batch, self.decode_ladder) or batch
 
     def allreduce_bytes(self, tokens: int) -> float:
         """PCIe bytes each GPU sends (and receives) for one step over `tokens` tokens."""
@@ -317,10 +341,14 @@ def auto_chunked_and_graph_bs(gpu_memory_mib: int, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def auto_mem_fraction(gpu_memory_mib: int, chunked: int, tp: int, pp: int = 1) -> float:
+def auto_mem_fraction(gpu_memory_mib: int, chunked: int, tp: int, pp: int = 1,
+                      decode_graph_max_bs: int = 0) -> float:
     """reserved = 512 + max(chunked, 2048) * 1.5 + tp*pp/8*1024 + graphs (MB), as in
-    docs/sglang.md §1.6."""
-    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + 1024
+    docs/sglang.md §1.6; graphs: 1024 for the prefill graphs and the rest, plus the decode
+    graphs' `max_bs * 2` (memory_hook.py:357-368 `reserve_for_graph_mb`; 0 when decode graphs
+    are off)."""
+    reserved = (512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + 1024
+                + decode_graph_max_bs * 2)
     if gpu_memory_mib > 60 * 1024:
         reserved = max(reserved, 10240)
     return round((gpu_memory_mib - reserved) / gpu_memory_mib, 3)

@@ -25,13 +25,17 @@ from console.sim.config import SimConfig, rank_prefix
 from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
 from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
-from console.sim.model import KV_DTYPE_TORCH, decode_graph_ladder
+from console.sim.model import KV_DTYPE_TORCH
 from console.sim.procs import ProcGroup, listen_socket
 from console.sim.server import SimState, build_app
 
 STATE_INTERVAL_S = 0.25
 DRAIN_LOG_INTERVAL_S = 5.0
 ARCH = "LlamaForCausalLM"
+# The decode capture's share of the startup time, per captured size: SGLang captures each size
+# in turn (decode_cuda_graph_runner.py:1324-1340, a warm-up run and a capture per size), so
+# its capture time grows with the count; 12 sizes (the default ladder to 64) take 0.18.
+CAPTURE_SHARE_PER_SIZE = 0.015
 
 
 class Runner:
@@ -226,12 +230,12 @@ class Runner:
         p = self.cfg.profile
         backend = self.cfg.server_args["cuda_graph_backend_decode"]
         t_g = time.monotonic()
-        bs = decode_graph_ladder(p.cuda_graph_max_bs)
+        bs = p.decode_ladder
         if traits.capture == "single":  # 0.4.10 cuda_graph_runner.py:238, on rank 0
             self.log.sglang(shapes.capture_bs_line(bs), ranks[0])
         for prefix in ranks:
             self.log.sglang(shapes.decode_capture_begin(traits, backend, bs, avail), prefix)
-        await self._pause(0.18)
+        await self._pause(CAPTURE_SHARE_PER_SIZE * len(bs))
         graph["decode"] = round(time.monotonic() - t_g, 2)
         self.log.raw(shapes.capture_progress(bs, avail - 0.02, graph["decode"]))
         avail -= p.graph_gb
