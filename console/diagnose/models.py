@@ -143,6 +143,12 @@ class StartupFacts(Frozen):
     sglang_version: str | None = None  # /server_info "version": suggestions use its flag names
     max_total_tokens: int | None = None  # server_args' explicit --max-total-tokens (a cap)
     num_layers: int | None = None  # the model's hidden layers, when the server said
+    # The layout (issue 39): DP replicas, attention-DP groups; the first weight lines' facts
+    dp_size: int | None = None
+    attn_dp_size: int | None = None
+    architecture: str | None = None  # `Load weight end. ..., type=X`
+    weights_gb_per_gpu: float | None = None  # its `mem usage=` (GiB of weights on a rank)
+    avail_gb_before_weights: float | None = None  # `Load weight begin. avail mem=`
 
 
 class GpuFacts(Frozen):

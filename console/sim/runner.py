@@ -32,7 +32,6 @@ from console.sim.server import SimState, build_app
 
 STATE_INTERVAL_S = 0.25
 DRAIN_LOG_INTERVAL_S = 5.0
-ARCH = "LlamaForCausalLM"
 
 
 class Runner:
@@ -174,7 +173,7 @@ class Runner:
         avail -= weights
         for prefix in ranks:
             log.sglang(shapes.load_weight_end(
-                traits, elapsed=load_s, arch=ARCH, quant=sa.get("quantization"), avail=avail,
+                traits, elapsed=load_s, arch=cfg.sim.arch, quant=sa.get("quantization"), avail=avail,
                 usage=weights), prefix)
         t_kv = time.monotonic()
         tokens = p.max_total_num_tokens
