@@ -22,6 +22,7 @@ from console.config_models import PlateauConfig, SweepPreset
 from console.demo import DEMO_HOST, temp_demo
 from console.demo_user import demo_with_user
 from console.errors import UsageError
+from console.jobs.allreduce import probe_summary, run_probe
 from console.jobs.layout import LayoutRequest, LayoutResult, layout_json, run_layout
 from console.jobs.layout_plan import KNOWN_KINDS
 from console.jobs.tune_bench import HostBench
@@ -60,6 +61,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--concurrency", type=_int_list, help="override the preset's levels")
     p.add_argument("--repeats", type=argtypes.int_at_least(2, 10), default=2,
                    help="rounds (one launch of each layout per round; default 2)")
+    p.add_argument("--hidden-size", type=argtypes.positive_int, default=7168,
+                   help="the model's hidden size, for the all-reduce probe's message sizes "
+                   "(hidden x batch x bf16; default 7168, DeepSeek-V3's)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="skip the all-reduce probe (torch + NCCL on the host): estimate from "
+                   "the priors over the step times")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--db", help="history database (else $PLATEAU_DB, else the user data dir)")
     p.set_defaults(handler=_handle)
@@ -132,18 +139,27 @@ async def _handle(args: argparse.Namespace) -> int:
             _say(f"{request.profile} on {host.name}: concurrency {request.spec.concurrency}, "
                  f"{request.repeats} interleaved rounds, a launch per layout per round")
             async with _lifecycle(host, stop_after=args.demo) as life:
+                probe = None if args.no_probe else await run_probe(
+                    life.transport, host.python or "python3", args.hidden_size,
+                    list(request.spec.concurrency))
+                for line in probe_summary(probe) if probe is not None else []:
+                    _say(line)
+                top = args.hidden_size * 2 * max(request.spec.concurrency)
                 result = await run_layout(HostBench(life, store), request, profile,
-                                          store=store, say=_say)
+                                          store=store, say=_say, measured_us=None
+                                          if probe is None else probe.measured_us(top))
         finally:
             store.close()
     finally:
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
+    said = [] if probe is None else probe_summary(probe)
     if args.json:
-        print(json.dumps(_finite({**layout_json(result), "db": str(store.path)}),
-                         allow_nan=False))
+        print(json.dumps(_finite({**layout_json(result), "db": str(store.path),
+                                  "probe": None if probe is None else probe.model_dump(
+                                      mode="json"), "probe_says": said}), allow_nan=False))
     else:
-        print("\n".join(layout_lines(result)))
+        print("\n".join(layout_lines(result) + said))
     return 0
 
 

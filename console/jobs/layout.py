@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console.bench.models import StepResult
@@ -161,8 +161,9 @@ class _Duel:
 
 
 async def run_layout(bench: TuneBench, request: LayoutRequest, profile: ServerProfile, *,
-                     store: RunStore, say: Callable[[str], None] = lambda _t: None
-                     ) -> LayoutResult:
+                     store: RunStore, say: Callable[[str], None] = lambda _t: None,
+                     measured_us: dict[int, float] | None = None) -> LayoutResult:
+    """`measured_us`: the all-reduce probe's NCCL figures per GPU count (else the priors)."""
     duel = _Duel(bench, request, profile, store, say)
     async with bench.lease(f"layout duel of {request.profile}"):
         now = shape_of(profile.flags)
@@ -171,7 +172,7 @@ async def run_layout(bench: TuneBench, request: LayoutRequest, profile: ServerPr
         await duel.measure(current, 0)
         if current.refused:
             raise CandidateFailed(f"the current layout {now.text}: {current.refused}")
-        facts = duel.first_facts(current)
+        facts = replace(duel.first_facts(current), measured_us=dict(measured_us or {}))
         planned = plan(request.profile, profile, facts, request.kinds)
         outcomes = [current]
         mem = profile.flags.get("mem-fraction-static")
@@ -315,7 +316,9 @@ def layout_json(result: LayoutResult) -> dict[str, Any]:
             "concurrency": list(levels), "repeats": result.request.repeats,
             "layouts": rows, "skipped": result.skipped, "best": result.best,
             "verdict": result.sentence, "cause": result.cause,
-            "allreduce_source": "priors (console/diagnose/rules.py), not measured",
+            "allreduce_source": (
+                "measured by the all-reduce probe (NCCL per GPU count)" if result.facts.measured_us
+                else "priors (console/diagnose/rules.py) over the measured step times"),
             "architecture": result.facts.architecture, "version": result.facts.version}
 
 

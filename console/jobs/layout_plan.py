@@ -82,6 +82,9 @@ class Facts:
     nvlink: bool | None = None
     num_layers: int | None = None
     p2p_disabled: bool = False
+    # Measured NCCL all-reduce microseconds at the decode message, per GPU count (the probe,
+    # console/jobs/allreduce.py); empty: the priors
+    measured_us: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,8 @@ def _ring_s(ranks: int, hops: int, shape: Shape, facts: Facts) -> float:
         return 0.0
     if shape.custom_ar and (facts.nvlink or ranks <= 2):
         return ONE_SHOT_S
+    if ranks in facts.measured_us:  # an all-reduce's 2 (ranks - 1) hops, measured
+        return facts.measured_us[ranks] * 1e-6 * hops / (2 * (ranks - 1))
     host = facts.p2p_disabled and not facts.nvlink
     return NCCL_HOP_S * hops * (HOST_MEMORY_FACTOR if host else 1.0)
 
