@@ -13,8 +13,9 @@ import json
 import math
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ValidationError, field_validator
 
+from console.diagnose.models import Frozen  # extra fields ignored, frozen
 from console.errors import TransportError
 from console.host.transport import Transport
 from console.text import sanitize
@@ -24,11 +25,7 @@ MAX_OUTPUT = 256 * 1024
 GRACE_S = 30.0  # the transport's limit beyond the probe's own budget
 
 
-class _Untrusted(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class RankRow(_Untrusted):
+class RankRow(Frozen):
     ranks: int
     bytes: int
     nccl_eager_us: float | None = None
@@ -43,13 +40,13 @@ class RankRow(_Untrusted):
         return value
 
 
-class RankSet(_Untrusted):
+class RankSet(Frozen):
     ranks: int
     rows: list[RankRow] = []
     why: str = ""
 
 
-class ProbeReport(_Untrusted):
+class ProbeReport(Frozen):
     version: int = 1
     hidden: int
     dtype: str
