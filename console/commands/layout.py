@@ -198,7 +198,7 @@ def layout_lines(result: LayoutResult) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     out.append("TTFT and ITL are p50 in ms; tok/s is total (in + out); all-reduce: share of the "
-               "decode step at the top level, from the diagnosis's per-call priors")
+               f"decode step at the top level, {data['allreduce_source']}")
     for kind, why in data["skipped"].items():
         out.append(f"not run: {kind}: {why}")
     for row in data["layouts"]:

@@ -211,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError:
-        report["cannot"].append("no torch on this host: nothing measured; the console "
-                                "estimates all-reduce costs from the log's step times")
+        report["cannot"].append("no torch on this host: nothing measured (the console "
+                                "estimates all-reduce costs from priors over the step times)")
         print(json.dumps(report))
         return 0
     report["torch"] = str(torch.__version__)

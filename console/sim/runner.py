@@ -173,8 +173,8 @@ class Runner:
         avail -= weights
         for prefix in ranks:
             log.sglang(shapes.load_weight_end(
-                traits, elapsed=load_s, arch=cfg.sim.arch, quant=sa.get("quantization"), avail=avail,
-                usage=weights), prefix)
+                traits, elapsed=load_s, arch=cfg.sim.arch, quant=sa.get("quantization"),
+                avail=avail, usage=weights), prefix)
         t_kv = time.monotonic()
         tokens = p.max_total_num_tokens
         if tokens <= 0 or p.kv_pool_gb <= 0:
