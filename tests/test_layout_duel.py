@@ -104,3 +104,41 @@ def test_fit_and_shares_by_layout() -> None:
     nvl = Facts(nvlink=True)
     assert allreduce_share(Shape(tp=8), nvl, 100.0) == allreduce_share(Shape(tp=4, dp=2), nvl,
                                                                         100.0)
+
+
+def test_probe_figures_reach_the_allreduce_diagnosis(tmp_path: Path) -> None:
+    """With P2P on, a measured NCCL latency (the probe's) replaces the rule's priors in the
+    stored evidence of the duel's runs; here a small model whose DP2 x TP4 fits and runs."""
+    from console.diagnose.diagnose import diagnose_stored
+
+    store = RunStore(tmp_path / "runs.db")
+    bench = VirtualBench(store, tmp_path)
+    profile = reference_profile(tmp_path, **{"cuda-graph-max-bs-decode": 128,
+                                             "sim-weights-gb": 40.0})
+    profile = profile.model_copy(update={"env": {}})
+    spec = SweepPreset(concurrency=[32, 64, 128], input_len=256, output_len=64,
+                       prompts_per_concurrency=3, flush_cache=False)
+    request = LayoutRequest(host="virtual", profile="p", spec=spec, repeats=2,
+                            kinds=("current", "dp"))
+
+    async def go() -> LayoutResult:
+        try:
+            return await run_layout(bench, request, profile, store=store,
+                                    measured_us={8: 250.0, 4: 90.0})
+        finally:
+            await bench.close()
+
+    result = run_virtual(go())
+    dp = result.outcomes[1]
+    assert dp.layout.kind == "dp" and dp.fits is True and dp.verdict is not None
+    assert dp.kv_tokens_per_replica is not None
+    current = result.current
+    assert current.run_id is not None
+    evidence = store.load_evidence(current.run_id)
+    assert evidence is not None and evidence.topology.allreduce_us == {8: 250.0, 4: 90.0}
+    diagnosis = diagnose_stored(store, current.run_id, current.steps)
+    cause = next(c for c in diagnosis.causes + diagnosis.candidates
+                 if c.id == "tp-allreduce-pcie")
+    said = " ".join(e.text for e in cause.evidence)
+    assert "at 250 us (nccl)" in said and "measured on this host by the all-reduce probe" in said
+    assert "measured by the all-reduce probe" in layout_json(result)["allreduce_source"]

@@ -160,6 +160,9 @@ class GpuFacts(Frozen):
     source: str = ""
     driver_version: str | None = None  # the agent header's, shown in a shared report
     cuda_version: str | None = None
+    # NCCL all-reduce microseconds at the decode message, per GPU count, measured on this host
+    # by the all-reduce probe (console/jobs/allreduce.py); empty: not measured (priors)
+    allreduce_us: dict[int, float] = {}
 
 
 class RunEvidence(Frozen):

@@ -123,8 +123,10 @@ def share_at_top(outcome: LayoutOutcome, facts: Facts, levels: Sequence[int]) ->
 
 class _Duel:
     def __init__(self, bench: TuneBench, request: LayoutRequest, profile: ServerProfile,
-                 store: RunStore, say: Callable[[str], None]) -> None:
+                 store: RunStore, say: Callable[[str], None],
+                 measured_us: dict[int, float]) -> None:
         self.bench = bench
+        self.measured_us = measured_us
         self.request = request
         self.profile = profile
         self.store = store
@@ -146,12 +148,23 @@ class _Duel:
         except CandidateFailed as exc:
             outcome.refused = str(exc)
             return
+        if outcome.run_id is None and got.run_id is not None:
+            self._note_probe(got.run_id)
         outcome.run_id = outcome.run_id or got.run_id
         outcome.steps.extend(got.steps)
         if outcome.kv_tokens_per_replica is None and outcome.run_id is not None:
             evidence = self.store.load_evidence(outcome.run_id)
             if evidence is not None:
                 outcome.kv_tokens_per_replica = evidence.startup.max_total_num_tokens
+
+    def _note_probe(self, run_id: int) -> None:
+        """The probe's figures join the run's topology facts, so its diagnosis (the
+        `tp-allreduce-pcie` rule) reads measured latencies instead of its priors."""
+        evidence = self.store.load_evidence(run_id) if self.measured_us else None
+        if evidence is not None:
+            topology = evidence.topology.model_copy(update={"allreduce_us": self.measured_us})
+            self.store.save_run_evidence(run_id, evidence.model_copy(
+                update={"topology": topology}))
 
     def first_facts(self, current: LayoutOutcome) -> Facts:
         evidence = None if current.run_id is None else self.store.load_evidence(current.run_id)
@@ -164,7 +177,7 @@ async def run_layout(bench: TuneBench, request: LayoutRequest, profile: ServerPr
                      store: RunStore, say: Callable[[str], None] = lambda _t: None,
                      measured_us: dict[int, float] | None = None) -> LayoutResult:
     """`measured_us`: the all-reduce probe's NCCL figures per GPU count (else the priors)."""
-    duel = _Duel(bench, request, profile, store, say)
+    duel = _Duel(bench, request, profile, store, say, dict(measured_us or {}))
     async with bench.lease(f"layout duel of {request.profile}"):
         now = shape_of(profile.flags)
         current = LayoutOutcome(plan(request.profile, profile, Facts(), ()).layouts[0],

@@ -16,8 +16,10 @@ architecture, the SGLang version, NVLink or not) in; `Layout`s, refusals and sha
 - All-reduce share of the decode step: collectives per step (two all-reduces per layer; under
   attention DP one over the attention group and the MLP's all-gather + reduce-scatter over
   every rank) at the diagnosis's per-call priors (console/diagnose/rules.py: one-shot 4 us,
-  NCCL 3.4 us per ring hop, x22 through host memory; a probe's figure replaces them), over the
-  measured decode step (ITL p50 at the top level).
+  NCCL 3.4 us per ring hop, x22 through host memory), over the measured decode step (ITL p50
+  at the top level). The all-reduce probe's NCCL figure per GPU count replaces the NCCL prior
+  where P2P is on (the probe runs NCCL as the host has it; through host memory stays a prior);
+  the duel also stores it with its runs, so their diagnosis reads it (`tp-allreduce-pcie`).
 """
 
 from __future__ import annotations
@@ -171,9 +173,9 @@ def _ring_s(ranks: int, hops: int, shape: Shape, facts: Facts) -> float:
         return 0.0
     if shape.custom_ar and (facts.nvlink or ranks <= 2):
         return ONE_SHOT_S
-    if ranks in facts.measured_us:  # an all-reduce's 2 (ranks - 1) hops, measured
-        return facts.measured_us[ranks] * 1e-6 * hops / (2 * (ranks - 1))
     host = facts.p2p_disabled and not facts.nvlink
+    if ranks in facts.measured_us and not host:  # the probe's NCCL (P2P): 2 (ranks - 1) hops
+        return facts.measured_us[ranks] * 1e-6 * hops / (2 * (ranks - 1))
     return NCCL_HOP_S * hops * (HOST_MEMORY_FACTOR if host else 1.0)
 
 
