@@ -142,3 +142,13 @@ def test_probe_figures_reach_the_allreduce_diagnosis(tmp_path: Path) -> None:
     said = " ".join(e.text for e in cause.evidence)
     assert "at 250 us (nccl)" in said and "measured on this host by the all-reduce probe" in said
     assert "measured by the all-reduce probe" in layout_json(result)["allreduce_source"]
+
+
+def test_custom_allreduce_is_dueled_where_it_can_change_the_path() -> None:
+    profile = reference_profile(Path("/tmp"))
+    nvlink = plan("p", profile, Facts(nvlink=True, architecture="LlamaForCausalLM"))
+    flip = next(layout for layout in nvlink.layouts if layout.kind == "custom-ar")
+    assert flip.change.flags == {"disable-custom-all-reduce": True}
+    assert flip.shape.custom_ar is False and "custom-ar" not in nvlink.skipped
+    pcie = plan("p", profile, Facts(nvlink=False, architecture="LlamaForCausalLM"))
+    assert "nothing to measure" in pcie.skipped["custom-ar"]

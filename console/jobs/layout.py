@@ -208,7 +208,8 @@ async def run_layout(bench: TuneBench, request: LayoutRequest, profile: ServerPr
         # the current one leads each round; its first pass ran before the plan
         result = LayoutResult(request, outcomes, planned.skipped, facts)
         _judge(result, store)
-        await bench.restart(current.layout.name, profile, "layout:leave-current")
+        if live:  # the host as it was: the current layout running (its last pass was not)
+            await bench.restart(current.layout.name, profile, "layout:leave-current")
         return result
 
 
