@@ -158,6 +158,19 @@ def multi_gpu(torch: Any, ranks: int, sizes: list[int], dtype: str, iters: int,
             return {"ranks": ranks, "rows": json.load(handle)}
 
 
+def _nccl_version(torch: Any) -> str | None:
+    """NCCL's version as torch was built with it; None without NCCL."""
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_nccl_available():
+            return None
+        version = torch.cuda.nccl.version()
+    except Exception:  # a torch built without CUDA or NCCL
+        return None
+    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+
+
 def single_gpu(torch: Any, sizes: list[int], dtype: str, iters: int) -> dict[str, Any]:
     """What one GPU can say: a 1-rank NCCL all-reduce's floor and the copy bandwidth."""
     import torch.distributed as dist
@@ -216,11 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
     report["torch"] = str(torch.__version__)
-    nccl = getattr(torch.cuda, "nccl", None)
-    try:
-        report["nccl"] = ".".join(map(str, nccl.version())) if nccl is not None else None
-    except Exception:  # a torch without NCCL
-        report["nccl"] = None
+    report["nccl"] = _nccl_version(torch)
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     report["gpus"] = [{"index": i, "name": torch.cuda.get_device_name(i),
                        "memory_gib": round(torch.cuda.get_device_properties(i).total_memory
