@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "ab": "ab",
     "tune": "tune",
+    "layout": "layout",
     "diagnose": "diagnose",
     "report": "report",
     "export": "export",

@@ -52,3 +52,15 @@ def test_a_present_cause_with_no_measured_effect_and_a_bound_say_what_they_are()
     assert "present: 7 of 10 lines eager" in text
     assert "predicted ITL mean change of the fix: -17% at c=32" in text
     assert "explains 0%" not in text
+
+
+def test_allreduce_over_pcie_offers_the_layout_duel() -> None:
+    """Issue 39: beside the path fix, the Why view offers the layouts that all-reduce over
+    fewer GPUs; another cause does not."""
+    pcie = Cause(id="tp-allreduce-pcie", title="tensor-parallel all-reduce over PCIe",
+                 confidence=0.3, evidence=[],
+                 suggest=Suggestion(flags={"tp-size": 4, "dp-size": 2}))
+    other = pcie.model_copy(update={"id": "cuda-graph-ceiling"})
+    text = why_text(Diagnosis(knee=KNEE, causes=[pcie]), "").plain
+    assert "or: duel the layouts on this box: `plateau layout HOST`" in text
+    assert "plateau layout" not in why_text(Diagnosis(knee=KNEE, causes=[other]), "").plain

@@ -16,6 +16,11 @@ from console.diagnose.models import Cause, Diagnosis
 from console.logs.ladder_text import why_line
 
 MAX_CAUSES = 9  # keys 1..9 open an A/B of a cause's suggestion
+# All-reduces over PCIe: beside the path fix, the layouts that all-reduce over fewer GPUs
+# (console/jobs/layout.py, issue 39).
+LAYOUT_CAUSE = "tp-allreduce-pcie"
+LAYOUT_DUEL = ("duel the layouts on this box: `plateau layout HOST` (TPn vs DP2 x TP(n/2) vs "
+               "attention DP, custom all-reduce on/off; fit, KV per replica, all-reduce share)")
 
 
 def can_ab(cause: Cause) -> bool:
@@ -65,6 +70,9 @@ def why_text(diagnosis: Diagnosis | None, note: str, effective: Sequence[str] = 
             text.append(fix)
             text.append(f"   [{rank}: A/B with this as B]\n" if can_ab(cause) else "\n",
                         style="dim")
+        if cause.id == LAYOUT_CAUSE:
+            text.append("     or: ", style="bold")
+            text.append(LAYOUT_DUEL + "\n")
         text.append("\n")
     return text
 

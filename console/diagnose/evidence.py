@@ -290,6 +290,8 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
                 facts["capture_bs"] = sizes.sizes
             elif sizes.ceiling is not None:
                 facts["cuda_graph_max_bs_decode"] = sizes.ceiling
+        elif startup.kind in ("weights_begin", "weights_end"):
+            _weights(facts, startup)
         elif startup.kind == "sizing":
             for key in ("max_total_num_tokens", "chunked_prefill_size", "max_running_requests"):
                 if key in startup.values:
@@ -321,10 +323,20 @@ def startup_facts(lines: Iterable[str], server_info: Mapping[str, Any] | None = 
     return StartupFacts(**facts)
 
 
+def _weights(facts: dict[str, Any], line: StartupLine) -> None:
+    """The first rank's weight lines: free memory before, the weights' size, the arch."""
+    key = "avail_gb_before_weights" if line.kind == "weights_begin" else "weights_gb_per_gpu"
+    value = line.values.get("avail_gb" if line.kind == "weights_begin" else "usage_gb")
+    if value is not None and key not in facts:
+        facts[key] = value
+    if line.name and "architecture" not in facts:
+        facts["architecture"] = line.name
+
+
 def _from_server_args(sa: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("tp_size", "max_total_num_tokens", "chunked_prefill_size",
-                "mem_fraction_static"):
+                "mem_fraction_static", "dp_size", "attn_dp_size"):
         value = sa.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = value

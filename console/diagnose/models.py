@@ -153,6 +153,12 @@ class StartupFacts(Frozen):
     kv_pool_gb: float | None = None
     kv_pool_tokens: int | None = None
     capture_wording: str | None = None
+    # The layout (issue 39): DP replicas, attention-DP groups; the first weight lines' facts
+    dp_size: int | None = None
+    attn_dp_size: int | None = None
+    architecture: str | None = None  # `Load weight end. ..., type=X`
+    weights_gb_per_gpu: float | None = None  # its `mem usage=` (GiB of weights on a rank)
+    avail_gb_before_weights: float | None = None  # `Load weight begin. avail mem=`
 
 
 class GpuFacts(Frozen):
@@ -164,6 +170,9 @@ class GpuFacts(Frozen):
     source: str = ""
     driver_version: str | None = None  # the agent header's, shown in a shared report
     cuda_version: str | None = None
+    # NCCL all-reduce microseconds at the decode message, per GPU count, measured on this host
+    # by the all-reduce probe (console/jobs/allreduce.py); empty: not measured (priors)
+    allreduce_us: dict[int, float] = {}
 
 
 class RunEvidence(Frozen):

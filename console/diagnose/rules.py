@@ -708,7 +708,10 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
     calls = ALLREDUCE_PER_LAYER * layers
     # A structural cost (TP over PCIe) is measured against the one-shot path it cannot use.
     against = "custom" if fixed == now else fixed
-    implied = calls * (_allreduce_s(tp, now) - _allreduce_s(tp, against))
+    # The probe runs NCCL as the host has it (P2P): it stands for the `nccl` path only.
+    measured = ev.topology.allreduce_us.get(tp) if now == "nccl" else None
+    per_call = _allreduce_s(tp, now) if measured is None else measured * 1e-6
+    implied = calls * (per_call - _allreduce_s(tp, against))
     model = ctx.graph_fit or ctx.any_fit
     found: list[tuple[float, StepEvidence, Any]] = []
     for step in ctx.late:
@@ -739,13 +742,11 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
                          "A: as run; B: the suggested all-reduce path, at the same load")))
     explained, step, (seconds, excess) = best
     evidence.append(effect_item(
-        step, explained, f"{calls} all-reduces per step at {_allreduce_s(tp, now) * 1e6:.0f} us "
+        step, explained, f"{calls} all-reduces per step at {per_call * 1e6:.0f} us "
                          f"({now}) vs {_allreduce_s(tp, against) * 1e6:.0f} us ({against}): "
                          f"{ms_text(excess)} of a {ms_text(seconds)} decode step (bounded by the "
                          f"{ms_text(model.intercept if model else 0.0)} that does not grow with "
-                         "the batch); the per-call latencies are priors (one-shot "
-                         f"{ONE_SHOT_S * 1e6:g} us, NCCL {NCCL_HOP_S * 1e6:g} us per hop, "
-                         f"x{HOST_MEMORY_FACTOR:g} through host memory), not measured here",
+                         f"the batch); {_latency_source(measured is not None)}",
         allreduce_ms=round(excess * 1000, 2), step_ms=round(seconds * 1000, 1)))
     gain, said = predict(explained, step, f"the all-reduce ran {against}")
     return Cause(id="tp-allreduce-pcie", title=_allreduce_title(now, ev),
@@ -756,6 +757,16 @@ def tp_allreduce_pcie(ev: RunEvidence, ctx: Context) -> Cause | None:
                  suggest=suggest.model_copy(update={
                      "gain_pct": gain, "at_concurrency": ab_level(step), "gain_kind": "prior",
                      "expect": f"{said} (a prior): {suggest.expect}"}))
+
+
+def _latency_source(measured: bool) -> str:
+    if measured:
+        return ("the per-call latency was measured on this host by the all-reduce probe "
+                "(NCCL at the decode message); the one-shot figure is a prior "
+                f"({ONE_SHOT_S * 1e6:g} us)")
+    return (f"the per-call latencies are priors (one-shot {ONE_SHOT_S * 1e6:g} us, NCCL "
+            f"{NCCL_HOP_S * 1e6:g} us per hop, x{HOST_MEMORY_FACTOR:g} through host memory), "
+            "not measured here")
 
 
 def _allreduce_title(path: str, ev: RunEvidence) -> str:

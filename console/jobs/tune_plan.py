@@ -8,6 +8,11 @@
   kept: it crashed, did not help, or did not fit); and, when another cause of the same
   diagnosis interacts with it (INTERACTS), the pair together.
 - A change already judged from the same good profile is not tried again.
+- A layout step: when `tp-allreduce-pcie` leads with P2P and the custom all-reduce already
+  on (console/diagnose/rules.py `_paths`), its suggestion is a layout, DP2 x TP(n/2): two
+  replicas behind SGLang's DP controller, each all-reducing over half the GPUs; its larger
+  value is DP4 x TP(n/4), where two PCIe ranks run the one-shot custom all-reduce. `plateau
+  layout` duels every layout (attention DP too) when the operator wants the whole picture.
 """
 
 from __future__ import annotations
@@ -79,6 +84,14 @@ def _change(cause: Cause) -> Change:
     return Change(flags=dict(cause.suggest.flags), env=dict(cause.suggest.env))
 
 
+def layout_text(change: Change) -> str:
+    """`DP2 x TP4` when the change sets a layout (replicas and TP size), else ""."""
+    tp, dp = change.flags.get("tp-size"), change.flags.get("dp-size")
+    if isinstance(tp, int) and isinstance(dp, int) and not isinstance(dp, bool):
+        return f"DP{dp} x TP{tp} (replicas behind SGLang's DP controller)"
+    return ""
+
+
 def levels_for(cause: Cause, all_levels: Iterable[int]) -> list[int]:
     """Where the A/B measures: the level the cause acts at (its evidence's saturated step),
     else the top level of the workload."""
@@ -119,10 +132,14 @@ def _of_cause(top: Cause, causes: list[Cause], profile: ServerProfile,
                          levels=at_levels, interacts=notes)
 
     implied = _change(top)
-    out = [make(implied, "the value the evidence implies" if implied.flags else "the fix")]
+    layout = layout_text(implied)
+    out = [make(implied, f"a layout change: {layout}" if layout else
+                "the value the evidence implies" if implied.flags else "the fix")]
     bigger = larger_change(implied, profile)
     if bigger is not None:
-        out.append(make(bigger, "a larger value (the implied one was not kept)"))
+        further = layout_text(bigger)
+        out.append(make(bigger, f"a further layout: {further} (the first was not kept)"
+                        if further else "a larger value (the implied one was not kept)"))
     for other, why in pairs:
         out.append(make(implied.merged(_change(other)),
                         f"with {other.id}'s fix together ({why})"))

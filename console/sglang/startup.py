@@ -64,6 +64,9 @@ _TQDM_BS = re.compile(r"Capturing batches \(bs=([0-9]+)[^)]*\):.*?\| *([0-9]+)/(
 _TQDM_BS_ONLY = re.compile(r"Capturing batches \(bs=([0-9]+)")
 _SIZING_AT = "max_total_num_tokens="
 KV_ALLOCATED = "KV Cache is allocated"
+_AVAIL_GB = re.compile(r"avail mem=([0-9.]+) ?GB")
+_USAGE_GB = re.compile(r"mem usage=([0-9.]+) ?GB")
+_ARCH = re.compile(r"\btype=([A-Za-z0-9_]{1,80})")
 READY = "The server is fired up and ready to roll!"
 """0.5.23 `srt/entrypoints/http_server.py:2600`; the same words since 0.1."""
 # The capture phases a decode step runs in: old-wording graphs are decode graphs (the
@@ -84,7 +87,8 @@ class StartupLine:
     values: dict[str, float] = field(default_factory=dict)
     """sizing: every key=number; clamp: requested/effective; engine_timings: by name;
     kv_allocated: `tokens`, `kv_gb` (K + V, or KV size); capture begin/end: `avail_gb`,
-    `mem_gb` (`mem usage=`), `tokens_per_req` (`num_tokens_per_req=`, new wording)."""
+    `mem_gb` (`mem usage=`), `tokens_per_req` (`num_tokens_per_req=`, new wording); weight
+    lines: avail_gb, usage_gb."""
     name: str = ""
     """clamp: the setting that was reduced."""
 
@@ -94,9 +98,11 @@ def parse_startup(message: str) -> StartupLine | None:
     head = message[:12]
     if head.startswith("Load weight "):
         if message.startswith("Load weight begin"):
-            return StartupLine("weights_begin")
+            return StartupLine("weights_begin", values=_gb(message))
         if message.startswith("Load weight end"):
-            return StartupLine("weights_end", elapsed=_elapsed(message))
+            arch = _ARCH.search(message)
+            return StartupLine("weights_end", elapsed=_elapsed(message), values=_gb(message),
+                               name=arch.group(1) if arch else "")
         return None
     if head.startswith("Capture "):
         return _capture(message)
@@ -125,6 +131,17 @@ def parse_startup(message: str) -> StartupLine | None:
     if message.startswith(READY):
         return StartupLine("ready")
     return None
+
+
+def _gb(message: str) -> dict[str, float]:
+    """A weight line's `avail mem=` (free GiB on the rank) and `mem usage=` (the weights'
+    GiB on the rank), where present."""
+    out = {}
+    if (avail := _AVAIL_GB.search(message)) is not None:
+        out["avail_gb"] = float(avail.group(1))
+    if (usage := _USAGE_GB.search(message)) is not None:
+        out["usage_gb"] = float(usage.group(1))
+    return out
 
 
 def parse_sizing(message: str) -> StartupLine | None:

@@ -232,6 +232,9 @@ def build_sim_parser() -> argparse.ArgumentParser:
                    help="KV cache bytes per token per GPU at TP1 (bf16)")
     p.add_argument("--sim-layers", type=int, default=61,
                    help="transformer layers (two tensor-parallel all-reduces each per step)")
+    p.add_argument("--sim-arch", default="LlamaForCausalLM",
+                   help="the model's architecture, as the weight-loading line names it "
+                   "(what decides, e.g., whether attention DP is supported)")
     p.add_argument("--sim-nvlink", action="store_true",
                    help="GPUs joined by NVLink (default: PCIe only, like RTX PRO 6000 hosts)")
     p.add_argument("--sim-power-limit-w", type=float, default=600.0,
@@ -286,6 +289,7 @@ class SimOptions:
     nan_after_steps: int = 20
     kv_bytes_per_token: int = 98304
     layers: int = 61
+    arch: str = "LlamaForCausalLM"
     nvlink: bool = False
     power_limit_w: float = 600.0
     ambient_c: float = 28.0
@@ -382,6 +386,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, SimOptions, list[str]]:
         nan_after_steps=sim_ns.sim_nan_after_steps,
         kv_bytes_per_token=sim_ns.sim_kv_bytes_per_token,
         layers=max(1, sim_ns.sim_layers),
+        arch=str(sim_ns.sim_arch),
         nvlink=bool(sim_ns.sim_nvlink),
         power_limit_w=max(50.0, sim_ns.sim_power_limit_w),
         ambient_c=sim_ns.sim_ambient_c,

@@ -98,7 +98,46 @@ class SimConfig:
         return rank_prefix(self.server_args, tp_rank=0)
 
     def gpus_in_use(self) -> int:
-        return min(self.sim.num_gpus, self.profile.tp * int(self.server_args["dp_size"]))
+        return min(self.sim.num_gpus, self.profile.gpus)
+
+
+def dp_layout(sa: dict[str, Any]) -> tuple[int, int]:
+    """(replicas, attention-DP groups) of resolved server args. 0.5.23 resolves the deprecated
+    `--enable-dp-attention --dp-size N` into `attn_dp_size=N, dp_size=1`
+    (srt/arg_groups/parallel_hook.py:39-61 `handle_deprecated_dp_attention`; `resolve` does it
+    here); releases without `--attn-dp-size` count the groups with `dp_size`."""
+    dp = max(1, int(sa.get("dp_size") or 1))
+    attn = max(1, int(sa.get("attn_dp_size") or 1))
+    if attn == 1 and sa.get("enable_dp_attention"):
+        return 1, dp
+    return dp, attn
+
+
+def dp_ranks(sa: dict[str, Any]) -> int:
+    """Schedulers that take requests: one per replica, or one per attention-DP group."""
+    replicas, attn = dp_layout(sa)
+    return replicas * attn
+
+
+def leader_prefix(sa: dict[str, Any], dp_rank: int) -> str:
+    """The log prefix of DP rank `dp_rank`'s scheduler that prints batch and sizing lines
+    (attn_tp_rank 0: 0.5.23 srt/observability/metrics_collector.py:1361-1363): `DPk TP0` for
+    a replica (its TP ranks count from 0), `DPk TP{k * tp / N}` for an attention-DP group
+    (its ranks are slices of the one TP group, as the real `DP12 TP12 EP12` lines show)."""
+    attn = dp_layout(sa)[1]
+    tp = max(1, int(sa.get("tp_size") or 1))
+    if attn > 1:
+        return rank_prefix(sa, dp_rank * max(1, tp // attn), dp_rank)
+    return rank_prefix(sa, 0, dp_rank)
+
+
+def all_prefixes(sa: dict[str, Any]) -> list[str]:
+    """Every scheduler process's prefix, DP rank by DP rank."""
+    replicas, attn = dp_layout(sa)
+    tp = max(1, int(sa.get("tp_size") or 1))
+    if attn > 1:
+        return [rank_prefix(sa, t, t // max(1, tp // attn)) for t in range(tp)]
+    return [rank_prefix(sa, t, d) for d in range(replicas) for t in range(tp)]
 
 
 def _listed_sizes(sa: dict[str, Any]) -> list[int]:
@@ -112,7 +151,7 @@ def _listed_sizes(sa: dict[str, Any]) -> list[int]:
 
 def rank_prefix(sa: dict[str, Any], tp_rank: int, dp_rank: int = 0) -> str:
     parts: list[str] = []
-    if int(sa.get("dp_size") or 1) > 1 or int(sa.get("attn_dp_size") or 1) > 1:
+    if dp_ranks(sa) > 1:
         parts.append(f"DP{dp_rank}")
     if int(sa.get("pp_size") or 1) > 1:
         parts.append("PP0")
@@ -196,9 +235,18 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         sa["random_seed"] = sim.seed if sim.seed is not None else 42
     if sa.get("page_size") is None:
         sa["page_size"] = 1
+    if "attn_dp_size" in sa and sa.get("enable_dp_attention"):  # parallel_hook.py:39-61
+        if int(sa.get("attn_dp_size") or 1) == 1:
+            sa["attn_dp_size"], sa["dp_size"] = int(sa.get("dp_size") or 1), 1
+        # 0.5.23's resolved dict reports the flag as "attention DP runs" (server_args.py:332)
+        sa["enable_dp_attention"] = int(sa["attn_dp_size"]) > 1
+    if sa.get("load_balance_method") == "auto":  # serving_hook.py:217-233: no PD, round robin
+        sa["load_balance_method"] = "round_robin"
+    replicas, attn_dp = dp_layout(sa)
     profile = Profile(
         tp=tp,
-        dp=max(1, int(sa.get("dp_size") or 1)),
+        dp=replicas,
+        attn_dp=attn_dp,
         gpu_memory_mib=sim.gpu_memory_mib,
         weights_gb=sim.weights_gb,
         kv_bytes_per_token=sim.kv_bytes_per_token,

@@ -24,7 +24,7 @@ from typing import Any
 
 from console import aio
 from console.sim import shapes
-from console.sim.config import SimConfig
+from console.sim.config import SimConfig, leader_prefix
 from console.sim.logs import SimLog
 from console.sim.noise import GpuNoise
 from console.sim.radix import Node, RadixCache
@@ -187,11 +187,14 @@ def current_gen_throughput(stats: EngineStats, now: float) -> float:
 
 
 class BaseEngine:
-    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False) -> None:
+    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False,
+                 dp_rank: int = 0, stats: EngineStats | None = None) -> None:
+        """`dp_rank`, `stats`: one DP rank of several (console/sim/dp.py), its log prefix that
+        rank's and its counters the node's, shared with the other ranks."""
         self.cfg = cfg
         self.log = log
         self.tokens = TokenSource(cfg.sim.seed)
-        self.stats = EngineStats()
+        self.stats = stats if stats is not None else EngineStats()
         self.record = record_latencies
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
@@ -200,7 +203,10 @@ class BaseEngine:
         self.paused = False
         self._wake = asyncio.Event()
         self._ordinal = itertools.count()
-        self.prefix = cfg.rank_prefix
+        self.prefix = leader_prefix(cfg.server_args, dp_rank)
+        # GPU telemetry (the step in flight, PCIe bytes) is booked by DP rank 0 alone: the
+        # GPU state shows its GPUs' pattern for every GPU (the ranks are dealt alike).
+        self.telemetry = dp_rank == 0
         self.decode_steps = 0
         self._batch: dict[Req, None] | None = None  # requests with news in this wakeup
         # Admitted by the prefill step in progress: out of the queue, not yet running (a drain
@@ -315,8 +321,10 @@ class BaseEngine:
 class Engine(BaseEngine):
     """Model-driven continuous batching."""
 
-    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False) -> None:
-        super().__init__(cfg, log, record_latencies=record_latencies)
+    def __init__(self, cfg: SimConfig, log: SimLog, *, record_latencies: bool = False,
+                 dp_rank: int = 0, stats: EngineStats | None = None) -> None:
+        super().__init__(cfg, log, record_latencies=record_latencies, dp_rank=dp_rank,
+                         stats=stats)
         self.profile = cfg.profile
         self.speed = cfg.sim.speed
         self.new_token_ratio = NEW_TOKEN_RATIO_INIT
@@ -515,9 +523,9 @@ class Engine(BaseEngine):
             try:
                 await asyncio.sleep(max(0.0, t_end - loop.time()))
             finally:
-                self.stats.end_step()
+                self._end()
             self.noise.advance(duration)
-            self.stats.pcie_bytes += self.profile.allreduce_bytes(batch)
+            self._pcie(self.profile.allreduce_bytes(batch))
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
             self._advance_running(time.monotonic())
@@ -553,9 +561,9 @@ class Engine(BaseEngine):
             await asyncio.sleep(max(0.0, t_end - loop.time()))
         finally:
             self.prefilling = []
-            self.stats.end_step()
+            self._end()
         self.noise.advance(duration)
-        self.stats.pcie_bytes += self.profile.allreduce_bytes(new_tokens + riding)
+        self._pcie(self.profile.allreduce_bytes(new_tokens + riding))
         stamp = time.monotonic()
         if riding:
             self._advance_running(stamp)
@@ -582,8 +590,18 @@ class Engine(BaseEngine):
             return False
         return True
 
+    def _end(self) -> None:
+        if self.telemetry:
+            self.stats.end_step()
+
+    def _pcie(self, nbytes: float) -> None:
+        if self.telemetry:
+            self.stats.pcie_bytes += nbytes
+
     def _begin(self, start: float, end: float, sm_share: float, *, prefill: bool) -> None:
         """GPU telemetry: the step now running, at the clock the last decode step set."""
+        if not self.telemetry:
+            return
         stats = self.stats
         stats.begin_step(StepInFlight(start=start, end=end, sm_share=sm_share,
                                       clock=stats.sm_clock_ratio,

@@ -43,11 +43,22 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   ambient + 12 C + 0.085 C/W) above the slowdown threshold cuts SM clocks further
   (`--sim-ambient-c` stands in for the host's cooling).
 
-Not modelled: prefix caching (every prompt is new), speculative decoding, expert parallelism
-and DP attention traffic, PCIe bandwidth saturation (all-reduce payloads are latency-bound at
-these batch sizes), memory-clock changes, per-request sampling parameters, NaN propagation
-beyond the crash hook, thermal inertia (the engine uses the steady temperature; the agent
-shows the lag).
+- Layouts (console/sim/dp.py deals the requests): `--dp-size N` runs N replicas, each a
+  TP group of its own with its own scheduler and KV pool, so each term above is the
+  replica's (weights split over its TP ranks, all-reduces over its GPUs only). Attention DP
+  (`--attn-dp-size N`, or 0.5.18's `--enable-dp-attention --dp-size N`) keeps the MLP/MoE
+  tensor-parallel over all TP ranks while each of N groups runs attention on its own requests
+  over `tp / N` ranks: per layer the all-reduce after attention is over that group only, and
+  the MLP's input and output are an all-gather and a reduce-scatter over every rank (each a
+  ring of tp - 1 hops, against the all-reduce's 2 (tp - 1)); the KV heads split over the
+  attention group, and the MLP runs on the gathered batch of every group.
+
+Not modelled: prefix caching (every prompt is new), speculative decoding, expert parallelism,
+attention-DP ranks waiting for each other (the sim steps each group on its own clock; SGLang
+steps them together, an idle group running a dummy batch), PCIe bandwidth saturation
+(all-reduce payloads are latency-bound at these batch sizes), memory-clock changes,
+per-request sampling parameters, NaN propagation beyond the crash hook, thermal inertia (the
+engine uses the steady temperature; the agent shows the lag).
 """
 
 from __future__ import annotations
@@ -135,8 +146,9 @@ def decode_graph_ladder(max_bs: int) -> list[int]:
 class Profile:
     """Resolved configuration the model needs (derived from ServerArgs + sim options)."""
 
-    tp: int = 1
-    dp: int = 1
+    tp: int = 1  # the TP ranks of one replica (all of them under attention DP)
+    dp: int = 1  # replicas (--dp-size without attention DP)
+    attn_dp: int = 1  # attention-DP groups inside the TP group (--attn-dp-size)
     gpu_memory_mib: int = 97887
     weights_gb: float = 40.0
     kv_bytes_per_token: int = 98304
@@ -171,9 +183,20 @@ class Profile:
         return self.weights_gb * QUANT_WEIGHT_FACTOR.get(self.quantization or "", 1.0) / self.tp
 
     @property
+    def attn_tp(self) -> int:
+        """The ranks one attention group spans (the whole TP group without attention DP)."""
+        return max(1, self.tp // max(1, self.attn_dp))
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the server holds: every replica's TP ranks (attention DP adds none)."""
+        return self.tp * max(1, self.dp)
+
+    @property
     def kv_bytes_per_token_per_gpu(self) -> float:
+        """The KV heads split over the ranks that run a request's attention."""
         factor = KV_DTYPE_BYTES_FACTOR.get(self.kv_cache_dtype, 1.0)
-        return self.kv_bytes_per_token * factor / self.tp
+        return self.kv_bytes_per_token * factor / self.attn_tp
 
     @property
     def decode_ladder(self) -> list[int]:
@@ -199,36 +222,50 @@ class Profile:
         return tokens
 
     # ---- all-reduce --------------------------------------------------------------------------
-    @property
-    def allreduce_path(self) -> str:
-        """`none`, `custom` (one-shot), `nccl` (P2P over PCIe) or `nccl-host` (P2P disabled).
+    def path_over(self, ranks: int) -> str:
+        """`none`, `custom` (one-shot), `nccl` (P2P over PCIe) or `nccl-host` (P2P disabled)
+        for a collective over `ranks` GPUs.
 
         SGLang keeps its custom all-reduce only with NVLink or at most two PCIe ranks
         (plateau-causes.md, "Multi-GPU communication")."""
-        if self.tp <= 1:
+        if ranks <= 1:
             return "none"
-        if self.custom_all_reduce and (self.nvlink or self.tp <= 2):
+        if self.custom_all_reduce and (self.nvlink or ranks <= 2):
             return "custom"
         return "nccl-host" if self.nccl_p2p_disabled and not self.nvlink else "nccl"
+
+    @property
+    def allreduce_path(self) -> str:
+        """The path of the TP group's all-reduce (the attention group's under attention DP)."""
+        return self.path_over(self.tp if self.attn_dp <= 1 else self.attn_tp)
 
     @property
     def allreduce_calls(self) -> int:
         return ALLREDUCE_PER_LAYER * self.num_layers if self.tp > 1 else 0
 
-    def allreduce_latency_s(self) -> float:
-        """One all-reduce inside a CUDA graph."""
-        path = self.allreduce_path
+    def ring_s(self, ranks: int, hops: int) -> float:
+        """One collective of `hops` ring hops over `ranks` GPUs, inside a CUDA graph."""
+        path = self.path_over(ranks)
         if path == "none":
             return 0.0
         if path == "custom":
             return ONE_SHOT_ALLREDUCE_S
-        hops = 2 * (self.tp - 1)
         factor = NCCL_HOST_MEMORY_FACTOR if path == "nccl-host" else 1.0
         return NCCL_HOP_S * hops * factor
 
+    def allreduce_latency_s(self) -> float:
+        """One all-reduce over the TP group inside a CUDA graph."""
+        return self.ring_s(self.tp, 2 * (self.tp - 1))
+
     def comm_seconds(self) -> float:
-        """All-reduce time of one step (graph or eager alike)."""
-        return self.allreduce_calls * self.allreduce_latency_s()
+        """Collective time of one step (graph or eager alike): two all-reduces per layer over
+        the replica's TP group; under attention DP one all-reduce over the attention group
+        plus the MLP's all-gather and reduce-scatter over every rank, per layer."""
+        if self.attn_dp <= 1:
+            return self.allreduce_calls * self.allreduce_latency_s()
+        attn = self.ring_s(self.attn_tp, 2 * (self.attn_tp - 1))
+        gather = self.ring_s(self.tp, self.tp - 1)
+        return self.num_layers * (attn + 2 * gather)
 
     def eager_penalty_seconds(self) -> float:
         """What running a decode step without its CUDA graph adds."""
@@ -262,11 +299,15 @@ class Profile:
             base *= 0.93
         kv_factor = 0.6 if self.kv_cache_dtype.startswith("fp8") else 1.0
         attention = PER_KV_TOKEN_S * ATTENTION_FACTOR.get(attn, 1.0) * kv_factor * kv_tokens
-        rows = self.graph_rows(batch)
+        # Under attention DP the MLP runs on the batch gathered from every group (as many as
+        # this one's, the controller dealing them evenly) and attention over this group's ranks;
+        # a graph step computes its padded rows (graph_rows).
+        mlp_rows = self.graph_rows(batch) * max(1, self.attn_dp)
+        attn_scale = 1.0 / math.pow(self.attn_tp, 0.9)
         return {
             "base": base / clock,
             "weights": self.weight_stream_seconds(),
-            "compute": (rows * self._per_seq() + attention * self._compute_scale) / clock,
+            "compute": (mlp_rows * self._per_seq() + attention * attn_scale) / clock,
             "allreduce": self.comm_seconds(),
             "eager": 0.0 if self.uses_graph(batch) else self.eager_penalty_seconds(),
         }

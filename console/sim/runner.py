@@ -21,7 +21,8 @@ import aiohttp
 from aiohttp import web
 
 from console.sim import gpu_state, shapes
-from console.sim.config import SimConfig, rank_prefix
+from console.sim.config import SimConfig, all_prefixes, dp_layout, dp_ranks, leader_prefix
+from console.sim.dp import DpEngine
 from console.sim.engine import BaseEngine, Engine, IdealEngine, SimCrash
 from console.sim.lateness import Lateness
 from console.sim.logs import SimLog
@@ -31,7 +32,6 @@ from console.sim.server import SimState, build_app
 
 STATE_INTERVAL_S = 0.25
 DRAIN_LOG_INTERVAL_S = 5.0
-ARCH = "LlamaForCausalLM"
 # The decode capture's share of the startup time, per captured size: SGLang captures each size
 # in turn (decode_cuda_graph_runner.py:1324-1340, a warm-up run and a capture per size), so
 # its capture time grows with the count; 12 sizes (the default ladder to 64) take 0.18.
@@ -46,7 +46,8 @@ class Runner:
         self.log = SimLog(log_level=sa["log_level"], log_level_http=sa.get("log_level_http"),
                           access_exclude=sa.get("uvicorn_access_log_exclude_prefixes"))
         metrics_on = bool(sa.get("enable_metrics"))
-        engine_cls: type[BaseEngine] = IdealEngine if cfg.sim.ideal else Engine
+        engine_cls: type[BaseEngine] = (IdealEngine if cfg.sim.ideal else
+                                         DpEngine if dp_ranks(sa) > 1 else Engine)
         self.engine = engine_cls(cfg, self.log, record_latencies=metrics_on)
         self.state = SimState(cfg=cfg, log=self.log, engine=self.engine, procs=procs)
         if cfg.sim.ideal:
@@ -96,10 +97,23 @@ class Runner:
             await asyncio.sleep(seconds)
 
     def _ranks(self) -> list[str]:
+        return all_prefixes(self.cfg.server_args)
+
+    def _leaders(self) -> list[str]:
+        """Each DP rank's scheduler that prints its sizing and batch lines."""
         sa = self.cfg.server_args
-        dp = int(sa.get("dp_size") or 1)
-        tp = self.cfg.profile.tp
-        return [rank_prefix(sa, t, d) for d in range(dp) for t in range(tp)]
+        return [leader_prefix(sa, d) for d in range(dp_ranks(sa))]
+
+    def _launch_dp_lines(self) -> None:
+        """Replicas (not attention DP): the controller's `Launch DP{k} starting at GPU
+        #{base}.` per replica (0.5.23 data_parallel_controller.py:687), no rank prefix."""
+        sa = self.cfg.server_args
+        replicas, attn = dp_layout(sa)
+        if replicas < 2 or attn > 1:
+            return
+        step = self.cfg.profile.tp * max(1, int(sa.get("pp_size") or 1))
+        for k in range(replicas):
+            self.log.sglang(f"Launch DP{k} starting at GPU #{k * step}.")
 
     def _crash_startup(self, lines: list[str], code: int = 1) -> None:
         for prefix in self._ranks()[:1]:
@@ -126,6 +140,7 @@ class Runner:
         total_gb = p.gpu_memory_gb
         traits = cfg.traits
         log.sglang(shapes.server_args_line(traits, cfg.logged_server_args()))
+        self._launch_dp_lines()
         self.set_phase("loading")
         t0 = time.monotonic()
         for prefix in ranks:
@@ -162,8 +177,8 @@ class Runner:
         avail -= weights
         for prefix in ranks:
             log.sglang(shapes.load_weight_end(
-                traits, elapsed=load_s, arch=ARCH, quant=sa.get("quantization"), avail=avail,
-                usage=weights), prefix)
+                traits, elapsed=load_s, arch=cfg.sim.arch, quant=sa.get("quantization"),
+                avail=avail, usage=weights), prefix)
         t_kv = time.monotonic()
         tokens = p.max_total_num_tokens
         if tokens <= 0 or p.kv_pool_gb <= 0:
@@ -207,11 +222,12 @@ class Runner:
         if sa["cuda_graph_backend_decode"] != "disabled":
             avail = await self._capture_decode(ranks, avail, graph)
         self.gpu_mem_used_mib += (0.3 + p.graph_gb) * 1024
-        log.sglang(
-            f"max_total_num_tokens={tokens}, chunked_prefill_size={sa['chunked_prefill_size']}, "
-            f"max_prefill_tokens={sa['max_prefill_tokens']}, max_running_requests="
-            f"{cfg.max_running_requests}, context_len={cfg.context_len}, "
-            f"available_gpu_mem={avail:.2f} GB", ranks[0])
+        for leader in self._leaders():  # TP0 of each DP rank (startup.py's sizing line)
+            log.sglang(
+                f"max_total_num_tokens={tokens}, chunked_prefill_size="
+                f"{sa['chunked_prefill_size']}, max_prefill_tokens={sa['max_prefill_tokens']}, "
+                f"max_running_requests={cfg.max_running_requests}, context_len="
+                f"{cfg.context_len}, available_gpu_mem={avail:.2f} GB", leader)
         scheduler_e2e = time.monotonic() - t0
         graph_text = ", ".join(f"{k}={v:.2f}" for k, v in graph.items())
         if traits.startup_timings:  # 0.5.x entrypoints/engine.py
