@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from console.commands import argtypes
-from console.commands.ab import _lifecycle
-from console.commands.sweep import _int_list, build_spec
+from console.commands.ab import host_lifecycle
+from console.commands.sweep import build_spec, int_list
 from console.config import LoadedConfig
 from console.config_models import PlateauConfig, SweepPreset
 from console.demo import DEMO_HOST, temp_demo
@@ -27,7 +27,7 @@ from console.jobs.layout import LayoutRequest, LayoutResult, layout_json, run_la
 from console.jobs.layout_plan import KNOWN_KINDS
 from console.jobs.tune_bench import HostBench
 from console.store.db import RunStore
-from console.store.export import _finite
+from console.store.export import finite_or_null
 
 DEMO_PROFILE = "cutlass-moe"
 # The reference model as the DeepSeek-V3-class MoE it stands for: an architecture whose
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="which challengers: dp, attn-dp, custom-ar (default: all)")
     p.add_argument("--preset", type=argtypes.plain_text,
                    help="sweep preset (default: default; demo: 16,64 at 256 in / 32 out)")
-    p.add_argument("--concurrency", type=_int_list, help="override the preset's levels")
+    p.add_argument("--concurrency", type=int_list, help="override the preset's levels")
     p.add_argument("--repeats", type=argtypes.int_at_least(2, 10), default=2,
                    help="rounds (one launch of each layout per round; default 2)")
     p.add_argument("--hidden-size", type=argtypes.positive_int, default=7168,
@@ -138,7 +138,7 @@ async def _handle(args: argparse.Namespace) -> int:
         try:
             _say(f"{request.profile} on {host.name}: concurrency {request.spec.concurrency}, "
                  f"{request.repeats} interleaved rounds, a launch per layout per round")
-            async with _lifecycle(host, stop_after=args.demo) as life:
+            async with host_lifecycle(host, stop_after=args.demo) as life:
                 probe = None if args.no_probe else await run_probe(
                     life.transport, host.python or "python3", args.hidden_size,
                     list(request.spec.concurrency))
@@ -155,7 +155,7 @@ async def _handle(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
     said = [] if probe is None else probe_summary(probe)
     if args.json:
-        print(json.dumps(_finite({**layout_json(result), "db": str(store.path),
+        print(json.dumps(finite_or_null({**layout_json(result), "db": str(store.path),
                                   "probe": None if probe is None else probe.model_dump(
                                       mode="json"), "probe_says": said}), allow_nan=False))
     else:
