@@ -38,14 +38,21 @@ from console.logs.scan_rows import (
     TS,
     Row,
 )
-from console.sglang.batch import is_batch_message, parse_batch
+from console.sglang.batch import DECODE_BATCH, PREFILL_BATCH, is_batch_message, parse_batch
 from console.sglang.graph_ladder import padded_size
 from console.sglang.prefix import parse_prefix
-from console.sglang.startup import CaptureSizes, StartupLine, is_decode_phase, parse_startup
+from console.sglang.startup import (
+    KV_ALLOCATED,
+    CaptureSizes,
+    StartupLine,
+    is_decode_phase,
+    parse_startup,
+)
 
 # Substrings of every line the ladder reads; the rest of a log is skipped unparsed.
-_NEEDLES = re.compile(r"Decode batch|Prefill batch|aptur|KV Cache is allocated|"
-                      r"max_total_num_tokens=|Max running requests is reset| was reduced from ")
+_NEEDLES = re.compile("|".join(re.escape(n) for n in (
+    DECODE_BATCH, PREFILL_BATCH, KV_ALLOCATED, "aptur", "max_total_num_tokens=",
+    "Max running requests is reset", " was reduced from ")))
 _MAX_SAMPLES = 200_000
 
 
