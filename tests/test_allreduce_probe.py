@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,18 @@ def test_measured_figures_replace_the_priors() -> None:
     with_probe = collective_s(shape, Facts(nvlink=False, num_layers=10, measured_us=measured))
     assert with_probe == pytest.approx(2 * 10 * 60e-6)
     assert collective_s(shape, Facts(nvlink=False, num_layers=10)) != with_probe
+
+
+def test_the_h200s_own_output_reads_as_one_gpu_that_cannot_measure_an_all_reduce() -> None:
+    # The probe's output on the device's H200 (tests/bench/allreduce/one_gpu.py, one GPU): its
+    # topology matrix is nvidia-smi's raw text, escapes included; none of it may reach a line.
+    raw = (Path(__file__).parent / "data" / "allreduce" / "h200-one-gpu.json").read_text()
+    assert "\\u001b" in raw  # JSON-escaped ESC
+    report = parse_report(raw, 7168, "bfloat16")
+    assert not report.error and report.nccl and report.torch
+    assert [m["bytes"] for m in report.messages] == [7168 * b * 2 for b in (1, 16, 64, 128)]
+    assert report.measured_us(917504) == {}  # one GPU: no all-reduce over several
+    lines = probe_summary(report)
+    assert sum("1 GPU(s) visible" in line for line in lines) == 3
+    assert lines[-1] == "all-reduce costs: estimated from priors over the step times"
+    assert not any("\x1b" in line or "GPU0" in line for line in lines)

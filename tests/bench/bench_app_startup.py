@@ -33,7 +33,7 @@ least of 3 runs (a run's count varies by a few % with how the event loop's wake-
     .venv/bin/python tests/bench/bench_app_startup.py [--runs 3] [--headless] [--cpu]
         [--cpu-runs N] [--no-terminal]  (the CPU figure alone, e.g. on a loaded box where
         the terminal's wall times spread too far to compare)
-        [--compare-baseline REV]  (also `plateau demo` as of git REV, interleaved)
+        [--compare-baseline REV|DIR]  (also `plateau demo` as of git REV, interleaved)
         [--instructions]  (the instruction counts alone)
 """
 
@@ -313,7 +313,11 @@ def _spread(rows: list[dict[str, float]], key: str) -> str:
 
 
 def extract(rev: str, into: Path) -> Path:
-    """console/, widgets/ and themes/ as of git `rev`, importable from the returned dir."""
+    """console/, widgets/ and themes/ as of git `rev`, importable from the returned dir; `rev`
+    may also be a directory holding them already (a machine given the working tree without
+    its .git: `git archive REV console widgets themes | tar -x -C DIR` made it elsewhere)."""
+    if (Path(rev) / "console").is_dir():
+        return Path(rev).resolve()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "console",
                               "widgets", "themes"], capture_output=True, check=True).stdout
     tree = into / "baseline"
