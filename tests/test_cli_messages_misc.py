@@ -42,4 +42,7 @@ def test_host_python_that_exits_silently_is_named(sshd: Sshd, tmp_path: Path) ->
     assert "the host python `/bin/false` exited 1 with no output" in text, text
     code, text = _plateau(tmp_path, "--config", str(config), "server", "stop", "box")
     assert code == 1, text
-    assert "the host python `/bin/false` exited 1 without answering" in text, text
+    # A stop takes the lease first, and the lease's token goes to the host on stdin through a
+    # helper run (not a stream) before anything else: its stderr is read, so "with no output".
+    assert "host helper `lease_token` failed" in text, text
+    assert "the host python `/bin/false` exited 1 with no output" in text, text
