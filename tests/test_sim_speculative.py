@@ -12,6 +12,7 @@ import pytest
 
 from console.config_models import SweepPreset
 from console.logs.ladder import LadderReader
+from console.logs.ladder_text import ladder_lines
 from console.sglang.batch import parse_batch
 from console.sglang.graph_ladder import default_decode_ladder, padded_size
 from console.sglang.prefix import parse_prefix
@@ -75,6 +76,9 @@ def test_padded_verify_rows_are_the_captured_size_times_the_width() -> None:
     assert (spec.graph_rows(9), plain.graph_rows(9)) == (10, 12)
     ratio = spec.decode_parts(9, 0)["compute"] / plain.decode_parts(9, 0)["compute"]
     assert ratio == pytest.approx(10 * spec.verify_tokens / 12)
+    # A mixed prefill step decodes its riders one token each, verify width or not.
+    mixed = spec.decode_parts(9, 0, tokens_per_req=1)["compute"]
+    assert mixed * spec.verify_tokens == pytest.approx(spec.decode_parts(9, 0)["compute"])
     assert spec.graph_gb > plain.graph_gb  # the verify graphs hold 8 tokens per request
 
 
@@ -92,6 +96,7 @@ def test_the_ladder_reader_sees_tokens_per_step_against_the_verify_ladder(spec_l
     assert bins[16].runs == 16 and bins[16].graph and not bins[16].eager
     assert bins[16].batch * width == (padded_size(16, ladder.ladder) or 0) * width == 128
     assert bins[40].runs is None and bins[40].eager and not bins[40].graph
+    assert "8 tokens per request (verify)" in ladder_lines(ladder)[0]
 
 
 def test_accept_length_raises_output_tokens_per_step(tmp_path: Path, spec_log: str) -> None:

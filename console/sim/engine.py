@@ -559,8 +559,11 @@ class Engine(BaseEngine):
         if riding:
             # One forward: weights stream once; the decoding requests add their per-token
             # compute and attention over their cached tokens (ScheduleBatch.mix_with_running
-            # turns them into extend-by-one requests of the same batch).
-            duration += self.profile.decode_parts(riding, self.kv_used, clock)["compute"]
+            # turns them into extend-by-one requests of the same batch; under speculative
+            # decoding too: speculative_hook.py:1104 "Mixed steps degrade running requests to
+            # a plain 1-token decode").
+            duration += self.profile.decode_parts(riding, self.kv_used, clock,
+                                                  tokens_per_req=1)["compute"]
         duration = self._warming(duration * self._noise())
         self.last_step_kind = "prefill"
         t_end = start + duration / self.speed

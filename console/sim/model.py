@@ -305,8 +305,11 @@ class Profile:
         size = math.sqrt(max(1e-3, self.weights_gb) / PER_SEQ_REFERENCE_GB)
         return PER_SEQ_S * size * moe * quant * self._compute_scale
 
-    def decode_parts(self, batch: int, kv_tokens: int, clock: float = 1.0) -> dict[str, float]:
-        """Seconds per term of one decode step; `clock` is SM clock / max (power cap)."""
+    def decode_parts(self, batch: int, kv_tokens: int, clock: float = 1.0,
+                     tokens_per_req: int | None = None) -> dict[str, float]:
+        """Seconds per term of one decode step; `clock` is SM clock / max (power cap);
+        `tokens_per_req` overrides verify_tokens (a mixed step decodes 1 token per request)."""
+        width = self.verify_tokens if tokens_per_req is None else tokens_per_req
         attn = self.decode_attention_backend
         base = STEP_BASE_S + ATTENTION_FIXED_EXTRA_S.get(attn, 0.0)
         if self.sampling_backend == "pytorch":
@@ -318,7 +321,7 @@ class Profile:
         # Under attention DP the MLP runs on the batch gathered from every group (as many as
         # this one's, the controller dealing them evenly) and attention over this group's ranks;
         # a graph step computes its padded rows (graph_rows), verify_tokens rows per request.
-        mlp_rows = self.graph_rows(batch) * self.verify_tokens * max(1, self.attn_dp)
+        mlp_rows = self.graph_rows(batch) * width * max(1, self.attn_dp)
         attn_scale = 1.0 / math.pow(self.attn_tp, 0.9)
         return {
             "base": base / clock,
