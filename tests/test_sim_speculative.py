@@ -6,6 +6,8 @@ Plateau's own ladder reader. Sweeps run on the simulator's virtual clock
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,16 @@ def test_only_the_algorithm_resolves_as_sglang_0_5_23() -> None:
     assert asked.server_args["speculative_num_draft_tokens"] == 3
     plain = _cfg()
     assert plain.speculative is None and plain.profile.verify_tokens == 1
+
+
+def test_an_unmodelled_algorithm_is_a_one_line_error() -> None:
+    done = subprocess.run([sys.executable, "-m", "console.sim", "--model-path", "m",
+                           "--speculative-algorithm", "DFLASH"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: the simulator models EAGLE, EAGLE3, NEXTN and STANDALONE speculative "
+        "decoding, not DFLASH"]
 
 
 def test_padded_verify_rows_are_the_captured_size_times_the_width() -> None:

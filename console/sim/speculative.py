@@ -36,6 +36,10 @@ RESET_WARNING = ("Max running requests is reset to 48 for speculative decoding. 
                  "override this by explicitly setting --max-running-requests.")
 
 
+class UnmodelledAlgorithm(ValueError):
+    """A speculative algorithm SGLang has and the simulator does not model (DFLASH, NGRAM..)."""
+
+
 @dataclass(frozen=True)
 class Speculative:
     algorithm: str
@@ -74,7 +78,7 @@ def resolve_speculative(sa: dict[str, Any], arch: str) -> tuple[Speculative | No
     if algorithm == "NEXTN":
         algorithm = "EAGLE"
     if algorithm not in SPEC_ALGORITHMS:
-        raise ValueError(f"the simulator models EAGLE, EAGLE3, NEXTN and STANDALONE "
+        raise UnmodelledAlgorithm(f"the simulator models EAGLE, EAGLE3, NEXTN and STANDALONE "
                          f"speculative decoding, not {algorithm}")
     sa["speculative_algorithm"] = algorithm
     reset = sa.get("max_running_requests") is None
