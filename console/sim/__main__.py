@@ -10,11 +10,16 @@ from console.sim.args import parse
 from console.sim.config import SimConfig, resolve
 from console.sim.procs import ProcGroup
 from console.sim.runner import amain, child_main
+from console.sim.speculative import UnmodelledAlgorithm
 
 
 def main(argv: list[str] | None = None) -> int:
     args, sim, sglang_argv = parse(list(sys.argv[1:] if argv is None else argv))
-    cfg = resolve(args, sim, sglang_argv)
+    try:
+        cfg = resolve(args, sim, sglang_argv)
+    except UnmodelledAlgorithm as exc:  # one line, as the parser's own errors, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     procs = ProcGroup(sim.ideal_procs) if sim.ideal_procs > 1 else None
     if procs is not None and procs.fork_children():
         _run_child(cfg, procs)

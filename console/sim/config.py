@@ -20,6 +20,7 @@ from console.sim.model import (
     auto_mem_fraction,
     default_max_running_requests,
 )
+from console.sim.speculative import Speculative, resolve_speculative
 
 DEFAULT_CONTEXT_LEN = 131072
 # 0.4.10's parser stores --tp-size as tensor_parallel_size etc.; ServerArgs.from_cli_args
@@ -40,6 +41,9 @@ class SimConfig:
     env: dict[str, str] = field(default_factory=dict)
     # What the command line asked for, before SGLang's resolution (None: left to SGLang)
     requested: dict[str, Any] = field(default_factory=dict)
+    speculative: Speculative | None = None
+    # --max-running-requests was left unset and speculative decoding set it to 48
+    spec_running_reset: bool = False
 
     @property
     def traits(self) -> Traits:
@@ -211,6 +215,8 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         sa["mem_fraction_static"] = auto_mem_fraction(
             sim.gpu_memory_mib, max(chunked, 0), tp, pp,
             int(sa["cuda_graph_max_bs_decode"]) if decode_graphs else 0)
+    # After the graph and memory settings, as 0.5.23's pipeline.py runs them (218, then 306).
+    spec, spec_reset = resolve_speculative(sa, sim.arch)
     sa["cuda_graph_config"] = {
         "decode": {"backend": sa["cuda_graph_backend_decode"],
                    "max_bs": sa["cuda_graph_max_bs_decode"]},
@@ -260,6 +266,8 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
         cuda_graph_max_bs=int(sa["cuda_graph_max_bs_decode"]),
         cuda_graph_bs=tuple(listed),
         decode_cuda_graph=sa["cuda_graph_backend_decode"] != "disabled",
+        speculative=spec is not None,
+        verify_tokens=spec.num_draft_tokens if spec is not None else 1,
         torch_compile=bool(sa.get("enable_torch_compile")),
         max_total_tokens_override=sa.get("max_total_tokens"),
         num_layers=sim.layers,
@@ -276,4 +284,5 @@ def resolve(args: argparse.Namespace, sim: SimOptions, argv: list[str],
     reduced = (requested, effective) if requested is not None and effective < requested else None
     sa["max_running_requests"] = effective
     return SimConfig(args=args, sim=sim, argv=tuple(argv), profile=profile, server_args=sa,
-                     running_cap_reduced=reduced, env=environ, requested=asked)
+                     running_cap_reduced=reduced, env=environ, requested=asked,
+                     speculative=spec, spec_running_reset=spec_reset)

@@ -345,6 +345,11 @@ class Engine(BaseEngine):
         if not cfg.server_args.get("disable_radix_cache"):
             self.tree = RadixCache()
         self._batch_cached = 0  # #cached-token of the prefill batch being built
+        self.spec = cfg.speculative
+        # A verify step holds num_draft_tokens KV slots per request (1 without speculation).
+        self.step_slots = self.profile.verify_tokens
+        self._spec_kept = 0  # tokens kept per request, summed over the interval's steps
+        self._spec_steps = 0
 
     # ---- scheduling -------------------------------------------------------------------------
     def _reserved_future(self, extra: list[Req]) -> float:
@@ -437,14 +442,14 @@ class Engine(BaseEngine):
         req.kv = 0
 
     def _retract_for_decode(self) -> None:
-        if self.kv_used + len(self.running) <= self.capacity:
+        if self.kv_used + len(self.running) * self.step_slots <= self.capacity:
             return
         old_ratio = self.new_token_ratio
         retracted = 0
         gained = 0
         # SGLang's "length" policy: retract the requests with the fewest decoded tokens first.
         self.running.sort(key=lambda r: (len(r.output_ids), -r.input_len), reverse=True)
-        while self.running and self.kv_used + len(self.running) > self.capacity:
+        while self.running and self.kv_used + len(self.running) * self.step_slots > self.capacity:
             req = self.running.pop()
             if not self.running:
                 self.running.append(req)
@@ -525,11 +530,17 @@ class Engine(BaseEngine):
             finally:
                 self._end()
             self.noise.advance(duration)
-            self._pcie(self.profile.allreduce_bytes(batch))
+            self._pcie(self.profile.allreduce_bytes(batch * self.step_slots))
             if self.profile.uses_graph(batch):
                 self.stats.cuda_graph_passes += 1
-            self._advance_running(time.monotonic())
-            self._log_tokens += batch
+            if self.spec is None:
+                self._advance_running(time.monotonic())
+                self._log_tokens += batch
+            else:  # each request keeps the step's accept length (console/sim/speculative.py)
+                kept = self.spec.tokens_at(self.decode_steps)
+                self._log_tokens += self._advance_running(time.monotonic(), kept)
+                self._spec_kept += kept
+                self._spec_steps += 1
             self.decode_steps += 1
             self.new_token_ratio = max(NEW_TOKEN_RATIO_MIN,
                                        self.new_token_ratio - NEW_TOKEN_RATIO_DECAY)
@@ -548,8 +559,11 @@ class Engine(BaseEngine):
         if riding:
             # One forward: weights stream once; the decoding requests add their per-token
             # compute and attention over their cached tokens (ScheduleBatch.mix_with_running
-            # turns them into extend-by-one requests of the same batch).
-            duration += self.profile.decode_parts(riding, self.kv_used, clock)["compute"]
+            # turns them into extend-by-one requests of the same batch; under speculative
+            # decoding too: speculative_hook.py:1104 "Mixed steps degrade running requests to
+            # a plain 1-token decode").
+            duration += self.profile.decode_parts(riding, self.kv_used, clock,
+                                                  tokens_per_req=1)["compute"]
         duration = self._warming(duration * self._noise())
         self.last_step_kind = "prefill"
         t_end = start + duration / self.speed
@@ -575,9 +589,16 @@ class Engine(BaseEngine):
         self.running.extend(r for r in done if self._next_token(r, stamp))
         return t_end
 
-    def _advance_running(self, stamp: float) -> None:
-        """Every running request got its next token in the step that just ended."""
-        self.running = [r for r in self.running if self._next_token(r, stamp)]
+    def _advance_running(self, stamp: float, tokens: int = 1) -> int:
+        """Every running request got its next `tokens` tokens in the step that just ended
+        (fewer where it finished); returns the tokens emitted."""
+        before = self.stats.generation_tokens_total
+        running = []
+        for req in self.running:
+            if all(self._next_token(req, stamp) for _ in range(tokens)):
+                running.append(req)
+        self.running = running
+        return self.stats.generation_tokens_total - before
 
     def _next_token(self, req: Req, stamp: float) -> bool:
         """Append `req`'s token of the step that ended at `stamp`; True while it runs on."""
@@ -664,7 +685,19 @@ class Engine(BaseEngine):
         self.log.sglang(shapes.decode_batch(
             self.cfg.traits, running=batch, tokens=self.kv_used,
             usage=self.kv_used / self.capacity, graph=self.profile.uses_graph(batch),
-            throughput=throughput, queued=len(self.waiting)), self.prefix)
+            throughput=throughput, queued=len(self.waiting), accept=self._accept()),
+            self.prefix)
+
+    def _accept(self) -> tuple[float, float] | None:
+        """The interval's (accept len, accept rate), then a new interval
+        (metrics_reporter.py:973-1005)."""
+        if self.spec is None or not self._spec_steps:
+            return None
+        length = self._spec_kept / self._spec_steps
+        drafts = self.spec.num_draft_tokens - 1
+        self._spec_kept = self._spec_steps = 0
+        return length, (length - 1.0) / drafts if drafts > 0 else 0.0
+
 
 
 class IdealEngine(BaseEngine):

@@ -31,6 +31,12 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   `--mem-fraction-static` SGLang reserves `max_bs * 2` MB for decode graphs out of the static
   fraction, i.e. out of the KV pool (memory_hook.py:357-368 `reserve_for_graph_mb`).
   Capture time is per size (console/sim/runner.py).
+- Speculative decoding (console/sim/speculative.py resolves it as SGLang 0.5.23 does): with
+  `--speculative-algorithm` set the decode graphs are verify graphs of `num_draft_tokens`
+  tokens per request over the speculative default ladder (cuda_graph_hook.py:517-525), so a
+  step's per-token compute runs padded size x width rows and graph memory grows with the
+  tokens captured; attention still reads each request's KV once (the verify tokens share
+  it). Each request keeps a fixed mean accept length per step.
 - Prefill scheduling (console/sim/engine.py): prefill runs first and a chunked prompt
   continues in the next round (scheduler.py `get_next_batch_to_run`), so decode waits for all
   chunks unless `--enable-mixed-chunk` lets the running batch decode inside each chunk
@@ -53,7 +59,8 @@ What is modelled (seconds per scheduler step, per GPU; sources in brackets):
   ring of tp - 1 hops, against the all-reduce's 2 (tp - 1)); the KV heads split over the
   attention group, and the MLP runs on the gathered batch of every group.
 
-Not modelled: prefix caching (every prompt is new), speculative decoding, expert parallelism,
+Not modelled: prefix caching (every prompt is new), the draft model's own forwards and an
+acceptance that varies by prompt or batch (speculative decoding), expert parallelism,
 attention-DP ranks waiting for each other (the sim steps each group on its own clock; SGLang
 steps them together, an idle group running a dummy batch), PCIe bandwidth saturation
 (all-reduce payloads are latency-bound at these batch sizes), memory-clock changes,
@@ -164,6 +171,11 @@ class Profile:
     """The sizes `--cuda-graph-bs-decode` (`--cuda-graph-bs` before 0.5.18) lists; empty: the
     default ladder up to cuda_graph_max_bs."""
     decode_cuda_graph: bool = True
+    speculative: bool = False
+    """A speculative algorithm is set: the speculative default ladder, verify graphs."""
+    verify_tokens: int = 1
+    """Tokens per request in a decode (verify) step: `num_tokens_per_req` of the capture line,
+    num_draft_tokens under speculative decoding (model_runner.py:876-891), else 1."""
     torch_compile: bool = False
     max_total_tokens_override: int | None = None
     num_layers: int = 61
@@ -203,12 +215,16 @@ class Profile:
         """The decode sizes captured: the listed ones, else SGLang's default ladder."""
         if self.cuda_graph_bs:
             return sorted(set(self.cuda_graph_bs))
+        if self.speculative:
+            return default_decode_ladder(self.cuda_graph_max_bs, speculative=True)
         return decode_graph_ladder(self.cuda_graph_max_bs)
 
     @property
     def graph_gb(self) -> float:
-        """Decode graph memory: the largest size's (the pool the smaller graphs reuse)."""
-        return 0.35 + self.decode_ladder[-1] * 0.0025 if self.decode_cuda_graph else 0.0
+        """Decode graph memory: the largest size's (the pool the smaller graphs reuse), whose
+        buffers hold size x verify_tokens tokens."""
+        rows = self.decode_ladder[-1] * self.verify_tokens
+        return 0.35 + rows * 0.0025 if self.decode_cuda_graph else 0.0
 
     @property
     def kv_pool_gb(self) -> float:
@@ -289,8 +305,11 @@ class Profile:
         size = math.sqrt(max(1e-3, self.weights_gb) / PER_SEQ_REFERENCE_GB)
         return PER_SEQ_S * size * moe * quant * self._compute_scale
 
-    def decode_parts(self, batch: int, kv_tokens: int, clock: float = 1.0) -> dict[str, float]:
-        """Seconds per term of one decode step; `clock` is SM clock / max (power cap)."""
+    def decode_parts(self, batch: int, kv_tokens: int, clock: float = 1.0,
+                     tokens_per_req: int | None = None) -> dict[str, float]:
+        """Seconds per term of one decode step; `clock` is SM clock / max (power cap);
+        `tokens_per_req` overrides verify_tokens (a mixed step decodes 1 token per request)."""
+        width = self.verify_tokens if tokens_per_req is None else tokens_per_req
         attn = self.decode_attention_backend
         base = STEP_BASE_S + ATTENTION_FIXED_EXTRA_S.get(attn, 0.0)
         if self.sampling_backend == "pytorch":
@@ -301,8 +320,8 @@ class Profile:
         attention = PER_KV_TOKEN_S * ATTENTION_FACTOR.get(attn, 1.0) * kv_factor * kv_tokens
         # Under attention DP the MLP runs on the batch gathered from every group (as many as
         # this one's, the controller dealing them evenly) and attention over this group's ranks;
-        # a graph step computes its padded rows (graph_rows).
-        mlp_rows = self.graph_rows(batch) * max(1, self.attn_dp)
+        # a graph step computes its padded rows (graph_rows), verify_tokens rows per request.
+        mlp_rows = self.graph_rows(batch) * width * max(1, self.attn_dp)
         attn_scale = 1.0 / math.pow(self.attn_tp, 0.9)
         return {
             "base": base / clock,

@@ -29,6 +29,7 @@ from console.sim.logs import SimLog
 from console.sim.model import KV_DTYPE_TORCH
 from console.sim.procs import ProcGroup, listen_socket
 from console.sim.server import SimState, build_app
+from console.sim.speculative import RESET_WARNING
 
 STATE_INTERVAL_S = 0.25
 DRAIN_LOG_INTERVAL_S = 5.0
@@ -139,6 +140,8 @@ class Runner:
         ranks = self._ranks()
         total_gb = p.gpu_memory_gb
         traits = cfg.traits
+        if cfg.spec_running_reset:  # speculative_hook.py:1086-1094, before server_args
+            log.warning(RESET_WARNING)
         log.sglang(shapes.server_args_line(traits, cfg.logged_server_args()))
         self._launch_dp_lines()
         self.set_phase("loading")
@@ -249,15 +252,20 @@ class Runner:
         bs = p.decode_ladder
         if traits.capture == "single":  # 0.4.10 cuda_graph_runner.py:238, on rank 0
             self.log.sglang(shapes.capture_bs_line(bs), ranks[0])
+        # Under speculative decoding the target captures verify graphs of verify_tokens per
+        # request (cuda_graph_setup.py:746-762) and times them as target_verify.
+        width = p.verify_tokens if p.speculative else None
+        key = "target_verify" if p.speculative else "decode"
         for prefix in ranks:
-            self.log.sglang(shapes.decode_capture_begin(traits, backend, bs, avail), prefix)
+            self.log.sglang(shapes.decode_capture_begin(traits, backend, bs, avail, width),
+                            prefix)
         await self._pause(CAPTURE_SHARE_PER_SIZE * len(bs))
-        graph["decode"] = round(time.monotonic() - t_g, 2)
-        self.log.raw(shapes.capture_progress(bs, avail - 0.02, graph["decode"]))
+        graph[key] = round(time.monotonic() - t_g, 2)
+        self.log.raw(shapes.capture_progress(bs, avail - 0.02, graph[key]))
         avail -= p.graph_gb
         for prefix in ranks:
-            self.log.sglang(shapes.decode_capture_end(traits, bs, graph["decode"], p.graph_gb,
-                                                      avail), prefix)
+            self.log.sglang(shapes.decode_capture_end(traits, bs, graph[key], p.graph_gb,
+                                                      avail, width), prefix)
         return avail
 
     def _flag_warnings(self, ranks: list[str]) -> None:

@@ -80,22 +80,31 @@ def prefill_capture_end(elapsed: float, usage: float, avail: float) -> str:
             f"mem usage={usage:.2f} GB, avail mem={avail:.2f} GB.")
 
 
-def decode_capture_begin(traits: Traits, backend: str, bs: Sequence[int], avail: float) -> str:
+def _capture_name(width: int | None) -> str:
+    """cuda_graph_setup.py:746-752: a speculative target captures `target verify` graphs of
+    `decode_num_tokens_per_req()` tokens per request, else `target decode` of 1."""
+    return "target decode" if width is None else "target verify"
+
+
+def decode_capture_begin(traits: Traits, backend: str, bs: Sequence[int], avail: float,
+                         width: int | None = None) -> str:
+    """`width`: the verify tokens per request under speculative decoding (None: decode)."""
     if traits.capture == "single":  # 0.4.10 model_runner.py init_cuda_graphs
         return ("Capture cuda graph begin. This can take up to several minutes. "
                 f"avail mem={avail:.2f} GB")
     sizes = f"bs={list(bs)}, " if traits.capture == "bs_on_begin" else ""  # 0.5.18
-    return (f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
+    return (f"Capture {_capture_name(width)} CUDA graph begin. backend={backend}, "
+            f"num_tokens_per_req={width or 1}, "
             f"{sizes}avail mem={avail:.2f} GB")  # cuda_graph_setup.py capture_decode_graph
 
 
 def decode_capture_end(traits: Traits, bs: Sequence[int], elapsed: float, usage: float,
-                       avail: float) -> str:
+                       avail: float, width: int | None = None) -> str:
     if traits.capture == "single":
         return (f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. "
                 f"mem usage={usage:.2f} GB. avail mem={avail:.2f} GB.")
     sizes = f"bs={list(bs)}, " if traits.capture == "bs_on_end" else ""  # 0.5.23 only
-    return (f"Capture target decode CUDA graph end. {sizes}elapsed={elapsed:.2f} s, "
+    return (f"Capture {_capture_name(width)} CUDA graph end. {sizes}elapsed={elapsed:.2f} s, "
             f"mem usage={usage:.2f} GB, avail mem={avail:.2f} GB.")
 
 
@@ -138,15 +147,21 @@ def prefill_batch(traits: Traits, *, seqs: int, new: int, cached: int, usage: fl
 
 
 def decode_batch(traits: Traits, *, running: int, tokens: int, usage: float, graph: bool,
-                 throughput: float, queued: int) -> str:
+                 throughput: float, queued: int,
+                 accept: tuple[float, float] | None = None) -> str:
+    """`accept`: (accept len, accept rate) of the interval under speculative decoding."""
     if traits.batch_dot:  # 0.4.10 scheduler_metrics_mixin.py log_decode_stats (trailing ", ")
+        # 0.4.x wrote `accept len` alone (tests/data/logs/real/pr6081-mtp-dp-attention-*.log)
+        spec = f"accept len: {accept[0]:.2f}, " if accept else ""
         return (f"Decode batch. #running-req: {running}, #token: {tokens}, "
-                f"token usage: {usage:.2f}, cuda graph: {graph}, "
+                f"token usage: {usage:.2f}, {spec}cuda graph: {graph}, "
                 f"gen throughput (token/s): {throughput:.2f}, #queue-req: {queued}, ")
     # 0.5.x metrics_reporter.py log_decode_stats with pool_stats_observer.py's "#token: N,
-    # token usage: U" (no hybrid pools, no speculative decoding, no PD)
+    # token usage: U" (no hybrid pools, no PD); speculative decoding adds "accept len: L,
+    # accept rate: R, " after the pool's part (metrics_reporter.py:1005 in 0.5.23)
+    spec = f"accept len: {accept[0]:.2f}, accept rate: {accept[1]:.2f}, " if accept else ""
     return (f"Decode batch, #running-req: {running}, #token: {tokens}, "
-            f"token usage: {usage:.2f}, cuda graph: {graph}, "
+            f"token usage: {usage:.2f}, {spec}cuda graph: {graph}, "
             f"gen throughput (token/s): {throughput:.2f}, #queue-req: {queued}")
 
 
