@@ -106,7 +106,11 @@ def test_a_real_transformers_serve_starts_sweeps_and_stops(
     step = steps[0]["metrics"]
     assert abs(step["input_tokens"] / step["completed"] - 32) <= 3.2
     with sqlite3.connect(env["PLATEAU_DB"]) as db:
-        assert db.execute("SELECT server_engine FROM runs").fetchone()[0] == "transformers-serve"
+        engine, version = db.execute("SELECT server_engine, server_version FROM runs").fetchone()
+    assert engine == "transformers-serve"
+    # No /server_info: the run keeps the version the launch recorded from the distribution
+    # (an A/A's boot floor and an upgrade A/B are keyed by it; it was "" on the H200)
+    assert version.startswith("5.") and f"transformers-serve {version}" in start.stdout
     # The console on it: the header names the engine, the log panel follows its log
     screen = tmp_path / "screen.txt"
     shot = _plateau(env, "snapshot", "cpu", "--until", "ready", "--size", "140x40",

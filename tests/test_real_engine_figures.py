@@ -3,6 +3,7 @@ tests/bench/real_engine/client_pairs.py computes from the stored raw files, row 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,17 @@ def test_the_documented_client_pairs_are_the_stored_runs() -> None:
         assert row in doc, row
     median = computed.strip().splitlines()[-1].split("; ")[1]  # "median +3.7%"
     assert median.startswith("median ") and median in doc
+
+
+def test_the_documented_warm_up_and_boot_floor_are_the_stored_runs() -> None:
+    folder = PAIRS.parent / "warmup-aa"
+    doc = " ".join((ROOT / "docs" / "real-engine.md").read_text().split())
+    warm = json.loads((folder / "sweep_warm.json").read_text())["steps"][0]["metrics"]
+    load = warm["warmup_load"]
+    assert load["detected"] and not load["converged"]
+    assert f"{load['requests']} requests, {load['seconds']:.1f} s" in doc
+    assert f"median TPOT {load['warm_tpot_ms']:.1f} ms in the first round" in doc
+    assert f"{load['steady_tpot_ms']:.1f} ms in the last" in doc
+    assert f"{warm['total_tok_s']:,.1f} total tok/s at c=8" in doc
+    floor = json.loads((folder / "aa.json").read_text())["boot_floor"]["levels"][0]
+    assert floor["boots"] == 4 and f"±{floor['sd_pct']:.1f}% (sd)" in doc

@@ -242,7 +242,9 @@ async def _describe_run(run: SweepRun, snapshot_server_info: bool,
         info = await fetch_server_info(run.base_url, headers)
         if info is not None:
             meta = meta.model_copy(
-                update={"server_info": info, "server_version": str(info.get("version", ""))}
+                # An info without a version keeps what the target knew (its launch record's).
+                update={"server_info": info,
+                        "server_version": str(info.get("version") or meta.server_version)}
             )
     if not meta.spec:
         meta = meta.model_copy(update={"spec": run.spec.model_dump(mode="json")})

@@ -23,7 +23,7 @@ import platformdirs
 from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.demo import DEMO_HOST, demo_config, free_port, temp_demo
 from console.engines import ServerEngine, engine_named, engine_of_profile
-from console.errors import UsageError
+from console.errors import PlateauError, UsageError
 from console.host.factory import transport_for
 from console.host.transport import Transport
 from console.jobs import server as server_jobs
@@ -165,6 +165,7 @@ async def on_host(
 ) -> AsyncIterator[Target]:
     """The server of profile `name` on a connected host, through a port forward (closed on
     exit)."""
+    version = await _recorded_version(ServerLifecycle(transport, host))
     forward = await transport.forward_port(profile.port)
     try:
         yield Target(
@@ -176,6 +177,7 @@ async def on_host(
                 # The server's address on its host: a forward's local port means nothing later.
                 server_url=f"http://{profile.host}:{profile.port}",
                 server_engine=profile.engine,
+                server_version=version,
             ),
             transport=transport,
             host=host,
@@ -184,6 +186,18 @@ async def on_host(
         )
     finally:
         await forward.close()
+
+
+async def _recorded_version(lifecycle: ServerLifecycle) -> str:
+    """The running server's version as its launch recorded it (the engine's package version,
+    read when the profile was validated): what a run keeps when the server has no
+    /server_info to say it (transformers serve), so an A/A's boot floor and an upgrade A/B
+    are keyed by a version, not by ""."""
+    try:
+        record = await lifecycle.read_record()
+    except PlateauError:  # no record to read is no version, never a failed sweep
+        return ""
+    return (record.sglang_version or "") if record is not None else ""
 
 
 def server_log_tail(lifecycle: ServerLifecycle) -> LogTail:

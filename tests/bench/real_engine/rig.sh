@@ -6,6 +6,7 @@
 #   bash tests/bench/real_engine/rig.sh 1   # model, start, GPU panel vs nvidia-smi, sweep, bench_serving
 #   bash tests/bench/real_engine/rig.sh 2   # restarts with real flags, interleaved A/B, A/A across boots
 #   bash tests/bench/real_engine/rig.sh 3   # Plateau's client vs bench_serving, interleaved pairs
+#   bash tests/bench/real_engine/rig.sh 4   # warm-up load on a fresh boot, then the boot floor (--aa)
 # Needs: an NVIDIA GPU, python3 with torch + transformers 5.x, and Plateau's and transformers
 # serve's missing packages as cp312 wheels in .whl/ (docs/real-engine.md lists them), plus a
 # torch-free copy of sglang/benchmark in .whl/sg (for tests/support/sglang_bench.py).
@@ -63,6 +64,21 @@ concurrency = [1, 8, 32, 128, 256]
 input_len = 256
 output_len = 128
 prompts_per_concurrency = 2
+endpoint = "completions"
+
+[sweeps.warm]
+concurrency = [8]
+input_len = 256
+output_len = 128
+prompts_per_concurrency = 4
+endpoint = "completions"
+warmup_load = { concurrency = 8, prompts = 32, max_rounds = 6 }
+
+[sweeps.cold]
+concurrency = [8]
+input_len = 256
+output_len = 128
+prompts_per_concurrency = 4
 endpoint = "completions"
 
 [sweeps.ab]
@@ -132,6 +148,18 @@ elif [ "$part" = 3 ]; then
     done
   done
   plateau server stop h200 >"$OUT/server_stop.txt" 2>&1
+elif [ "$part" = 4 ]; then
+  # Issue 40's detectors on the real engine: a fresh boot's warm-up load (rounds until a round
+  # shows no warm-up and its TPOT holds), a sweep right after it, then the boot floor (A/A on
+  # fresh boots). Time-boxed to the command's 10 minutes.
+  t plateau server start h200 --profile cb >"$OUT/server_start.txt" 2>&1
+  t plateau sweep h200 --preset warm --json >"$OUT/sweep_warm.json" 2>"$OUT/sweep_warm.err"
+  t plateau sweep h200 --preset cold --json >"$OUT/sweep_after.json" 2>"$OUT/sweep_after.err"
+  left=$((540 - SECONDS))
+  [ $left -gt 120 ] && t timeout $left python3 -c 'import sys; from console.cli import main; sys.exit(main())' \
+    ab h200 --aa --a cb --preset ab --concurrency 16 --repeats 2 --json >"$OUT/aa.json" 2>"$OUT/aa.err"
+  plateau server stop h200 >"$OUT/server_stop.txt" 2>&1
+  cp /tmp/rig/run/logs/*.log "$OUT/" 2>/dev/null
 else
   t plateau ab h200 --a cb --b cb-graphs --preset ab --repeats 2 --interleave --json >"$OUT/ab_graphs.json" 2>"$OUT/ab_graphs.err"
   tail -3 "$OUT/ab_graphs.err"
