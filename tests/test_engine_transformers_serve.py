@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -94,6 +95,8 @@ def test_a_real_transformers_serve_starts_sweeps_and_stops(
     # validated against the real click --help (the `--no-x` spelling is a flag there)
     assert "--help on cpu (transformers-serve 5." in start.stdout
     assert "transformers-serve 5." in start.stdout  # its version, from its distribution
+    # its log is named for the engine that writes it (every log was "sglang-..." before)
+    assert re.search(r"log: \S*/transformers-serve-\d{8}T[0-9.]+Z-cb\.log", start.stdout)
     sweep = _plateau(env, "sweep", "cpu", "--preset", "tiny", "--json")
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     steps = json.loads(sweep.stdout)["steps"]

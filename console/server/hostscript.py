@@ -268,7 +268,12 @@ def cmd_prepare(a):
     for d in (run_dir, logs):  # logs carry what the server prints (its args, the API key)
         if os.stat(d).st_uid == os.getuid():
             os.chmod(d, 0o700)
-    base = "sglang-%s-%s" % (a["stamp"], a["profile"])
+    # Named for the engine that writes it (a name of letters and '-' from the profile's
+    # validated engine; anything else falls back to the first engine's name).
+    engine = str(a.get("engine") or "")
+    if not (0 < len(engine) <= 32 and all(c in "abcdefghijklmnopqrstuvwxyz-" for c in engine)):
+        engine = "sglang"
+    base = "%s-%s-%s" % (engine, a["stamp"], a["profile"])
     # Never overwrite an old log: create exclusively, add a counter on collision.
     for n in range(1000):
         path = os.path.join(logs, base + ("" if n == 0 else "-%d" % n) + ".log")

@@ -637,7 +637,7 @@ class ServerLifecycle:
         safe_name = _SAFE_NAME.sub("_", name)[:60] or "profile"
         prepared = await self._script(
             "prepare", {"run_dir": self.host.run_dir, "stamp": stamp, "profile": safe_name,
-                        "log_dir": profile.log_dir or ""},
+                        "log_dir": profile.log_dir or "", "engine": profile.engine},
         )
         log_path = prepared["log_path"]
         secrets = await self._key_file(run, profile, key, prepared["run_dir"], stamp)
