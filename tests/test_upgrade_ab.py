@@ -58,11 +58,17 @@ def test_p_at_v_names_an_install_of_a_profile() -> None:
 @pytest.mark.timeout(300)
 def test_an_upgrade_ab_runs_end_to_end_with_translated_flags(tmp_path: Path,
                                                              capsys: Capture) -> None:
-    argv = ["--config", str(_config(tmp_path)), "ab", "box", "--a", "p@0.5.18", "--b",
+    config = _config(tmp_path)
+    argv = ["--config", str(config), "ab", "box", "--a", "p@0.5.18", "--b",
             "p@0.5.23", "--repeats", "2", "--interleave", "--preset", "tiny", "--json",
             "--db", str(tmp_path / "h.sqlite")]
-    assert main(argv) == 0
-    said = json.loads(capsys.readouterr().out)
+    try:
+        code = main(argv)
+        out = capsys.readouterr().out
+    finally:  # an A/B leaves its last side running, as on a host: this test's is stopped
+        main(["--config", str(config), "server", "stop", "box"])
+    assert code == 0
+    said = json.loads(out)
     sides = said["sides"]
     assert sides["A"]["version"] == "0.5.18" and sides["B"]["version"] == "0.5.23"
     # the same flags, in each install's names: 0.5.18 takes the old name (a deprecated
