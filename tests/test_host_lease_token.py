@@ -14,9 +14,11 @@ import json
 import re
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from console import aio
 from console.config_models import HostConfig
@@ -24,6 +26,8 @@ from console.host.local import LocalTransport
 from console.host.ssh import SshTransport
 from console.server.hostscript import run_host_script, stream_host_script
 from console.server.lease import host_lease
+from tests.support.host_fixtures import make_user_transport
+from tests.support.sshd import SshUser
 
 HEX = re.compile(rb"[0-9a-f]{32}")
 
@@ -77,6 +81,31 @@ async def test_the_lease_token_is_in_no_processs_cmdline(
     commands = [argv[2] for argv in seen if len(argv) > 2]
     assert {"lease_token", "lease", "lease_release"} <= set(commands), commands
     assert not [argv for argv in seen if _holds(" ".join(argv).encode(), sha)]
+
+
+@pytest.mark.parametrize("shell", ["bash", "fish"])
+async def test_a_non_root_user_hands_the_token_over_under_each_login_shell(
+        ssh_user: Callable[..., SshUser], shell: str) -> None:
+    """The token's stdin hand-over through a non-root account whose login shell parses what
+    it is sent (fish's quoting is not POSIX): the lease is taken, held and released, and the
+    token is in no argv and no cmdline on the way."""
+    user = ssh_user(shell)
+    transport = make_user_transport(user, python="/usr/bin/python3")
+    await transport.connect()
+    try:
+        run_dir = user.home / f"plateau-lease-{shell}"
+        host = HostConfig(name=f"token-{shell}", address="127.0.0.1", python="/usr/bin/python3",
+                          run_dir=str(run_dir), lease_grace_s=5.0)
+        seen = _record_argv(transport)
+        async with host_lease(host.name).hold("test", transport=transport, host=host):
+            sha = str(json.loads((run_dir / "lease").read_text())["token_sha"])
+            assert not [c for c in _cmdlines() if _holds(c, sha)]
+            assert not list(run_dir.glob("lease-token-*"))
+        assert "released_at" in json.loads((run_dir / "lease").read_text())
+        assert "lease_token" in [argv[2] for argv in seen if len(argv) > 2]
+        assert not [argv for argv in seen if _holds(" ".join(argv).encode(), sha)]
+    finally:
+        await transport.close()
 
 
 class _Dripper:
