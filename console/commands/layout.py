@@ -12,15 +12,12 @@ import argparse
 import json
 import shutil
 import sys
-from pathlib import Path
 
 from console.commands import argtypes
 from console.commands.ab import host_lifecycle
 from console.commands.sweep import build_spec, int_list
-from console.config import LoadedConfig
+from console.commands.tune import config_for
 from console.config_models import PlateauConfig, SweepPreset
-from console.demo import DEMO_HOST, temp_demo
-from console.demo_user import demo_with_user
 from console.errors import UsageError
 from console.jobs.allreduce import probe_summary, run_probe
 from console.jobs.layout import LayoutRequest, LayoutResult, layout_json, run_layout
@@ -85,23 +82,6 @@ def _say(text: str) -> None:
     print(f"[layout] {text}", file=sys.stderr, flush=True)
 
 
-def _config_for(args: argparse.Namespace, user: LoadedConfig) -> tuple[PlateauConfig, Path | None]:
-    if not args.demo:
-        try:
-            args.host = user.config.host(args.host).name
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
-        return user.config, None
-    config, run_dir = temp_demo(startup_seconds=0)
-    try:
-        config, _directory, _notes = demo_with_user(config, user)
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    args.host = DEMO_HOST
-    return config, run_dir
-
-
 def _request(args: argparse.Namespace, config: PlateauConfig) -> LayoutRequest:
     name = args.profile or (DEMO_PROFILE if args.demo else config.host(args.host).profile)
     if not name or name not in config.profiles:
@@ -126,7 +106,7 @@ async def _handle(args: argparse.Namespace) -> int:
     if bool(args.demo) == bool(args.host):
         raise UsageError("say where to duel layouts: --demo, or a HOST from the config")
     user = load_config(args.config)
-    config, run_dir = _config_for(args, user)
+    config, _profiles, run_dir = config_for(args, user, 0)
     try:
         request = _request(args, config)
         profile = config.profiles[request.profile]

@@ -197,22 +197,24 @@ async def _handle(args: argparse.Namespace) -> int:
         raise UsageError("say where to tune: --demo, or a HOST from the config")
     run_dir: Path | None = None
     try:
-        config, directory, run_dir = _config_for(args, user)
+        config, directory, run_dir = config_for(args, user, TUNE_DEMO_STARTUP_S)
         return await _tune(args, config, directory)
     finally:
         if run_dir is not None:  # the demo's logs and state lived only for this tune
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _config_for(args: argparse.Namespace, user: LoadedConfig
-                ) -> tuple[PlateauConfig, Path, Path | None]:
+def config_for(args: argparse.Namespace, user: LoadedConfig, demo_startup_s: float
+               ) -> tuple[PlateauConfig, Path, Path | None]:
+    """The config host's own config, or a temporary demo's with the user's settings and saved
+    demo profiles: (config, the profiles.d to save to, the demo's run dir to remove after)."""
     if not args.demo:
         try:
             args.host = user.config.host(args.host).name
         except KeyError as exc:
             raise UsageError(str(exc.args[0])) from None
         return user.config, profiles_dir(user), None
-    config, run_dir = temp_demo(startup_seconds=TUNE_DEMO_STARTUP_S)
+    config, run_dir = temp_demo(startup_seconds=demo_startup_s)
     try:
         config, directory, _notes = demo_with_user(config, user)
     except BaseException:
