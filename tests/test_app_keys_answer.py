@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from console.app.bindings import ACTIONS
-from console.app.footer import key_cells
+from console.app.footer import PlateauFooter, key_cells
 from console.app.screens.modals import HelpScreen
 from widgets.log_view import LogView
 
@@ -102,16 +102,19 @@ async def test_footer_fits_by_priority(app_factory: Any) -> None:
         app = app_factory()
         async with app.run_test(size=(width, 40)) as pilot:
             await _settle(pilot)
-            footer = app.screen.query_one("PlateauFooter")
-            await _until(pilot, lambda: footer.query("FooterKey"), "the footer's keys")  # noqa: B023
+            footer = app.screen.query_one(PlateauFooter)
+            await _until(pilot, lambda: footer.shown_keys, "the footer's keys")  # noqa: B023
             await _settle(pilot)
-            keys = list(footer.query("FooterKey"))
+            keys = footer.shown_keys
             used = sum(key_cells(k.key_display, k.description, compact=footer.compact)
                        for k in keys)
             assert used <= width
             shown = [k.key for k in keys]
             assert shown[:2] == ["r", "s"] and "question_mark" in shown and "q" in shown
-            assert all(k.region.right <= width for k in keys)  # nothing cut mid-word
+            assert all(k.end <= width for k in keys)  # nothing cut mid-word
+            line = footer.render().plain
+            for k in keys:  # each key drawn where the footer says it is
+                assert line[k.start:k.end].strip() == f"{k.key_display} {k.description}"
 
 
 async def test_saving_over_an_existing_profile_asks(app_factory: Any) -> None:

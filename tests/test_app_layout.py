@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from rich.style import Style
-from textual.widgets._footer import FooterKey  # not re-exported (console/app/footer.py)
 
+from console.app.footer import PlateauFooter
 from console.app.screens.dashboard import (
     LOG_MIN_LINES,
     PANELS,
@@ -105,8 +105,8 @@ async def test_80x24_shows_every_gpu_eight_log_lines_and_a_one_line_sweep(
         assert len({row.region.x for row in rows}) == 2  # two columns
         # Nothing is pushed off screen: the screen does not scroll.
         assert screen.max_scroll_y == 0
-        footer = screen.query_one("PlateauFooter")
-        keys = [key.key for key in footer.query(FooterKey)][:8]
+        footer = screen.query_one(PlateauFooter)
+        keys = [key.key for key in footer.shown_keys][:8]
         assert keys[:3] == ["r", "s", "f"] and "question_mark" in keys and "q" in keys
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets._footer import FooterKey  # not re-exported; the footer yields these
 
 from console.app.app import PlateauApp
+from console.app.footer import PlateauFooter
 from console.app.messages import HostIntent, TuneRequested, TuneStopRequested
 from console.app.screens.dashboard import DashboardScreen
 from console.app.screenshot import export_text
@@ -217,8 +217,8 @@ def test_the_dashboard_chart_draws_the_tunes_sweep_as_it_runs(hermetic: Path) ->
             seen["chart"] = [(r.label, list(r.steps)) for r in screen.sweep_view.runs]
             seen["points"], seen["run"] = list(state.sweep.points), state.sweep.run_id
             seen["header"] = app.header_info(state).sweep
-            seen["keys"] = [(k.key, k.description) for k in screen.query("FooterKey")
-                            if isinstance(k, FooterKey)]
+            seen["keys"] = [(k.key, k.description)
+                            for k in screen.query_one(PlateauFooter).shown_keys]
             await pilot.press("x")
             await pilot.pause()
             seen["said"] = [str(n.message) for n in app._notifications]
@@ -308,8 +308,7 @@ async def test_the_footer_shows_the_views_own_keys_first(hermetic: Path,
     app = make_app(screen="tune")
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        keys = [(k.key, k.description) for k in app.screen.query("PlateauFooter FooterKey")
-                if isinstance(k, FooterKey)]
+        keys = [(k.key, k.description) for k in app.screen.query_one(PlateauFooter).shown_keys]
         # the view's keys (and its Back) before the app's
         assert keys[:4] == [("escape", "Back"), ("enter", "Tune"), ("o", "Objective"),
                             ("x", "Stop tune")]
