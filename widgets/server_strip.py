@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import ClassVar
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RichCast
 from rich.segment import Segment
 from rich.text import Text
-from textual.app import ComposeResult, RenderResult
-from textual.containers import Horizontal, Vertical
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.renderables.sparkline import Sparkline as SparklineBars
-from textual.widgets import Sparkline, Static
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
 
 from console.hostnum import drawable_series, format_number
 from console.logs.stats_snapshot import ServerStats
@@ -38,14 +42,81 @@ class _AsciiBars(SparklineBars):  # type: ignore[type-arg]
                 yield segment
 
 
-class AsciiSparkline(Sparkline):
-    """Textual's sparkline drawn with ASCII levels (config `ui.ascii`)."""
+class StatRow(Widget):
+    """One stat of the strip: its label, then its sparkline in the rest of the width.
 
-    def render(self) -> RenderResult:
-        bars = super().render()
-        if isinstance(bars, SparklineBars):
-            bars.__class__ = _AsciiBars  # same fields, only the glyphs differ
-        return bars
+    One widget, not a Horizontal of a Static and Textual's Sparkline: the strip was 13 widgets,
+    a twentieth of the console's first frame (issue 42). Drawn as those were: the label left,
+    cut to its width, on the row's first line; the sparkline (Textual's renderable, its colors
+    from the same component classes) in the rest, as tall as the row."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "sparkline--max-color", "sparkline--min-color", "strip-row--label"}
+    DEFAULT_CSS = """
+    StatRow { height: 1; }
+    StatRow > .sparkline--max-color { color: $primary; }
+    StatRow > .sparkline--min-color { color: $primary 30%; }
+    StatRow > .strip-row--label { width: 24; }
+    """
+
+    def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ascii_only = ascii_only
+        self.label = Text()
+        self.data: list[float] = []
+        self._lines: list[list[Segment]] | None = None
+
+    def show(self, label: Text, data: list[float]) -> None:
+        if label == self.label and data == self.data:
+            return
+        self.label, self.data = label, data
+        self._lines = None
+        self.refresh()
+
+    @property
+    def label_width(self) -> int:
+        width = self.get_component_styles("strip-row--label").width
+        return int(width.value) if width is not None else 24
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines = None
+
+    def _on_resize(self, event: events.Resize) -> None:
+        self._lines = None
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None:
+            self._lines = self._draw()
+        return Strip(self._lines[y]) if y < len(self._lines) else Strip.blank(
+            self.size.width, self.rich_style)
+
+    def _draw(self) -> list[list[Segment]]:
+        width, height = self.size
+        label_width = min(self.label_width, width)
+        base = self.rich_style
+        label = self.label.copy()
+        label.no_wrap, label.overflow, label.end = True, "crop", ""
+        label.truncate(label_width, overflow="crop", pad=True)
+        label.stylize_before(base)
+        console = self.app.console
+        first = list(label.render(console))
+        blank = [Segment(" " * label_width, base)]
+        spark = self._spark_lines(max(width - label_width, 0), height)
+        return [[*(first if row == 0 else blank), *spark[row]] for row in range(height)]
+
+    def _spark_lines(self, width: int, height: int) -> list[list[Segment]]:
+        _, background = self.background_colors
+        min_color = background + self.get_component_styles("sparkline--min-color").color
+        max_color = background + self.get_component_styles("sparkline--max-color").color
+        bars_type = _AsciiBars if self.ascii_only else SparklineBars
+        bars = bars_type(self.data, width=width, height=height,
+                         min_color=min_color.rich_color, max_color=max_color.rich_color,
+                         summary_function=max)
+        console = self.app.console
+        options = console.options.update(width=width, height=height)
+        lines = console.render_lines(bars, options, style=self.rich_style, pad=True)
+        return [list(line) for line in lines]
 
 
 class ServerStrip(Vertical):
@@ -53,19 +124,16 @@ class ServerStrip(Vertical):
 
     DEFAULT_CSS = """
     ServerStrip { height: auto; }
-    ServerStrip > Horizontal { height: 1; }
-    ServerStrip .strip-label { width: 24; text-wrap: nowrap; }
-    ServerStrip Sparkline { width: 1fr; height: 1; }
     ServerStrip #strip-graph { height: 1; text-wrap: nowrap; }
     /* Full width but short of rows (class -dense): two stats a line, the graph line below. */
     ServerStrip.-dense {
         layout: grid; grid-size: 2; grid-columns: 1fr 1fr; grid-rows: 1; grid-gutter: 0 2;
     }
-    ServerStrip.-dense .strip-label { width: 18; }
+    ServerStrip.-dense > StatRow > .strip-row--label { width: 18; }
     ServerStrip.-dense #strip-graph { column-span: 2; }
     /* Beside a tall GPU panel (class -tall-2 / -tall-3): taller sparklines fill the box. */
-    ServerStrip.-tall-2 > Horizontal, ServerStrip.-tall-2 Sparkline { height: 2; }
-    ServerStrip.-tall-3 > Horizontal, ServerStrip.-tall-3 Sparkline { height: 3; }
+    ServerStrip.-tall-2 > StatRow { height: 2; }
+    ServerStrip.-tall-3 > StatRow { height: 3; }
     """
 
     def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
@@ -76,10 +144,7 @@ class ServerStrip(Vertical):
 
     def compose(self) -> ComposeResult:
         for key, _history in _ROWS:
-            with Horizontal():
-                yield Static(id=f"strip-{key}-label", classes="strip-label", markup=False)
-                spark = AsciiSparkline if self.ascii_only else Sparkline
-                yield spark([], id=f"strip-{key}-spark")
+            yield StatRow(ascii_only=self.ascii_only, id=f"strip-{key}")
         yield Static(id="strip-graph", markup=False)
 
     def on_mount(self) -> None:
@@ -93,6 +158,10 @@ class ServerStrip(Vertical):
         if self.is_mounted:
             self._render_stats(stats)
 
+    def label(self, key: str) -> str:
+        """The label shown for stat `key` (gen, running, queued, usage)."""
+        return self.query_one(f"#strip-{key}", StatRow).label.plain
+
     def _render_stats(self, stats: ServerStats) -> None:
         labels = {
             "gen": _gen_label(stats),
@@ -101,11 +170,11 @@ class ServerStrip(Vertical):
             "usage": f"token usage {_num(stats.token_usage, '.2f')}",
         }
         for key, history in _ROWS:
-            self.query_one(f"#strip-{key}-label", Static).update(Text(labels[key]))
             # The core keeps histories drawable; a snapshot from elsewhere (a recording) may not.
             data = drawable_series(getattr(stats, history))
             # Textual draws a single value as a full bar; one point is no trend yet.
-            self.query_one(f"#strip-{key}-spark", Sparkline).data = data if len(data) > 1 else []
+            self.query_one(f"#strip-{key}", StatRow).show(
+                Text(labels[key]), list(data) if len(data) > 1 else [])
         self.query_one("#strip-graph", Static).update(self._graph_text(stats, self.ascii_only))
 
     @staticmethod

@@ -214,7 +214,10 @@ refresh = Screen._compositor_refresh
 def layout_shown(screen):  # the header, the four panels, the footer's Quit key
     shown = screen._compositor.visible_widgets
     kinds = [type(w).__name__ for w in shown]
-    quit_key = any(kind == "FooterKey" and getattr(w, "description", "") == "Quit"
+    # the footer's Quit: a FooterKey widget, or (issue 42 on) drawn by the one footer widget
+    quit_key = any((kind == "FooterKey" and getattr(w, "description", "") == "Quit") or
+                   (kind == "PlateauFooter" and
+                    any(k.description == "Quit" for k in getattr(w, "shown_keys", ())))
                    for kind, w in zip(kinds, shown))
     return quit_key and kinds.count("Panel") >= 4 and "PlateauHeader" in kinds
 def watched(self):
