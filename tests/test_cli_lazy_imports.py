@@ -102,6 +102,8 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # pydantic's plugin scan (importlib.metadata over every installed package), which the
     # first validator built pays for; a whole-log scan's launch models
     "pydantic.plugin._loader", "importlib.metadata", "console.logs.scan_launch",
+    # the GPU models (pydantic classes): the first sample brings them (issue 42)
+    "console.gpu.models",
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.gpu import format as fmt
-from console.gpu.models import NA, GpuHeader, GpuReading, GpuSample
+from console.gpu.na import NA
 from console.text import sanitize
 from widgets.gpu_render import (
     THRESHOLDS,
@@ -32,6 +32,9 @@ from widgets.gpu_render import (
     sparkline,
     thresholds_with_load,
 )
+
+if TYPE_CHECKING:  # the GPU models come with the first sample (console/gpu/na.py)
+    from console.gpu.models import GpuHeader, GpuReading, GpuSample
 
 HistoryMetric = Literal["util", "power", "memory", "pcie"]
 HISTORY_METRICS: tuple[HistoryMetric, ...] = ("util", "power", "memory", "pcie")

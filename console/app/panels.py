@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from console.config_models import UiConfig
-from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.stats_snapshot import ServerStats
 from widgets.gpu_panel import GpuPanel
@@ -19,6 +18,7 @@ from widgets.sweep_chart import SweepChart
 
 if TYPE_CHECKING:  # a sweep's steps: the run models come with the first sweep
     from console.bench.models import StepResult
+    from console.gpu.models import GpuHeader, GpuSample  # with the first GPU sample
 
 # -- GPU panel ------------------------------------------------------------------------------
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from console.gpu.models import NA, GpuHeader, GpuReading, GpuSample
+from typing import TYPE_CHECKING
+
+from console.gpu.na import NA
+
+if TYPE_CHECKING:  # the models come with the first sample (console/gpu/na.py)
+    from console.gpu.models import GpuHeader, GpuReading, GpuSample
 
 _NAME_TRIM = (
     ("NVIDIA ", ""),

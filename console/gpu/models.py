@@ -10,9 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from console.gpu.na import NA  # noqa: F401  (re-exported: where readings are made)
 from console.text import sanitize
-
-NA = "N/A"
 
 
 def _num(value: Any) -> float | None:

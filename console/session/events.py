@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from console.gpu.models import GpuHeader, GpuSample
 from console.logs.models import LogEvent
 from console.logs.stats_snapshot import ServerStats as StatsSnapshot
 
 if TYPE_CHECKING:  # a sweep's and an A/B's results: the run models come with the first job
     from console.bench.models import StepResult
+    from console.gpu.models import GpuHeader, GpuSample  # with the first sample
     from console.jobs.ab_models import ABResult
 
 ConnectionStatus = Literal["connecting", "connected", "lost", "reconnecting", "failed", "closed"]

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from console.config_models import HostConfig, PlateauConfig
 from console.errors import HostKeyError
-from console.gpu.models import GpuHeader
 from console.host.transport import ConnectionEvent, Transport
 from console.logs.crash_finding import CrashWatch
 from console.logs.models import LogEvent
@@ -340,6 +339,8 @@ class HostSession(EventFeed):
         await asyncio.sleep(seconds * self.pace)
 
     async def _gpu_loop(self, transport: Transport) -> None:
+        from console.gpu.models import GpuHeader  # with the agent, after the first frame
+
         interval = self.config.ui.gpu_interval_s * self.pace
         async for event in adapters.gpu_events(transport, self.host, self.config,
                                                self._gpu_warning, interval):
