@@ -51,10 +51,11 @@ other things): an old recording's line of the former name reads as the new type.
 
 @cache
 def _adapter(name: str) -> TypeAdapter[Any]:
-    # The events name their sweep and A/B payloads for type checkers only (the console's
-    # start-up does not import the run models); pydantic resolves those names here, in this
-    # frame's namespace.
+    # The events name their sweep and A/B payloads and the GPU models for type checkers only
+    # (the console's start-up imports neither the run models nor the GPU models); pydantic
+    # resolves those names here, in this frame's namespace.
     from console.bench.models import StepResult  # noqa: F401
+    from console.gpu.models import GpuHeader, GpuSample  # noqa: F401
     from console.jobs.ab_models import ABResult  # noqa: F401
 
     return TypeAdapter(EVENT_TYPES[name])
