@@ -49,6 +49,13 @@ async def test_the_header_reads_edited_over_other_flags_under_the_old_name(
     app = _app(tmp_path)
     async with app.run_test(size=(160, 40)) as pilot:
         session = app.active_session
+        # The replay's script (its own server update among it) is fed once the session starts,
+        # after the first frame: the update below must come after it, not be overwritten by it.
+        for _ in range(200):
+            if session.state.server_state == "ready":
+                break
+            await pilot.pause(0.02)
+        assert session.state.server_state == "ready", "the replay's script never arrived"
         named = app.config.profiles["cutlass-moe"]
         edited = named.model_copy(update={"flags": {**named.flags,
                                                      "moe-runner-backend": "triton"}})
