@@ -35,7 +35,7 @@ async def test_a_greyed_key_rings_the_bell_and_its_tooltip_says_why(app_factory:
     rung: list[bool] = []
     async with app.run_test(size=(160, 48)) as pilot:
         await _settle(pilot)
-        app.bell = lambda: rung.append(True)  # type: ignore[method-assign]
+        app.bell = lambda: rung.append(True)
         footer = app.screen.query_one(PlateauFooter)
         restart = _key(footer, "r")
         assert restart.disabled and restart.tooltip == words
