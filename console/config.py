@@ -6,16 +6,17 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
-from pydantic import ValidationError
 
-from console.config_models import PlateauConfig
 from console.errors import ConfigError
 from console.hostsources.origin import HostOrigin, HostSourceError
 from console.text import sanitize
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
+
+if TYPE_CHECKING:  # the models (pydantic) come with a config, not with the console's first frame
+    from console.config_models import PlateauConfig
 
 ENV_VAR = "PLATEAU_CONFIG"
 APP_NAME = "plateau"
@@ -89,6 +90,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
     """Find and load the config. An explicitly named file must exist."""
     path, _reason = discover_config_path(explicit)
     if path is None:  # the defaults, as pydantic never validates them
+        from console.config_models import PlateauConfig
+
         return LoadedConfig(PlateauConfig.model_construct(), None)
     return load_config_file(path)
 
@@ -111,6 +114,10 @@ def load_config_file(path: Path) -> LoadedConfig:
 
 
 def parse_config_text(text: str, path: Path) -> PlateauConfig:
+    from pydantic import ValidationError
+
+    from console.config_models import PlateauConfig
+
     try:
         data = loads_toml(text, path)
     except TomlFileError as exc:

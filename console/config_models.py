@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from console import ui_defaults
+
 FlagValue = str | int | float | bool
 
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -437,14 +439,14 @@ TRACE_NEEDS_OPEN_LOOP = (
 
 
 class UiConfig(StrictModel):
-    ascii: bool = False
+    ascii: bool = ui_defaults.ASCII
     gpu_interval_s: Annotated[float, Field(ge=0.25)] = 1.0
     # Hosts not on screen (other hosts' dashboards, fleet rows scrolled away) sample slower.
     offscreen_interval_s: Annotated[float, Field(ge=0.25, le=600.0)] = 5.0
     log_tail_lines: Annotated[int, Field(ge=0, le=100_000)] = 500
-    log_max_lines: Annotated[int, Field(ge=1000, le=5_000_000)] = 200_000
-    gpu_load_mid: Annotated[float, Field(ge=0, le=100)] = 50.0
-    gpu_load_high: Annotated[float, Field(ge=0, le=100)] = 85.0
+    log_max_lines: Annotated[int, Field(ge=1000, le=5_000_000)] = ui_defaults.LOG_MAX_LINES
+    gpu_load_mid: Annotated[float, Field(ge=0, le=100)] = ui_defaults.GPU_LOAD_MID
+    gpu_load_high: Annotated[float, Field(ge=0, le=100)] = ui_defaults.GPU_LOAD_HIGH
 
 
 class HostGroup(StrictModel):
@@ -494,7 +496,7 @@ class SshConfigSource(StrictModel):
 class PlateauConfig(StrictModel):
     """The whole config file."""
 
-    theme: str = "plateau-dark"
+    theme: str = ui_defaults.THEME
     default_host: str | None = None
     hosts: list[HostConfig] = Field(default_factory=list)
     # More hosts, beside [[hosts]]: an inventory file and ~/.ssh/config (console/hostsources).

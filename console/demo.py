@@ -6,17 +6,15 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from console.config_models import (
-    HostConfig,
-    PlateauConfig,
-    ServerProfile,
-    SweepPreset,
-    built_in,
-)
+if TYPE_CHECKING:  # the models (pydantic) come after the demo console's first frame
+    from console.config_models import PlateauConfig, ServerProfile
 
 DEMO_HOST = "demo"
 DEMO_MODEL = "demo/Example-MoE-NVFP4"
+DEMO_PROFILE = "cutlass-moe"
+"""The demo host's profile: the one its server starts with (the header names it at once)."""
 
 
 def free_port() -> int:
@@ -48,6 +46,8 @@ def demo_profiles(
     usual workaround for NCCL P2P hangs on these boards, local-inference-lab/rtx6kpro#15).
     With the default sweep it plateaus at ~64 the way the reference did (console/sim/model.py).
     """
+    from console.config_models import ServerProfile, built_in
+
     launch = [sys.executable, "-m", "console.sim"]
     common: dict[str, str | int | float | bool] = {
         "tp-size": 8,
@@ -72,7 +72,7 @@ def demo_profiles(
             flags={**common, "moe-runner-backend": "triton"},
             env=env,
         ),
-        "cutlass-moe": built_in(
+        DEMO_PROFILE: built_in(
             ServerProfile,
             description="simulated NVFP4 MoE, CUTLASS MoE runner",
             launch=launch,
@@ -94,6 +94,8 @@ def demo_config(
 ) -> PlateauConfig:
     """A config with one local host running the simulator under `run_dir` (`seed` makes the
     simulator deterministic; `real_restarts`: REAL_RESTARTS)."""
+    from console.config_models import HostConfig, PlateauConfig, SweepPreset, built_in
+
     chosen_port = port or free_port()
     profiles = demo_profiles(chosen_port, run_dir / "gpu-state.json", startup_seconds,
                              real_restarts=real_restarts)
@@ -112,7 +114,7 @@ def demo_config(
                 local=True,
                 python=sys.executable,
                 run_dir=str(run_dir),
-                profile="cutlass-moe",
+                profile=DEMO_PROFILE,
                 sim_state_file=str(run_dir / "gpu-state.json"),
             )
         ],

@@ -36,10 +36,20 @@ def _recording() -> Recording:
 
 
 async def _played(pilot: Any, sessions: list[Any]) -> None:
-    for _ in range(100):
+    """Until the recording has played and the dashboard has laid itself out for its GPUs
+    (a deadline, not a count of pauses: a loaded machine plays it slower)."""
+    import time
+
+    def drawn() -> bool:
+        if not (all(s.finished for s in sessions) and sessions[0]._queue.empty()):
+            return False
+        sample = pilot.app.active_state.gpu_sample
+        screen = pilot.app.screen
+        return sample is not None and getattr(screen, "_gpu_count", None) == len(sample.gpus)
+
+    deadline = time.monotonic() + 60
+    while not drawn() and time.monotonic() < deadline:
         await pilot.pause(0.02)
-        if all(s.finished for s in sessions) and sessions[0]._queue.empty():
-            break
     await pilot.pause()
 
 

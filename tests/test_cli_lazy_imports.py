@@ -67,13 +67,15 @@ def models(cls):
     for sub in cls.__subclasses__():
         yield sub
         yield from models(sub)
-def first_frame(self):  # what the first frame with the layout needed; then quit
+def first_frame(self):  # what the first frame with the layout needed (or the boot); then quit
     seen.extend(sorted(sys.modules))
-    from pydantic import BaseModel
-    built.extend(sorted(f"{m.__module__}.{m.__name__}" for m in models(BaseModel)
-                        if m.__dict__.get("__pydantic_complete__")))
+    if "pydantic" in sys.modules:
+        from pydantic import BaseModel
+        built.extend(sorted(f"{m.__module__}.{m.__name__}" for m in models(BaseModel)
+                            if m.__dict__.get("__pydantic_complete__")))
     self.exit()
-PlateauApp._start_pumps = first_frame
+# _start_sessions: once the first frame is drawn, before the boot; _start_pumps: once booted
+setattr(PlateauApp, sys.argv[1], first_frame)
 code = main(["demo", "--seed", "1"])
 print(json.dumps({"code": code, "modules": seen, "built": built}))
 """
@@ -104,27 +106,53 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pydantic.plugin._loader", "importlib.metadata", "console.logs.scan_launch",
     # the GPU models (pydantic classes): the first sample brings them (issue 42)
     "console.gpu.models",
+    # the config's models and pydantic itself: the demo's boot makes its config once the
+    # first frame is drawn (console.app.boot; a third of the frame's cost, issue 42), and
+    # with it the sessions
+    "pydantic", "pydantic_core", "console.config_models", "console.session.service",
 )
+
+# What the boot brings (the config, the sessions), still not the session's work.
+NOT_BEFORE_THE_SESSIONS_START = tuple(
+    name for name in NOT_BEFORE_THE_FIRST_FRAME
+    if name not in ("pydantic", "pydantic_core", "console.config_models",
+                    "console.session.service"))
+
+
+def _demo_modules(tmp_path: Path, hook: str) -> tuple[set[str], list[str]]:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
+    env.pop("PLATEAU_DB", None)
+    done = subprocess.run([sys.executable, "-c", DEMO_PROBE, hook], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True, env=env)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0
+    modules = {name.split(".")[0] for name in result["modules"]} | set(result["modules"])
+    return modules, result["built"]
 
 
 def test_demo_first_frame_imports_only_what_it_shows(tmp_path: Path) -> None:
     """What `plateau demo` has imported at its first frame (the real command, headless, up to
     the frame with the layout): the app and the dashboard, not the sweep and A/B machinery,
-    SSH, HTTP, the other screens or the session's work (issue 19 item 5); those come when a
-    screen, a job, an SSH host or the server's HTTP first needs them."""
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
-    env.pop("PLATEAU_DB", None)
-    done = subprocess.run([sys.executable, "-c", DEMO_PROBE], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=True, env=env)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    modules = {name.split(".")[0] for name in result["modules"]} | set(result["modules"])
-    assert result["code"] == 0
+    SSH, HTTP, the other screens or the session's work (issue 19 item 5), nor the config's
+    models (issue 42); those come when the boot, a screen, a job, an SSH host or the server's
+    HTTP first needs them."""
+    modules, built = _demo_modules(tmp_path, "_start_sessions")
     assert "console.app.screens.dashboard" in modules  # the probe saw the first frame
     for deferred in NOT_BEFORE_THE_FIRST_FRAME:
         assert deferred not in modules, deferred
-    # No pydantic validator is built before the first frame: the config models defer theirs
-    # to their first validation, and the demo's own config is built_in (not validated).
-    assert result["built"] == []
+    assert built == []
+    assert not list(tmp_path.glob("plateau-demo-*"))  # nothing made: the boot had not run
+
+
+def test_demo_boot_builds_no_validator_before_the_sessions_start(tmp_path: Path) -> None:
+    """Once booted (the config, the sessions; the sessions not started yet): the session's
+    work is still not imported, and no pydantic validator is built: the config models defer
+    theirs to their first validation, and the demo's own config is built_in (not validated)."""
+    modules, built = _demo_modules(tmp_path, "_start_pumps")
+    assert "console.session.service" in modules and "pydantic" in modules  # booted
+    for deferred in NOT_BEFORE_THE_SESSIONS_START:
+        assert deferred not in modules, deferred
+    assert built == []
     assert not list(tmp_path.glob("plateau-demo-*"))  # the guard removed the temp run dir

@@ -13,18 +13,21 @@ screen) and the header.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
+from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import BindingType
+from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
 
 from console.app.ab_flow import ABFlow
 from console.app.base import ConsoleBase, severity
 from console.app.bindings import ACTIONS, app_bindings, unknown_keymap_ids
+from console.app.boot import Booted, BootPlan
 from console.app.contract import ConsoleApp
 from console.app.flags_flow import FlagsFlow
 from console.app.gpu_actions import GpuProcessActions
@@ -43,15 +46,20 @@ from console.app.theming import (
 )
 from console.app.view_actions import ViewActions
 from console.config import LoadedConfig
-from console.config_models import ServerProfile
-from console.engines import engine_of_profile
-from console.gc_policy import pace_gc, resume_gc
+from console.engines import engine_named, engine_of_profile
+from console.gc_policy import gc_paused, pace_gc, resume_gc
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState, current_profile, utc_now
 from console.sglang.resolved import header_text
 from widgets.header import HeaderInfo
 
+if TYPE_CHECKING:
+    from console.config_models import ServerProfile
+
+
 __all__ = ["SCREENS", "PlateauApp"]
+
+_ACTS_BEFORE_BOOT = frozenset({"quit", "app.quit"})
 
 
 class PlateauApp(
@@ -65,8 +73,8 @@ class PlateauApp(
 
     def __init__(
         self,
-        loaded: LoadedConfig,
-        sessions: Sequence[Session],
+        loaded: LoadedConfig | None,
+        sessions: Sequence[Session] = (),
         *,
         active_host: str | None = None,
         clock: Clock = utc_now,
@@ -77,15 +85,26 @@ class PlateauApp(
         tick_seconds: float | None = 1.0,
         profiles_dir: Path | None = None,
         startup_notes: Sequence[str] = (),
+        boot: BootPlan | None = None,
     ) -> None:
+        """`loaded` and `sessions`: a console ready at once; or `loaded` None and a `boot`:
+        a console that draws `boot.first`, then boots (console.app.boot)."""
+        if (loaded is None) == (boot is None):
+            raise ValueError("give the console its config and sessions, or a boot plan")
         super().__init__(loaded, sessions, active_host=active_host, clock=clock,
                          store_path=store_path, start_screen=start_screen,
-                         tick_seconds=tick_seconds, profiles_dir=profiles_dir)
+                         tick_seconds=tick_seconds, profiles_dir=profiles_dir,
+                         first_frame=boot.first if boot is not None else None)
+        self._boot = boot
+        self.boot_error: BaseException | None = None
+        """Why the boot failed (the console then ended); None: it did not."""
+        self._held_actions: list[tuple[str, DOMNode | None, Mapping[str, DOMNode] | None]] = []
         pace_gc()  # the console watches hosts for hours: see console/gc_policy.py
         self.stylesheet = ReparsedInPlace(variables=self.get_css_variables())
         for note in startup_notes:
             self.app_note("profiles", note, "warning")
-        self._setup_themes(theme or self.config.theme, theme_dirs)
+        configured = self.config.theme if self.booted else self._first.theme
+        self._setup_themes(theme or configured, theme_dirs)
         self._setup_keymap()
 
     # -- setup --------------------------------------------------------------------------------
@@ -105,14 +124,15 @@ class PlateauApp(
         self.theme = chosen
 
     def _setup_keymap(self) -> None:
-        unknown = unknown_keymap_ids(self.config.keymap)
+        keymap = dict(self.keymap)
+        unknown = unknown_keymap_ids(keymap)
         if unknown:
             known = ", ".join(spec.id for spec in ACTIONS)
             self.app_note(
                 "keymap", f"unknown binding id(s) in [keymap]: {', '.join(unknown)} "
                 f"(known: {known})", "warning"
             )
-        self.set_keymap(dict(self.config.keymap))
+        self.set_keymap(keymap)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # Built-in Textual themes lack our variables; widgets' CSS must still parse under them.
@@ -139,6 +159,53 @@ class PlateauApp(
         # CPU: their data fills the frame in (console.app.pumps).
         self.call_after_refresh(self._after_first_frame)
 
+    # -- the boot (console.app.boot) ----------------------------------------------------------
+
+    def _start_sessions(self) -> None:
+        """The boot first, if the console has one to run; then the sessions (pumps)."""
+        if self._boot is None or self.booted:
+            self._start_pumps()
+            return
+        self.run_worker(self._run_boot(self._boot), name="boot", group="boot",
+                        exit_on_error=False, description="the console's start-up")
+
+    async def _run_boot(self, plan: BootPlan) -> None:
+        # The boot is start-up too: its modules, classes and config live for the whole run,
+        # so it runs without the collector and ends frozen out of its sight (gc_policy).
+        with gc_paused():
+            try:
+                booted = await plan.boot()
+            except Exception as exc:  # the command says it, once the terminal is restored
+                self.boot_error = exc
+                self.exit(return_code=1)
+                return
+            self._land(booted)
+        self._start_pumps()
+
+    def _land(self, booted: Booted) -> None:
+        """The boot's config and sessions replace the first frame's stand-ins; the screen is
+        drawn again from them, and the keys held meanwhile act."""
+        self.store_path = booted.store_path or self.store_path
+        self._take_config(booted.loaded, booted.sessions, booted.active_host, booted.profiles_dir)
+        for note in booted.startup_notes:
+            self.app_note("profiles", note, "warning")
+        self._render_screen(self.screen, self.active_host, None)
+        self.refresh_bindings()
+        held, self._held_actions = self._held_actions, []
+        for action, namespace, namespaces in held:
+            self.call_later(self.run_action, action, namespace, namespaces)
+
+    async def run_action(
+        self, action: str | ActionParseResult, default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        # Before the boot lands (a fraction of a second) a key is held, not lost or refused:
+        # it acts once the config and sessions are here. Quit acts at once.
+        if self.booted or not isinstance(action, str) or action in _ACTS_BEFORE_BOOT:
+            return await super().run_action(action, default_namespace, namespaces)
+        self._held_actions.append((action, default_namespace, namespaces))
+        return True
+
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -154,6 +221,8 @@ class PlateauApp(
     # -- what every screen shows -------------------------------------------------------------
 
     def header_info(self, state: HostState) -> HeaderInfo:
+        if not self.booted:
+            return self._first_header(state)
         profile = current_profile(state, self.sessions[state.host].host)
         launch = self.config.profiles.get(profile) if profile else None
         return HeaderInfo(
@@ -171,6 +240,17 @@ class PlateauApp(
             sweep=progress_line(state, self.ab_plans.get(state.host)),
             replay=self._replay_label(state.host),
             effective=header_text(state.effective),
+        )
+
+    def _first_header(self, state: HostState) -> HeaderInfo:
+        """The header before the boot: the host, its configured profile and engine."""
+        first = self._first
+        profile = first.profile if state.host == first.active_host else None
+        return HeaderInfo(
+            host=state.host, host_index=self.host_names.index(state.host),
+            host_count=len(self.host_names), connection=state.connection,
+            engine=engine_named(first.engine).title, profile=profile,
+            server_state=state.server_state,
         )
 
     def all_events(self) -> list[EventRecord]:

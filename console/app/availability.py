@@ -20,7 +20,7 @@ class Availability(ConsoleBase):
 
     def host_facts(self, host: str) -> HostFacts:
         """What the refusal policy looks at, from `host`'s folded state and its tune."""
-        state = self.sessions[host].state
+        state = self.state_of(host)
         tune = self.tunes.get(host)
         return HostFacts(
             connection=state.connection,
@@ -28,7 +28,7 @@ class Availability(ConsoleBase):
             sweep_running=state.sweep.running,
             ab_running=state.ab is not None and state.ab.running,
             tune_running=tune is not None and tune.running,
-            profiles=len(self.config.profiles),
+            profiles=len(self.profiles),
             hosts=len(self.host_names),
             replay=bool(self._replay_label(host)),
             fleet_view=self.current_mode == "fleet",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,19 +20,19 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
+from console.app.boot import FirstFrame, UiView
 from console.app.contract import HostView
 from console.app.messages import HostIntent
 from console.app.modes import SCREENS
 from console.app.progress import ABPlan
 from console.app.screens.dashboard import DashboardScreen
 from console.config import LoadedConfig
-from console.config_models import PlateauConfig, ServerProfile
 from console.session.profile_set import ProfileSet
-from console.session.profiles import profiles_dir as default_profiles_dir
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState
 
 if TYPE_CHECKING:
+    from console.config_models import PlateauConfig, ServerProfile
     from console.session.tune_control import TuneControl
 
 
@@ -43,10 +43,15 @@ class ConsoleBase(App[int]):
     """CONNECTS_AT_ONCE places for connecting sessions (console.app.pumps)."""
     plateau_theme_names: list[str]
     """The themes `ctrl+t` cycles (PlateauApp._setup_themes)."""
+    _loaded: LoadedConfig
+    profiles_dir: Path
+    """Where the flags editor saves profiles."""
+    _first: FirstFrame
+    _pending: dict[str, HostState]
 
     def __init__(
         self,
-        loaded: LoadedConfig,
+        loaded: LoadedConfig | None,
         sessions: Sequence[Session],
         *,
         active_host: str | None,
@@ -55,29 +60,18 @@ class ConsoleBase(App[int]):
         start_screen: str,
         tick_seconds: float | None,
         profiles_dir: Path | None,
+        first_frame: FirstFrame | None = None,
     ) -> None:
+        """`loaded` None: a console that boots (console.app.boot): `first_frame` is what it
+        draws until `_take_config` gives it its config and sessions."""
         super().__init__()
-        self._loaded = loaded
-        self._loaded_view: LoadedConfig | None = None
-        # One profile set for this run, shared with every session (the flags editor adds).
-        self.profiles = ProfileSet(loaded.config.profiles)
-        # The profiles as saved (the config file, profiles.d, saves since): what "edited" means.
-        self._saved_profiles: dict[str, ServerProfile] = dict(loaded.config.profiles)
         self.clock = clock
         self.store_path = store_path
         self.tick_seconds = tick_seconds
-        self.sessions: dict[str, Session] = {s.host.name: s for s in sessions}
-        if not self.sessions:
-            raise ValueError("the console needs at least one host session")
-        self.host_names = list(self.sessions)
-        for session in self.sessions.values():
-            session.share_profiles(self.profiles)
-        self.active_host = active_host if active_host in self.sessions else self.host_names[0]
         if start_screen not in SCREENS:
             raise ValueError(f"unknown screen {start_screen!r} (have: {', '.join(SCREENS)})")
         self.start_screen = start_screen
         self.hidden_panels: set[str] = set()
-        self.on_screen_hosts: set[str] = set(self.sessions)
         # Run ids marked in the history screen (m); two marked runs are what compare shows.
         self.marked_runs: list[int] = []
         self.ab_plans: dict[str, ABPlan] = {}  # host -> the plan of the A/B it runs
@@ -88,14 +82,56 @@ class ConsoleBase(App[int]):
         # (host, source) -> the retried failure last shown as a toast: said once, not at every
         # retry (a failing GPU agent stacked a toast a second over half the screen).
         self._retry_said: dict[tuple[str, str], str] = {}
-        self.profiles_dir = profiles_dir or default_profiles_dir(loaded)
+        self._loaded_view: LoadedConfig | None = None
+        self.booted = False
+        """The config and sessions are here (at once, or once a boot has landed)."""
+        self.sessions: dict[str, Session] = {}
+        if loaded is not None:
+            self._take_config(loaded, sessions, active_host, profiles_dir)
+            return
+        if first_frame is None or not first_frame.hosts:
+            raise ValueError("the console needs its config and sessions, or a first frame")
+        self._first = first_frame
+        # Until the boot: the hosts' states as their sessions start them (connecting).
+        self._pending = {name: HostState(name, clock=clock) for name in first_frame.hosts}
+        self.host_names = list(first_frame.hosts)
+        active = first_frame.active_host
+        self.active_host = active if active in self._pending else self.host_names[0]
+        self.on_screen_hosts: set[str] = set(self.host_names)
+        # One profile set for this run, shared with every session (the flags editor adds).
+        self.profiles = ProfileSet({})
+        # The profiles as saved (the config file, profiles.d, saves since): what "edited" means.
+        self._saved_profiles: dict[str, ServerProfile] = {}
+
+    def _take_config(
+        self, loaded: LoadedConfig, sessions: Sequence[Session], active_host: str | None,
+        profiles_dir: Path | None,
+    ) -> None:
+        """The console's config and its hosts' sessions (from its constructor, or its boot)."""
+        if not sessions:
+            raise ValueError("the console needs at least one host session")
+        self._loaded = loaded
+        self.profiles = ProfileSet(loaded.config.profiles)
+        self._saved_profiles = dict(loaded.config.profiles)
+        self.sessions = {s.host.name: s for s in sessions}
+        self.host_names = list(self.sessions)
+        for session in self.sessions.values():
+            session.share_profiles(self.profiles)
+        self.active_host = active_host if active_host in self.sessions else self.host_names[0]
+        self.on_screen_hosts = set(self.sessions)
+        if profiles_dir is None:  # (profiles.py validates saved profiles: pydantic)
+            from console.session.profiles import profiles_dir as default_profiles_dir
+
+            profiles_dir = default_profiles_dir(loaded)
+        self.profiles_dir = profiles_dir
+        self.booted = True
 
     # -- config and profiles ---------------------------------------------------------------------
 
     @property
     def loaded(self) -> LoadedConfig:
         """The config as loaded, with this run's profile set (the flags editor adds to it)."""
-        base = self._loaded
+        base = self._booted_config()
         config = self.profiles.applied(base.config)
         if config is base.config:
             return base
@@ -105,7 +141,22 @@ class ConsoleBase(App[int]):
 
     @property
     def config(self) -> PlateauConfig:
-        return self.profiles.applied(self._loaded.config)
+        return self.profiles.applied(self._booted_config().config)
+
+    def _booted_config(self) -> LoadedConfig:
+        if not self.booted:  # what the first frame needs is in its FirstFrame (ui, keymap)
+            raise RuntimeError("the console's config is read before its boot landed")
+        return self._loaded
+
+    @property
+    def ui(self) -> UiView:
+        """The [ui] values the screens are built with (before the boot: the first frame's)."""
+        return self.config.ui if self.booted else self._first.ui
+
+    @property
+    def keymap(self) -> Mapping[str, str]:
+        """The config's [keymap] (before the boot: the first frame's)."""
+        return self.config.keymap if self.booted else self._first.keymap
 
     def add_profile(self, name: str, profile: ServerProfile, *, persist: bool) -> bool:
         """Add a profile to the run's profile set (every session's); with `persist`, also write
@@ -154,7 +205,7 @@ class ConsoleBase(App[int]):
             return profile
         flags = {k: v for k, v in profile.flags.items() if v != host.sim_state_file}
         return profile.model_copy(update={"flags": flags,
-                                          "port": ServerProfile.model_fields["port"].default})
+                                          "port": type(profile).model_fields["port"].default})
 
     # -- the app's own notes -------------------------------------------------------------------
 
@@ -173,11 +224,17 @@ class ConsoleBase(App[int]):
 
     @property
     def active_state(self) -> HostState:
-        return self.active_session.state
+        return self.state_of(self.active_host)
+
+    def state_of(self, host: str) -> HostState:
+        """`host`'s folded state (before the boot: a fresh one, connecting)."""
+        session = self.sessions.get(host)
+        return session.state if session is not None else self._pending[host]
 
     def _replay_label(self, host: str) -> str:
         """"REPLAY of …" for a recording's session (console.session.replay), else ""."""
-        return self.sessions[host].replay_label
+        session = self.sessions.get(host)
+        return session.replay_label if session is not None else ""
 
     def _hand_over(
         self, intent: HostIntent, what: str, work: Coroutine[Any, Any, object]

@@ -11,21 +11,22 @@ console/app/app.py), and `console_app(widget)` gives a widget its app as this co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
-from console.config import LoadedConfig
-from console.config_models import PlateauConfig, ServerProfile
 from console.session.protocol import Session
 from console.session.state import Clock, EventRecord, HostState
 from widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
+    from console.app.boot import UiView
     from console.app.progress import ABPlan
+    from console.config import LoadedConfig
+    from console.config_models import PlateauConfig, ServerProfile
     from console.server.refusal import HostFacts
     from console.session.tune_control import TuneControl
 
@@ -38,6 +39,19 @@ class ConsoleApp(Protocol):
 
     @property
     def loaded(self) -> LoadedConfig: ...
+
+    booted: bool
+    """The config and sessions are here (console.app.boot: a console may draw before)."""
+
+    @property
+    def ui(self) -> UiView:
+        """The [ui] values screens are built with (the first frame's until the boot)."""
+        ...
+
+    @property
+    def keymap(self) -> Mapping[str, str]: ...
+
+    def state_of(self, host: str) -> HostState: ...
 
     store_path: Path | None
     sessions: dict[str, Session]

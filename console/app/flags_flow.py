@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from console.app.availability import Availability
 from console.app.messages import RestartRequested
-from console.config_models import ServerProfile
 from console.engines import engine_of_profile
 from console.session import adapters
 from console.session.protocol import Session
 from console.session.state import current_profile
 
 if TYPE_CHECKING:
+    from console.config_models import ServerProfile
     from widgets.flags_editor import FlagsEditorResult
 
 

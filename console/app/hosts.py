@@ -28,7 +28,7 @@ class HostSwitching(Availability):
             return
         from console.app.screens.modals import HostPicker
 
-        hosts = [(n, self.sessions[n].state.connection) for n in self.host_names]
+        hosts = [(n, self.state_of(n).connection) for n in self.host_names]
 
         def picked(name: str | None) -> None:
             if name:

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 
 from console import aio
 from console.app.app import SCREENS, PlateauApp
+from console.app.boot import Booted, BootPlan, FirstFrame
 from console.config import LoadedConfig
-from console.config_models import PlateauConfig
 from console.errors import PlateauError, UsageError
-from console.session.service import HostSession
 from console.store.paths import default_db_path
 
 if TYPE_CHECKING:  # a recording, a replay and a snapshot's export: not the console's start-up
@@ -25,6 +24,7 @@ if TYPE_CHECKING:  # a recording, a replay and a snapshot's export: not the cons
 
     from console.session.recording import Recorder, Recording
     from console.session.replay import ReplaySession
+    from console.session.service import HostSession
 
 
 @dataclass
@@ -69,6 +69,8 @@ def _check_theme(name: str | None) -> None:
 
 
 def build_sessions(launch: Launch) -> tuple[list[HostSession], str]:
+    from console.session.service import HostSession
+
     _check_theme(launch.theme)
     _with_saved_profiles(launch)
     config = launch.loaded.config
@@ -132,6 +134,37 @@ async def run_console(launch: Launch) -> int:
     return int(app.return_code or 0)
 
 
+async def run_booting_console(
+    first: FirstFrame, make_launch: Callable[[], Awaitable[Launch]], *,
+    theme: str | None = None,
+) -> int:
+    """The console drawn from `first` at once, then booted: `make_launch` (the config, the
+    demo's server guard), the sessions and the recording are made once that frame is on the
+    terminal (console.app.boot). A boot that fails ends the console; its error is raised here,
+    after the terminal is restored, so the command prints it as any other."""
+    _check_theme(theme)  # before anything is drawn
+    made: list[tuple[list[HostSession], str, Recorder | None, Launch]] = []
+
+    async def boot() -> Booted:
+        launch = await make_launch()
+        sessions, active = build_sessions(launch)
+        made.append((sessions, active, record_sessions(launch.record, sessions), launch))
+        return Booted(launch.loaded, sessions, active, store_path=launch.store_path,
+                      profiles_dir=launch.profiles_dir, startup_notes=launch.profile_notes)
+
+    app = PlateauApp(None, boot=BootPlan(first, boot), theme=theme)
+    try:
+        await app.run_async()
+    finally:
+        for sessions, active, recorder, launch in made:
+            await _shutdown(sessions, active, launch.stop_on_exit)
+            if recorder is not None:
+                recorder.close()
+    if app.boot_error is not None:
+        raise app.boot_error
+    return int(app.return_code or 0)
+
+
 def record_sessions(path: Path | None, sessions: list[HostSession]) -> Recorder | None:
     """Every event of `sessions` also goes to the recording at `path` (None: no recording)."""
     if path is None:
@@ -154,6 +187,8 @@ def replay_app(
     if not recording.hosts:
         raise UsageError("the recording names no host")
     # The recording carries no launch profiles (a replay launches nothing).
+    from console.config_models import PlateauConfig
+
     hosts = [h.model_copy(update={"profile": None}) for h in recording.hosts]
     config = PlateauConfig(hosts=hosts)
     try:
@@ -197,7 +232,7 @@ def log_app(
 ) -> tuple[PlateauApp, ReplaySession]:
     """The console on a server log (`plateau --log FILE [--bench FILE ...]`): its lines in the
     log view, its diagnosis in the Why view; a replay, so it runs nothing on any host."""
-    from console.config_models import HostConfig
+    from console.config_models import HostConfig, PlateauConfig
     from console.session.log_file import read_log_file
     from console.session.replay import ReplaySession
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from console.config_models import UiConfig
 from console.logs.models import LogEvent
 from console.logs.stats_snapshot import ServerStats
 from widgets.gpu_panel import GpuPanel
@@ -17,13 +16,14 @@ from widgets.server_strip import ServerStrip
 from widgets.sweep_chart import SweepChart
 
 if TYPE_CHECKING:  # a sweep's steps: the run models come with the first sweep
+    from console.app.boot import UiView
     from console.bench.models import StepResult
     from console.gpu.models import GpuHeader, GpuSample  # with the first GPU sample
 
 # -- GPU panel ------------------------------------------------------------------------------
 
 
-def gpu_widget(ui: UiConfig, id: str = "gpu-view") -> GpuPanel:
+def gpu_widget(ui: UiView, id: str = "gpu-view") -> GpuPanel:
     """The GPU panel, its util/memory/power bars coloured at the operator's load levels
     (`ui.gpu_load_mid` / `ui.gpu_load_high`, the levels the help panel shows)."""
     return GpuPanel(id=id, ascii_only=ui.ascii,

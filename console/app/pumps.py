@@ -31,12 +31,16 @@ _OFF_SCREEN_ASPECTS = frozenset({"events", "host-key", "connection", "server", "
 class SessionPumps(HostNews, HostSwitching):
     def _after_first_frame(self) -> None:
         if self.is_headless:
-            self._start_pumps()
+            self._start_sessions()
             return
         # The terminal has the frame to draw, and needs the CPU for it: starting the
         # sessions at once (their imports, connects and agents, ~0.1 s of CPU) delayed the
         # frame on screen by about as much on a 2-core machine (tmux, bench_app_startup.py).
-        self.set_timer(TERMINAL_GRACE_S, self._start_pumps)
+        self.set_timer(TERMINAL_GRACE_S, self._start_sessions)
+
+    def _start_sessions(self) -> None:
+        """Start the sessions (PlateauApp boots first when it has a boot to run)."""
+        self._start_pumps()
 
     async def _start_session(self, session: Session) -> None:
         """Start `session` when one of CONNECTS_AT_ONCE places is free; the place is held

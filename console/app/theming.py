@@ -14,9 +14,10 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 import themes as themes_package
+from console import ui_defaults
 from console.tomlfile import TomlFileError, loads_toml, read_toml_text
 
-DEFAULT_THEME = "plateau-dark"
+DEFAULT_THEME = ui_defaults.THEME
 # `themes` may load as a namespace package under an editable install (no __file__).
 THEME_DIR = Path(next(iter(themes_package.__path__)))
 

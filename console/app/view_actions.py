@@ -79,7 +79,7 @@ class ViewActions(ConsoleBase):
         self.notify(f"theme: {self.theme}", markup=False, timeout=2)
 
     def effective_keys(self) -> dict[str, str]:
-        return keys_after_keymap(dict(self.config.keymap))
+        return keys_after_keymap(dict(self.keymap))
 
     def action_help(self) -> None:
         from console.app.screens.modals import HelpScreen

@@ -7,6 +7,8 @@ and stops it when the console exits.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,8 +16,9 @@ from console.commands import argtypes
 from console.gc_policy import gc_paused
 
 if TYPE_CHECKING:
-    from console.config_models import PlateauConfig
-    from console.server.guard import OwnerGuard
+    from console.app.boot import FirstFrame
+    from console.app.launch import Launch
+    from console.config import LoadedConfig
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,46 +45,76 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from console.demo import DEMO_HOST, temp_demo
+    from console.app.launch import run_booting_console
+
+    # The user's config file, if there is one, is read (and validated) before anything is
+    # drawn: a bad file is its one-line error, not a console that flashes and ends. Without one
+    # the console draws its first frame before the config's models exist (console.app.boot).
+    user = _user_config(args.config)
+    async with contextlib.AsyncExitStack() as cleanup:
+        return await run_booting_console(
+            _first_frame(user), lambda: _launch(args, user, cleanup), theme=args.theme)
+
+
+def _user_config(explicit: str | None) -> LoadedConfig | None:
+    from console.config import discover_config_path
+
+    path, _why = discover_config_path(explicit)
+    if path is None:
+        return None
+    from console.config import load_config_file
+
+    return load_config_file(path)
+
+
+def _first_frame(user: LoadedConfig | None) -> FirstFrame:
+    """What the demo console shows before its boot: its one host, named as the booted config
+    names it, with the user's [ui], keymap and theme (console.demo_user takes the same)."""
+    from console.app.boot import FirstFrame
+    from console.demo import DEMO_HOST, DEMO_PROFILE
+
+    first = FirstFrame(hosts=(DEMO_HOST,), active_host=DEMO_HOST, profile=DEMO_PROFILE)
+    if user is None:
+        return first
+    mine = user.config
+    theme = mine.theme if user.path is not None else first.theme
+    return dataclasses.replace(first, ui=mine.ui, keymap=dict(mine.keymap), theme=theme)
+
+
+async def _launch(
+    args: argparse.Namespace, user: LoadedConfig | None, cleanup: contextlib.AsyncExitStack
+) -> Launch:
+    """The demo's config and its server's guard (the console's boot)."""
+    from console.app.launch import Launch
+    from console.config import LoadedConfig, load_config
+    from console.demo import DEMO_HOST, demo_profile, temp_demo
+    from console.demo_user import demo_with_user
     from console.host.local import LocalTransport
     from console.server.guard import OwnerGuard
+    from console.store.paths import default_db_path
 
     config, _run_dir = temp_demo(args.seed, args.startup_seconds, args.run_dir,
                                  real_restarts=True)
     # The server and the temp run dir die with this process, however it ends (SIGKILL, the
-    # terminal closing): a host-side guard holds a pipe from us. Spawned first, awaited only
-    # before the session starts the server: its start-up overlaps ours.
+    # terminal closing): a host-side guard holds a pipe from us. Awaited only before the
+    # session starts the server: its start-up overlaps the session's.
     # Its transport keeps the guard's program in the run dir (as the session's does).
     host = config.host(DEMO_HOST)
     temporary = args.run_dir is None and not args.keep_server
     guard = await OwnerGuard.spawn(LocalTransport(DEMO_HOST, run_dir=host.run_dir), host,
                                    stop_server=not args.keep_server, remove_run_dir=temporary)
-    try:
-        return await _console(args, config, guard)
-    finally:
-        await guard.close()
-
-
-async def _console(args: argparse.Namespace, config: PlateauConfig, guard: OwnerGuard) -> int:
-    from console.app.launch import Launch, run_console
-    from console.config import LoadedConfig, load_config
-    from console.demo import demo_profile
-    from console.demo_user import demo_with_user
-    from console.store.paths import default_db_path
-
+    cleanup.push_async_callback(guard.close)
     # The user's [ui], [keymap], presets and theme, and the profiles they saved in a demo.
-    config, profiles_dir, notes = demo_with_user(config, load_config(args.config))
+    config, profiles_dir, notes = demo_with_user(config, user or load_config(None))
     loaded = LoadedConfig(config, None)
-    launch = Launch(
+    return Launch(
         loaded,
         launch_profile=demo_profile(loaded.config),
         stop_on_exit=not args.keep_server,
         # The user's history: demo runs show in `plateau history` like any other (host demo).
         store_path=args.db or default_db_path(),
-        theme=args.theme,
         record=args.record,
         profiles_dir=profiles_dir,
         profile_notes=tuple(notes),
         server_gate=guard.ready,
     )
-    return await run_console(launch)

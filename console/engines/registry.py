@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from console.config_models import ServerProfile
+from typing import TYPE_CHECKING
+
 from console.engines.base import ServerEngine
 from console.engines.openai import OPENAI
 from console.engines.sglang import SGLANG
 from console.engines.transformers_serve import TRANSFORMERS_SERVE
+
+if TYPE_CHECKING:
+    from console.config_models import ServerProfile
+
 
 ENGINES: dict[str, ServerEngine] = {e.name: e for e in (SGLANG, OPENAI, TRANSFORMERS_SERVE)}
 

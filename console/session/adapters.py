@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.config_models import HostConfig, PlateauConfig, ServerProfile
 from console.host.transport import Transport
 from console.session.events import (
     Problem,
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     import httpx
 
     from console.bench.models import SweepEvent
+    from console.config_models import HostConfig, PlateauConfig, ServerProfile
     from console.diagnose.sources import EvidenceSources
     from console.gpu.models import GpuHeader, GpuSample
     from console.jobs.ab import EvidenceFor

@@ -9,11 +9,15 @@ per change and base, shared by all who ask with that base (the app and its sessi
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from console.config_models import PlateauConfig, ServerProfile
+if TYPE_CHECKING:
+    from console.config_models import PlateauConfig, ServerProfile
 
 
-class ProfileSet(Mapping[str, ServerProfile]):
+
+
+class ProfileSet(Mapping[str, "ServerProfile"]):
     def __init__(self, profiles: Mapping[str, ServerProfile]) -> None:
         self._profiles = dict(profiles)
         self.version = 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
-from console.config_models import HostConfig
 from console.host.transport import Transport
 from console.session.events import SessionEvent
 from console.session.feed import Change
@@ -13,6 +12,7 @@ from console.session.profile_set import ProfileSet
 from console.session.state import HostState
 
 if TYPE_CHECKING:  # what a job or the flags editor hands over: not the console's start-up
+    from console.config_models import HostConfig
     from console.diagnose.log_diagnosis import LogDiagnosis
     from console.jobs.ab_models import ABRequest
     from console.jobs.tune_bench import TuneBench

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from console.config_models import HostConfig
 from console.logs.models import LogEvent
 from console.logs.stats_snapshot import ServerStats as StatsSnapshot
 from console.session.events import (
@@ -38,6 +37,7 @@ from console.sglang.resolved import Resolved, is_startup_line, resolved_settings
 
 if TYPE_CHECKING:  # the run models come with the first sweep or A/B
     from console.bench.models import StepResult
+    from console.config_models import HostConfig
     from console.gpu.models import GpuHeader, GpuSample  # the GPU models with the first sample
     from console.jobs.ab_models import ABResult
 

@@ -169,7 +169,7 @@ class DashboardScreen(FreshScreen):
 
     def compose(self) -> ComposeResult:
         app = console_app(self)
-        ui = app.config.ui
+        ui = app.ui
         yield PlateauHeader(ascii_only=ui.ascii, id="header")
         with Horizontal(id="top-row"):
             with Panel(id="gpus", classes="panel") as gpus:
@@ -341,7 +341,7 @@ class DashboardScreen(FreshScreen):
         app = console_app(self)
         old = self._views["gpus"]
         self._gpu_views = getattr(self, "_gpu_views", 0) + 1
-        new = panels.gpu_widget(app.config.ui, id=f"gpu-view-{self._gpu_views}")
+        new = panels.gpu_widget(app.ui, id=f"gpu-view-{self._gpu_views}")
         self.query_one("#gpus", Panel).mount(new, after=old)
         old.remove()
         self._views["gpus"] = new

@@ -69,7 +69,7 @@ class FleetScreen(FreshScreen):
         yield Input(placeholder="filter: host, state, profile, version, alert, cause",
                     id="fleet-filter")
         yield Static("", id="fleet-columns")
-        yield FleetTable(ascii_only=app.config.ui.ascii, id="fleet-table")
+        yield FleetTable(ascii_only=app.ui.ascii, id="fleet-table")
         yield Static("", id="fleet-detail")
         yield PlateauFooter()
 

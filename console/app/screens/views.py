@@ -46,7 +46,7 @@ class HostScreen(FreshScreen):
 
     def compose(self) -> ComposeResult:
         app = console_app(self)
-        yield PlateauHeader(ascii_only=app.config.ui.ascii, id="header")
+        yield PlateauHeader(ascii_only=app.ui.ascii, id="header")
         yield Static(Content.styled(self.TITLE_TEXT, "bold $accent"), classes="screen-title")
         yield from self.compose_body()
         yield PlateauFooter()
