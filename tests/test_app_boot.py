@@ -184,3 +184,15 @@ def test_the_demos_first_frame_is_what_its_boot_makes_of_the_users_config(
     assert bare.theme == plain.theme and dict(bare.keymap) == dict(plain.keymap) == {}
     assert bare.ui.ascii == plain.ui.ascii and bare.ui.log_max_lines == plain.ui.log_max_lines
 
+
+
+def test_the_first_frame_before_the_boot_snapshot(snap_compare: Any) -> None:
+    """What `plateau demo` draws before its boot: the layout, the host connecting, its
+    profile named, the keys the refusal policy gives a host that is connecting."""
+    app = booting_app(HeldBoot())
+
+    async def run_before(pilot: Any) -> None:
+        await pilot.pause()
+        assert not pilot.app.booted
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)

@@ -59,7 +59,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SCREENS", "PlateauApp"]
 
-_ACTS_BEFORE_BOOT = frozenset({"quit", "app.quit"})
+# What a key does before the boot lands, rather than once it has: quit (q, ctrl+q), and
+# ctrl+c's hint of how to quit.
+_ACTS_BEFORE_BOOT = frozenset({"quit", "app.quit", "help_quit", "app.help_quit"})
 
 
 class PlateauApp(
