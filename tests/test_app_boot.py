@@ -196,3 +196,18 @@ def test_the_first_frame_before_the_boot_snapshot(snap_compare: Any) -> None:
         assert not pilot.app.booted
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_a_run_dir_that_cannot_be_one_is_a_one_line_error_before_anything_is_drawn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`plateau demo --run-dir FILE` printed a traceback; now the command's one line, before
+    the console (or its boot) starts."""
+    from console.cli import main
+
+    monkeypatch.delenv("PLATEAU_CONFIG")  # no config file: XDG_CONFIG_HOME is tmp_path
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("x", encoding="utf-8")
+    assert main(["demo", "--run-dir", str(a_file)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"plateau: --run-dir {a_file}: File exists"]

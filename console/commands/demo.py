@@ -51,9 +51,23 @@ async def _demo(args: argparse.Namespace) -> int:
     # drawn: a bad file is its one-line error, not a console that flashes and ends. Without one
     # the console draws its first frame before the config's models exist (console.app.boot).
     user = _user_config(args.config)
+    if args.run_dir is not None:
+        _make_run_dir(args.run_dir)
     async with contextlib.AsyncExitStack() as cleanup:
         return await run_booting_console(
             _first_frame(user), lambda: _launch(args, user, cleanup), theme=args.theme)
+
+
+def _make_run_dir(path: Path) -> None:
+    """`--run-dir`, made now if it is not there: a path that cannot be one is the command's
+    one-line error before anything is drawn (it was a traceback)."""
+    from console.errors import UsageError
+    from console.text import sanitize
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--run-dir {sanitize(str(path))}: {exc.strerror or exc}") from None
 
 
 def _user_config(explicit: str | None) -> LoadedConfig | None:
