@@ -65,6 +65,7 @@ class StatRow(Widget):
         self.label = Text()
         self.data: list[float] = []
         self._lines: list[list[Segment]] | None = None
+        self._lines_size = (0, 0)  # the size `_lines` were drawn at
 
     def show(self, label: Text, data: list[float]) -> None:
         if label == self.label and data == self.data:
@@ -84,10 +85,15 @@ class StatRow(Widget):
 
     def _on_resize(self, event: events.Resize) -> None:
         self._lines = None
+        self.refresh()
 
     def render_line(self, y: int) -> Strip:
-        if self._lines is None:
-            self._lines = self._draw()
+        # The compositor can paint the row at its new size before the Resize event reaches
+        # it (a -tall-2 strip's rows grew from 1 to 2 lines and kept their one-line drawing
+        # until the next stats update; a replay has none): the size is part of the cache.
+        size = (self.size.width, self.size.height)
+        if self._lines is None or self._lines_size != size:
+            self._lines, self._lines_size = self._draw(), size
         return Strip(self._lines[y]) if y < len(self._lines) else Strip.blank(
             self.size.width, self.rich_style)
 

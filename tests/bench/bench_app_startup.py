@@ -7,7 +7,8 @@ sent. The pane is then read (`tmux capture-pane`) every few ms until the frame h
 layout: for the demo, the header (`host demo`), every dashboard panel's title (GPUs, Server,
 Log, Sweep) and the footer's keys; for the peer, a bare `App` with one Static, its own text.
 Data may still be filling in: the later milestones (the GPU table's first sample, the server
-ready) are printed as well, and the CPU time the app's process had used when its frame
+ready; for the demo they include its boot, which runs once the first frame is drawn:
+console/app/boot.py) are printed as well, and the CPU time the app's process had used when its frame
 appeared (/proc; on a loaded machine this moves less than wall time). Then `q` quits and the
 next run starts; runs of the two apps are interleaved after one warm-up run of each (not
 counted: it writes the bytecode of this checkout, as pip does at install), and the median of
