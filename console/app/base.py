@@ -91,6 +91,8 @@ class ConsoleBase(App[int]):
             return
         if first_frame is None or not first_frame.hosts:
             raise ValueError("the console needs its config and sessions, or a first frame")
+        if profiles_dir is not None:  # not silently dropped: the boot's Booted carries it
+            raise ValueError("a console that boots takes its profiles dir from its boot")
         self._first = first_frame
         # Until the boot: the hosts' states as their sessions start them (connecting).
         self._pending = {name: HostState(name, clock=clock) for name in first_frame.hosts}

@@ -83,10 +83,3 @@ class BootPlan:
     first: FirstFrame
     boot: Callable[[], Awaitable[Booted]]
 
-
-class BootFailed(Exception):
-    """The boot raised `error`; the console ended without sessions (the command reports it)."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
